@@ -1,0 +1,77 @@
+"""histkit's sessions. ``nox`` alone runs the tests; ``nox -l`` lists them all."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+LINT_PATHS = ["src", "tests", "bench", "noxfile.py"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Build histkit and run the test suite (GPU tests skip without a GPU)."""
+    session.install(".[test,gpu]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Walk the chapter's three sections on the oracles (histkit demo)."""
+    session.install(".")
+    session.run("histkit", "demo", *session.posargs)
+
+
+@nox.session
+def verify(session: nox.Session) -> None:
+    """The main job: oracle self-checks, the demo, and GPU conformance if a GPU is present."""
+    session.install(".[gpu]")
+    session.run("histkit", "verify", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the Python, cython-lint over the Cython."""
+    session.install("ruff", "cython-lint")
+    session.run("ruff", "check", *LINT_PATHS, *session.posargs)
+    session.run("cython-lint", "src/histkit/oracles")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """CPU oracle throughput against NumPy (writes bench/results/cpu-*.json)."""
+    session.install(".")
+    session.run("python", "bench/cpu.py", *session.posargs)
+
+
+# The GPU sessions run on an air-gapped GPU host: they use the interpreter that
+# runs nox, with its own cuda-python, and install nothing from an index.
+def _install_offline(session: nox.Session) -> None:
+    session.run("python", "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+                "--no-index", "--quiet", ".")
+
+
+@nox.session(venv_backend="none", default=False)
+def gpu(session: nox.Session) -> None:
+    """GPU conformance (histkit verify --gpu on) and the GPU tests, offline."""
+    _install_offline(session)
+    session.run("histkit", "verify", "--gpu", "on", *session.posargs)
+    session.run("python", "-m", "pytest", "-m", "gpu or nvrtc", "tests")
+
+
+@nox.session(venv_backend="none", default=False)
+def sanitize(session: nox.Session) -> None:
+    """compute-sanitizer: memcheck over every kernel, racecheck over the shared-memory ones."""
+    _install_offline(session)
+    for tool in ("memcheck", "racecheck"):
+        session.run("compute-sanitizer", "--tool", tool, "--error-exitcode", "1",
+                    "python", "-m", "histkit.conformance.sanitize", tool, external=True)
+
+
+@nox.session(name="bench-gpu", venv_backend="none", default=False)
+def bench_gpu(session: nox.Session) -> None:
+    """GPU throughput against CUB, CuPy and PyTorch (writes bench/results/gpu-*.json)."""
+    _install_offline(session)
+    session.run("histkit", "bench", *session.posargs)

@@ -1,0 +1,5 @@
+import sys
+
+from histkit.cli import main
+
+sys.exit(main())

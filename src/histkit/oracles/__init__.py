@@ -1,0 +1,124 @@
+"""CPU oracles: the ground truth every histkit GPU kernel is judged against.
+
+Each function models one thing the chapter (Chapter 7: Histograms) describes:
+
+- :func:`histogram` -- the exact count, what ``atomicAdd`` achieves (7.1);
+- :func:`naive_wave_histogram` -- the lockstep-wave model of a non-atomic
+  ``hist[b]++`` (7.1);
+- :func:`privatized_histogram` -- the shared-memory privatized kernel and the
+  number of global atomics it issues (7.2);
+- :func:`exclusive_scan` -- counts to offsets (7.3, via Chapter 5);
+- :func:`counting_sort` -- the stable counting sort (7.3).
+
+Keys may have any integer dtype and any stride; counts and indices are int64.
+A key outside ``[0, num_bins)`` raises ``ValueError`` naming the first bad
+index and value; nothing is clipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from histkit.oracles._histogram import histogram_counts
+from histkit.oracles._inputs import as_key_array, positive_int, raise_bad_key
+from histkit.oracles._scan import exclusive_scan_counts
+from histkit.oracles._sort import counting_sort_arrays
+from histkit.oracles._wave import naive_wave_counts
+
+__all__ = [
+    "counting_sort",
+    "exclusive_scan",
+    "histogram",
+    "naive_wave_histogram",
+    "privatized_histogram",
+]
+
+WARP_SIZE = 32
+BLOCK_SIZE = 256
+
+
+def histogram(keys, num_bins: int) -> np.ndarray:
+    """Exact histogram of keys into num_bins bins (int64).
+
+    NumPy equivalent: ``np.bincount(keys, minlength=num_bins)``.
+    """
+    keys = as_key_array(keys)
+    num_bins = positive_int(num_bins, "num_bins")
+    counts, bad = histogram_counts(keys, num_bins)
+    if bad >= 0:
+        raise_bad_key(keys, bad, num_bins)
+    return counts
+
+
+def naive_wave_histogram(keys, num_bins: int, warp_size: int = WARP_SIZE) -> np.ndarray:
+    """The chapter's lockstep model of a non-atomic ``hist[b]++`` (7.1).
+
+    Keys are taken in waves of ``warp_size`` consecutive elements; each wave
+    adds exactly one to every distinct bin it touches, however many lanes
+    shared it. Equals :func:`histogram` only when no wave repeats a bin.
+    """
+    keys = as_key_array(keys)
+    num_bins = positive_int(num_bins, "num_bins")
+    warp_size = positive_int(warp_size, "warp_size")
+    counts, bad = naive_wave_counts(keys, num_bins, warp_size)
+    if bad >= 0:
+        raise_bad_key(keys, bad, num_bins)
+    return counts
+
+
+def privatized_histogram(
+    keys, num_bins: int, block_size: int = BLOCK_SIZE, num_blocks: int | None = None
+) -> tuple[np.ndarray, int]:
+    """The privatized kernel of 7.2: (histogram, global atomics issued).
+
+    Each block counts its keys in a private shared-memory histogram, then
+    merges every one of its bins into global memory with one atomicAdd,
+    zeros included. Blocks take keys grid-stride, so any ``num_blocks >= 1``
+    covers every key; the default is the chapter's one key per thread,
+    ``ceil(N / block_size)`` blocks. The global-atomic count therefore does not
+    depend on the data at all: ``num_blocks * num_bins``.
+    """
+    keys = as_key_array(keys)
+    num_bins = positive_int(num_bins, "num_bins")
+    block_size = positive_int(block_size, "block_size")
+    if num_blocks is None:
+        num_blocks = -(-len(keys) // block_size)
+    else:
+        num_blocks = positive_int(num_blocks, "num_blocks")
+    # Shared-memory atomics lose nothing, so the merged result is the exact
+    # histogram whatever the block decomposition.
+    return histogram(keys, num_bins), num_blocks * num_bins
+
+
+def exclusive_scan(counts) -> np.ndarray:
+    """Exclusive prefix sum of non-negative integer counts, as int64.
+
+    ``out[i] = counts[0] + ... + counts[i - 1]``; ``out[0] = 0``.
+    """
+    counts = as_key_array(counts, name="counts")
+    offsets, negative_at, overflow_at = exclusive_scan_counts(counts)
+    if negative_at >= 0:
+        raise ValueError(
+            f"counts must be >= 0; count at index {negative_at} is "
+            f"{counts[negative_at].item()}"
+        )
+    if overflow_at >= 0:
+        raise OverflowError(f"offsets pass int64 at the count at index {overflow_at}")
+    return offsets
+
+
+def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stable counting sort: (sorted keys, original index of each output slot).
+
+    ``sorted_keys`` has the input's dtype; ``original_index`` is int64 and
+    increasing within every run of equal keys. NumPy equivalent:
+    ``order = np.argsort(keys, kind="stable"); keys[order], order``.
+    """
+    keys = as_key_array(keys)
+    num_bins = positive_int(num_bins, "num_bins")
+    sorted_keys = np.empty(len(keys), dtype=keys.dtype)
+    original_index = np.empty(len(keys), dtype=np.int64)
+    bad = counting_sort_arrays(keys, num_bins, sorted_keys, original_index)
+    if bad >= 0:
+        raise_bad_key(keys, bad, num_bins)
+    return sorted_keys, original_index

@@ -1,0 +1,153 @@
+# Counting kernels shared by the histogram and counting-sort oracles.
+#
+# Keys are read through a strided memoryview, converted to uint64 and
+# compared against num_bins once: a negative signed key wraps to a huge
+# unsigned value, so one comparison rejects both negatives and keys that are
+# too large. Counting stops at the first bad key and reports its index, so the
+# caller can name it; nothing is clipped.
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memset
+from histkit.oracles._keys cimport key_t
+
+cimport openmp
+
+# Interleaved sub-histograms ("lanes") break the store-to-load dependency
+# between consecutive increments of one hot bin; they only pay while all lanes
+# stay in cache, so they are used for small num_bins only.
+cdef enum:
+    LANES_SMALL_K = 4
+    # Per-worker scratch rows are padded to this many int64 so that two
+    # workers never write the same cache line.
+    ROW_PAD = 16
+    MAX_BINS_FOR_LANES = 4096
+    # Below this many keys per worker, thread start-up costs more than it saves.
+    MIN_KEYS_PER_WORKER = 1 << 16
+
+
+cdef inline int lanes_for(Py_ssize_t num_bins) noexcept nogil:
+    return LANES_SMALL_K if num_bins <= MAX_BINS_FOR_LANES else 1
+
+
+cdef inline uint64_t load_key(const key_t* keys, Py_ssize_t step,
+                              Py_ssize_t i) noexcept nogil:
+    # keys and step (the stride in bytes) are plain locals of the caller: unlike
+    # a memoryview's fields they cannot alias the counters being stored to, so
+    # the compiler keeps them in registers.
+    return <uint64_t>(<const key_t*>(<const char*>keys + i * step))[0]
+
+
+cdef inline Py_ssize_t padded_row(Py_ssize_t counters) noexcept nogil:
+    return (counters + ROW_PAD - 1) // ROW_PAD * ROW_PAD + ROW_PAD
+
+
+cdef inline Py_ssize_t workers_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept nogil:
+    """How many threads to split n keys over.
+
+    Each worker owns private sub-histograms, so a worker must have enough keys
+    to amortise zeroing and merging num_bins counters.
+    """
+    cdef Py_ssize_t most = openmp.omp_get_max_threads()
+    cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_WORKER, 2 * num_bins)
+    return max(1, min(most, by_size))
+
+
+cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t workers,
+                                   Py_ssize_t w) noexcept nogil:
+    # Contiguous chunks in worker order: chunk w precedes chunk w + 1, which
+    # is what makes the first bad key and the sort's stability easy.
+    return <Py_ssize_t>((<double>n * w) / workers) if w < workers else n
+
+
+cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
+                                   Py_ssize_t stop, int64_t* hist,
+                                   uint64_t num_bins) noexcept nogil:
+    """Count keys[start:stop] into one histogram, two keys at a time.
+
+    Large histograms get a single lane (several would fall out of cache). An
+    equal pair is added in one store, which halves the dependency chain on
+    a hot bin. Returns -1, or the index of the first key outside [0, num_bins).
+    """
+    cdef Py_ssize_t i = start
+    cdef uint64_t b0, b1
+    while i + 2 <= stop:
+        b0 = load_key(keys, step, i)
+        b1 = load_key(keys, step, i + 1)
+        if (b0 >= num_bins) | (b1 >= num_bins):
+            break
+        if b0 == b1:
+            hist[b0] += 2
+        else:
+            hist[b0] += 1
+            hist[b1] += 1
+        i += 2
+    while i < stop:
+        b0 = load_key(keys, step, i)
+        if b0 >= num_bins:
+            return i
+        hist[b0] += 1
+        i += 1
+    return -1
+
+
+cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
+                                   Py_ssize_t stop, int64_t* hist,
+                                   uint64_t num_bins) noexcept nogil:
+    """Count keys[start:stop] into LANES_SMALL_K interleaved sub-histograms.
+
+    hist holds LANES_SMALL_K * num_bins counters; lane j is
+    hist[j * num_bins : (j + 1) * num_bins]. Returns -1 or the first bad index.
+    """
+    cdef Py_ssize_t i = start
+    cdef uint64_t b0, b1, b2, b3
+    cdef int64_t* h1 = hist + num_bins
+    cdef int64_t* h2 = hist + 2 * num_bins
+    cdef int64_t* h3 = hist + 3 * num_bins
+    while i + 4 <= stop:
+        b0 = load_key(keys, step, i)
+        b1 = load_key(keys, step, i + 1)
+        b2 = load_key(keys, step, i + 2)
+        b3 = load_key(keys, step, i + 3)
+        if (b0 >= num_bins) | (b1 >= num_bins) | (b2 >= num_bins) | (b3 >= num_bins):
+            break
+        hist[b0] += 1
+        h1[b1] += 1
+        h2[b2] += 1
+        h3[b3] += 1
+        i += 4
+    while i < stop:
+        b0 = load_key(keys, step, i)
+        if b0 >= num_bins:
+            return i
+        hist[b0] += 1
+        i += 1
+    return -1
+
+
+cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
+                                   Py_ssize_t stop, int64_t* scratch,
+                                   Py_ssize_t num_bins) noexcept nogil:
+    """Histogram keys[start:stop] into scratch[0:num_bins].
+
+    scratch must hold lanes_for(num_bins) * num_bins counters; it is zeroed
+    here and the lanes are folded into its first num_bins entries.
+    """
+    cdef int lanes = lanes_for(num_bins)
+    cdef Py_ssize_t b, j, bad
+    memset(scratch, 0, lanes * num_bins * sizeof(int64_t))
+    if lanes == 1:
+        return count_pairs(keys, step, start, stop, scratch, <uint64_t>num_bins)
+    bad = count_lanes(keys, step, start, stop, scratch, <uint64_t>num_bins)
+    for j in range(1, lanes):
+        for b in range(num_bins):
+            scratch[b] += scratch[j * num_bins + b]
+    return bad
+
+
+cdef inline Py_ssize_t first_bad(const Py_ssize_t[:] bad) noexcept nogil:
+    # Chunks are in input order, so the first chunk that stopped early holds
+    # the first bad key of the whole input.
+    cdef Py_ssize_t w
+    for w in range(bad.shape[0]):
+        if bad[w] >= 0:
+            return bad[w]
+    return -1

@@ -1,0 +1,34 @@
+"""Exact histogram: the count every atomicAdd kernel must reproduce (chapter 7.1).
+
+NumPy equivalent: ``np.bincount(keys, minlength=num_bins)``.
+"""
+import numpy as np
+
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t
+
+from histkit.oracles._count cimport (chunk_start, count_chunk, first_bad, lanes_for,
+                                     padded_row, workers_for)
+from histkit.oracles._keys cimport key_t
+
+
+def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
+    """Count keys into num_bins bins; return (int64 counts, first bad index or -1).
+
+    The keys are split into one contiguous chunk per worker thread, each
+    counted into private sub-histograms that are summed at the end. Counts
+    are only meaningful when the returned index is -1.
+    """
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef Py_ssize_t workers = workers_for(n, num_bins)
+    cdef Py_ssize_t w
+    cdef const key_t* first = &keys[0] if n else NULL
+    cdef Py_ssize_t step = keys.strides[0]
+    scratch = np.empty((workers, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+    bad = np.full(workers, -1, dtype=np.intp)
+    cdef int64_t[:, ::1] scratch_v = scratch
+    cdef Py_ssize_t[::1] bad_v = bad
+    for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
+        bad_v[w] = count_chunk(first, step, chunk_start(n, workers, w),
+                               chunk_start(n, workers, w + 1), &scratch_v[w, 0], num_bins)
+    return scratch[:, :num_bins].sum(axis=0, dtype=np.int64), first_bad(bad_v)

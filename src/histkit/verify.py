@@ -1,0 +1,94 @@
+"""``histkit verify``: the main job.
+
+1. Oracle self-checks: every oracle against its independent reference
+   (``histkit.references``) on seeded cases of every distribution.
+2. The chapter demo on its embedded sample inputs.
+3. GPU kernel conformance, when a GPU is present; otherwise it says why it
+   was skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from histkit import oracles, references
+from histkit.demo import run_demo
+from histkit.distributions import GENERATORS, make_keys
+
+SELF_CHECK_SIZES = (0, 1, 31, 32, 33, 255, 256, 257, 1000)
+SELF_CHECK_BINS = (1, 10, 256, 4099)
+
+
+def oracle_self_checks(console: Console, seed: int = 0) -> bool:
+    """Each oracle against its reference; prints one row per oracle."""
+    failures: dict[str, list[str]] = {name: [] for name in
+                                      ("histogram", "naive_wave_histogram",
+                                       "privatized_histogram", "exclusive_scan",
+                                       "counting_sort")}
+    cases = 0
+    for distribution in GENERATORS:
+        for n in SELF_CHECK_SIZES:
+            for num_bins in SELF_CHECK_BINS:
+                cases += 1
+                keys = make_keys(distribution, n, num_bins, seed)
+                where = f"{distribution} N={n} K={num_bins} seed={seed}"
+                expected = references.histogram(keys, num_bins)
+                if not np.array_equal(oracles.histogram(keys, num_bins), expected):
+                    failures["histogram"].append(where)
+                priv, atomics = oracles.privatized_histogram(keys, num_bins)
+                if not np.array_equal(priv, expected) or atomics != -(-n // 256) * num_bins:
+                    failures["privatized_histogram"].append(where)
+                for warp_size in (32, 7):
+                    if not np.array_equal(oracles.naive_wave_histogram(keys, num_bins, warp_size),
+                                          references.naive_wave_histogram(keys, num_bins,
+                                                                          warp_size)):
+                        failures["naive_wave_histogram"].append(f"{where} warp={warp_size}")
+                if not np.array_equal(oracles.exclusive_scan(expected),
+                                      references.exclusive_scan(expected)):
+                    failures["exclusive_scan"].append(where)
+                got_keys, got_index = oracles.counting_sort(keys, num_bins)
+                want_keys, want_index = references.counting_sort(keys)
+                if not (np.array_equal(got_keys, want_keys)
+                        and np.array_equal(got_index, want_index)):
+                    failures["counting_sort"].append(where)
+    table = Table(title=f"oracle self-checks ({cases} seeded cases each)")
+    table.add_column("oracle")
+    table.add_column("reference")
+    table.add_column("result")
+    reference_names = {
+        "histogram": "np.bincount",
+        "naive_wave_histogram": "plain Python wave loop",
+        "privatized_histogram": "np.bincount + blocks x bins",
+        "exclusive_scan": "np.cumsum",
+        "counting_sort": "np.argsort(kind='stable')",
+    }
+    for name, failed in failures.items():
+        result = "[green]pass[/]" if not failed else f"[bold red]FAIL[/] ({failed[0]}, ...)"
+        table.add_row(name, reference_names[name], result)
+    console.print(table)
+    return not any(failures.values())
+
+
+def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False) -> bool:
+    """Run everything ``histkit verify`` promises; True when all passed."""
+    console = console or Console()
+    ok = oracle_self_checks(console)
+    ok &= run_demo(console=console)
+    if gpu == "off":
+        console.print("GPU conformance: skipped (--gpu off)")
+        return ok
+    from histkit.gpu import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        if gpu == "on":
+            console.print(f"[bold red]GPU conformance requested but unavailable:[/] {reason}")
+            return False
+        console.print(f"GPU conformance: skipped -- {reason}")
+        return ok
+    from histkit.conformance.runner import run_conformance
+
+    ok &= run_conformance(console=console, quick=quick).passed
+    return ok

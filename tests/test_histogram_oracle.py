@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+from conftest import DISTRIBUTIONS, EDGE_SIZES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from histkit import oracles
+from histkit.distributions import make_keys
+
+
+def bincount(keys, num_bins):
+    return np.bincount(np.asarray(keys, dtype=np.int64), minlength=num_bins)
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("num_bins", [1, 10, 100])
+def test_histogram_equals_bincount_on_every_dtype(key_dtype, n, distribution, num_bins):
+    keys = make_keys(distribution, n, num_bins, seed=n, dtype=key_dtype)
+    got = oracles.histogram(keys, num_bins)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, bincount(keys, num_bins),
+                                  err_msg=f"{distribution} N={n} K={num_bins}")
+
+
+@pytest.mark.parametrize("num_bins", [10, 256, 4096, 4097, 65536])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_histogram_equals_bincount_on_inputs_large_enough_to_use_threads(distribution, num_bins):
+    keys = make_keys(distribution, 1 << 20, num_bins, seed=3)
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins), bincount(keys, num_bins))
+
+
+def test_histogram_reads_strided_and_reversed_views_without_copying_wrongly():
+    base = make_keys("uniform", 300_001, 77, seed=5, dtype=np.int16)
+    for view in (base[::3], base[::-1], base[5:-7:2]):
+        np.testing.assert_array_equal(oracles.histogram(view, 77), bincount(view, 77))
+
+
+def test_histogram_accepts_readonly_and_big_endian_keys():
+    keys = make_keys("zipf", 5000, 50, seed=1)
+    readonly = keys.copy()
+    readonly.flags.writeable = False
+    np.testing.assert_array_equal(oracles.histogram(readonly, 50), bincount(keys, 50))
+    np.testing.assert_array_equal(oracles.histogram(keys.astype(">i4"), 50), bincount(keys, 50))
+
+
+def test_histogram_counts_a_hot_bin_exactly_under_every_lane_layout():
+    # One bin far more often than the rest, at every phase of the 4-way unroll.
+    for offset in range(5):
+        keys = np.zeros(1_000_003 + offset, dtype=np.int32)
+        keys[offset::97] = 3
+        np.testing.assert_array_equal(oracles.histogram(keys, 4), bincount(keys, 4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.int64, st.integers(0, 3000), elements=st.integers(0, 40)),
+       st.integers(41, 300))
+def test_histogram_equals_bincount_on_arbitrary_keys(keys, num_bins):
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins), bincount(keys, num_bins))
+
+
+def test_privatized_histogram_reproduces_the_chapters_128_global_atomics():
+    keys = np.arange(2048) % 16
+    counts, atomics = oracles.privatized_histogram(keys, 16, block_size=256)
+    np.testing.assert_array_equal(counts, np.full(16, 128))
+    assert atomics == 128  # the chapter: 8 blocks x 16 buckets
+
+
+@pytest.mark.parametrize("n,block_size,num_blocks,expected_atomics",
+                         [(0, 256, None, 0), (1, 256, None, 10), (257, 256, None, 20),
+                          (10_000, 128, 3, 30), (5, 256, 7, 70)])
+def test_privatized_global_atomics_are_blocks_times_bins_whatever_the_data(
+        n, block_size, num_blocks, expected_atomics):
+    keys = make_keys("uniform", n, 10, seed=2)
+    counts, atomics = oracles.privatized_histogram(keys, 10, block_size, num_blocks)
+    assert atomics == expected_atomics
+    np.testing.assert_array_equal(counts, bincount(keys, 10))

@@ -1,0 +1,89 @@
+import numpy as np
+import pytest
+from conftest import DISTRIBUTIONS, EDGE_SIZES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from histkit import oracles
+from histkit.distributions import make_keys
+
+
+def cumsum_exclusive(counts):
+    total = np.cumsum(np.asarray(counts, dtype=np.int64))
+    return np.concatenate([[0], total[:-1]])[: len(counts)]
+
+
+def test_exclusive_scan_reproduces_the_chapters_offsets():
+    assert oracles.exclusive_scan([2, 2, 1, 3]).tolist() == [0, 2, 4, 5]
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES + [100_000])
+def test_exclusive_scan_equals_cumsum(key_dtype, n):
+    rng = np.random.default_rng(n)
+    # As large as the dtype allows while the int64 total still fits.
+    high = min(np.iinfo(key_dtype).max, np.iinfo(np.int64).max // max(n, 1))
+    counts = rng.integers(0, high, size=n, dtype=np.uint64, endpoint=True).astype(key_dtype)
+    got = oracles.exclusive_scan(counts)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, cumsum_exclusive(counts))
+
+
+def test_exclusive_scan_rejects_negative_counts_naming_the_index():
+    with pytest.raises(ValueError, match="index 2 is -4"):
+        oracles.exclusive_scan(np.array([1, 2, -4, 5]))
+
+
+def test_exclusive_scan_refuses_to_overflow_int64():
+    counts = np.array([2**62, 2**62, 2**62, 1], dtype=np.uint64)
+    with pytest.raises(OverflowError, match="index 1"):
+        oracles.exclusive_scan(counts)
+
+
+def test_exclusive_scan_ignores_the_last_count_which_enters_no_offset():
+    counts = np.array([2**62, 2**62 - 1, 2**63 + 5], dtype=np.uint64)
+    assert oracles.exclusive_scan(counts).tolist() == [0, 2**62, 2**63 - 1]
+
+
+def test_counting_sort_reproduces_the_chapters_hand_trace():
+    keys, index = oracles.counting_sort(np.array([3, 1, 3, 0, 2, 1, 3, 0]), 4)
+    assert keys.tolist() == [0, 0, 1, 1, 2, 3, 3, 3]
+    assert index.tolist() == [3, 7, 1, 5, 4, 0, 2, 6]
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("num_bins", [1, 8, 100])
+def test_counting_sort_equals_stable_argsort(key_dtype, n, distribution, num_bins):
+    keys = make_keys(distribution, n, num_bins, seed=n, dtype=key_dtype)
+    sorted_keys, index = oracles.counting_sort(keys, num_bins)
+    order = np.argsort(keys, kind="stable")
+    assert sorted_keys.dtype == keys.dtype and index.dtype == np.int64
+    np.testing.assert_array_equal(index, order)
+    np.testing.assert_array_equal(sorted_keys, keys[order])
+
+
+@pytest.mark.parametrize("num_bins", [2, 256, 4097, 65536, 1 << 20])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_counting_sort_stays_stable_when_split_over_threads(distribution, num_bins):
+    keys = make_keys(distribution, 1 << 20, num_bins, seed=11)
+    sorted_keys, index = oracles.counting_sort(keys, num_bins)
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(index, order)
+    np.testing.assert_array_equal(sorted_keys, keys[order])
+
+
+def test_counting_sort_of_a_strided_view_indexes_the_view():
+    base = make_keys("uniform", 200_001, 30, seed=8, dtype=np.uint16)
+    view = base[::-2]
+    sorted_keys, index = oracles.counting_sort(view, 30)
+    np.testing.assert_array_equal(index, np.argsort(view, kind="stable"))
+    np.testing.assert_array_equal(sorted_keys, np.sort(view))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 20), max_size=500))
+def test_counting_sort_equals_stable_argsort_on_arbitrary_keys(keys):
+    keys = np.array(keys, dtype=np.int64)
+    sorted_keys, index = oracles.counting_sort(keys, 21)
+    np.testing.assert_array_equal(index, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(sorted_keys, np.sort(keys))
