@@ -1,0 +1,35 @@
+// Shared by every histkit kernel: the key type, 64-bit counters, the key ->
+// bin rule and the report of out-of-range keys.
+//
+// Each .cu file includes only this header, so it compiles on its own with
+// NVRTC (no system headers) and every compile-time constant has a default.
+#pragma once
+
+#ifndef KEY_T
+#define KEY_T int  // histkit.gpu defines KEY_T from the keys' dtype
+#endif
+
+typedef KEY_T hk_key;
+typedef unsigned long long u64;
+typedef long long i64;
+
+// first_bad starts at this value; a kernel that meets keys outside
+// [0, num_bins) lowers it to the smallest such index.
+#define HK_NO_BAD_KEY 0xffffffffffffffffULL
+
+// A key's bin as an unsigned 64-bit number. A negative signed key wraps to a
+// huge value, so the single test `bin >= num_bins` rejects negative and
+// too-large keys alike, exactly as the CPU oracles do.
+__device__ __forceinline__ u64 hk_bin(hk_key key) { return (u64)key; }
+
+__device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
+    atomicMin(first_bad, (u64)index);
+}
+
+// Grid-stride loops run over 64-bit indices: N may pass 2^31.
+__device__ __forceinline__ i64 hk_thread_index() {
+    return (i64)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ i64 hk_thread_count() {
+    return (i64)gridDim.x * blockDim.x;
+}

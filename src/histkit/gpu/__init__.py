@@ -1,5 +1,22 @@
-"""GPU side of histkit (placeholder until the kernels land)."""
+"""histkit.gpu: the CUDA kernels of cuda/, compiled with NVRTC and launched
+through cuda-python (cuda.core).
 
+``import histkit.gpu`` works without a GPU or cuda-python; the functions then
+raise GpuUnavailableError saying why, and ``gpu_unavailable_reason()`` returns
+it without raising.
+"""
 
-def gpu_unavailable_reason():
-    return "histkit.gpu is not built yet"
+from histkit.gpu.api import METHODS, counting_sort, exclusive_scan, histogram
+from histkit.gpu.device import gpu_unavailable_reason
+from histkit.gpu.errors import CudaError, GpuUnavailableError, KernelCompileError
+
+__all__ = [
+    "METHODS",
+    "CudaError",
+    "GpuUnavailableError",
+    "KernelCompileError",
+    "counting_sort",
+    "exclusive_scan",
+    "gpu_unavailable_reason",
+    "histogram",
+]

@@ -1,0 +1,181 @@
+"""histkit.gpu's public functions: input checks, device residency, results.
+
+Keys may be NumPy arrays (copied to the device) or device arrays from any
+library speaking DLPack or ``__cuda_array_interface__`` (CuPy, PyTorch, ...),
+used in place. Results come back as the same kind: NumPy in, NumPy out; a
+CuPy or PyTorch array in, one of theirs out (sharing histkit's allocation).
+Bad input raises exactly what the oracles raise, out-of-range keys included
+(found on the device, reported with the first bad index and its value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from histkit.gpu import kernels
+from histkit.gpu.device import KEY_C_TYPES, DeviceArray, Runtime, runtime
+from histkit.gpu.kernels import NO_BAD_KEY, Keys
+from histkit.oracles._inputs import as_key_array, bad_key_error, positive_int
+
+METHODS = ("auto", "atomic", "privatized", "naive")
+
+
+@dataclass
+class _Input:
+    """Keys resident on the device, and what to hand results back as."""
+
+    keys: Keys
+    framework: str  # "numpy", "cupy", "torch" or "device"
+    owner: object  # keeps the device memory alive while kernels read it
+
+
+def _framework_of(obj) -> str:
+    module = type(obj).__module__.split(".")[0]
+    return module if module in ("cupy", "torch") else "device"
+
+
+def _on_device(rt: Runtime, keys, name: str = "keys") -> _Input:
+    if hasattr(keys, "__cuda_array_interface__") or hasattr(keys, "__dlpack_device__"):
+        view = _device_view(rt, keys, name)
+        if view is not None:
+            return view
+    host = as_key_array(keys, name)
+    array = rt.to_device(host)
+    return _Input(Keys(array.ptr, len(host), host.dtype), "numpy", array)
+
+
+def _device_view(rt: Runtime, obj, name: str) -> _Input | None:
+    from cuda.core.utils import StridedMemoryView
+
+    view = StridedMemoryView(obj, stream_ptr=int(rt.stream.handle))
+    if not view.is_device_accessible or view.device_id < 0:
+        return None  # a host array that speaks DLPack: take the NumPy path
+    dtype = np.dtype(view.dtype)
+    if dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got {dtype}")
+    if len(view.shape) != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {tuple(view.shape)}")
+    if view.strides is not None and view.shape[0] > 1 and tuple(view.strides) != (1,):
+        raise ValueError(f"device {name} must be contiguous; got strides {view.strides} "
+                         f"(in elements); make a contiguous copy first")
+    if view.device_id != rt.device.device_id:
+        raise ValueError(f"{name} live on device {view.device_id}; histkit runs on "
+                         f"device {rt.device.device_id}")
+    return _Input(Keys(view.ptr, view.shape[0], dtype), _framework_of(obj), obj)
+
+
+def _hand_back(rt: Runtime, source: _Input, array: DeviceArray):
+    """A result in the caller's kind of array (the device array is synchronised)."""
+    if source.framework == "numpy":
+        return rt.copy_to_host(array.ptr, np.empty(array.n, dtype=array.dtype))
+    if source.framework == "cupy":
+        import cupy
+
+        return cupy.asarray(array)
+    if source.framework == "torch":
+        import torch
+
+        return torch.as_tensor(array, device=source.owner.device)
+    return array
+
+
+def _first_bad(rt: Runtime) -> DeviceArray:
+    first_bad = rt.empty(1, np.uint64)
+    rt.memset(first_bad.ptr, 0xFF, 8)
+    return first_bad
+
+
+def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int) -> None:
+    index = int(rt.copy_to_host(first_bad.ptr, np.empty(1, np.uint64))[0])
+    if index != NO_BAD_KEY:
+        value = rt.copy_to_host(keys.ptr + index * keys.dtype.itemsize,
+                                np.empty(1, keys.dtype))[0]
+        raise bad_key_error(index, value.item(), num_bins)
+
+
+def histogram(keys, num_bins: int, method: str = "auto"):
+    """Histogram of keys on the GPU (int64 counts).
+
+    method: "atomic" (one global atomicAdd per key), "privatized" (the
+    chapter's shared-memory kernel), "naive" (the chapter's racy non-atomic
+    kernel: it LOSES updates, on purpose) or "auto" (the fastest exact kernel).
+    """
+    num_bins = positive_int(num_bins, "num_bins")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    rt = runtime()
+    source = _on_device(rt, keys)
+    hist = rt.zeros(num_bins, np.int64)
+    first_bad = _first_bad(rt)
+    if source.keys.n:
+        if method == "atomic":
+            kernels.atomic_histogram(rt, source.keys, num_bins, hist, first_bad)
+        elif method == "naive":
+            kernels.naive_histogram_grid(rt, source.keys, num_bins, hist, first_bad)
+        elif method == "privatized":
+            geometry = kernels.privatized_geometry(rt, source.keys.n, num_bins)
+            kernels.privatized_histogram(rt, source.keys, num_bins, hist, first_bad, geometry)
+        else:
+            kernels.fast_histogram(rt, source.keys, num_bins, hist, first_bad)
+    _raise_if_bad(rt, first_bad, source.keys, num_bins)
+    return _hand_back(rt, source, hist)
+
+
+def counting_sort(keys, num_bins: int, stable: bool = True):
+    """(sorted_keys, original_index) on the GPU.
+
+    stable=True: the exact stable sort (equals oracles.counting_sort).
+    stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
+    may leave their input order.
+    """
+    num_bins = positive_int(num_bins, "num_bins")
+    rt = runtime()
+    source = _on_device(rt, keys)
+    n = source.keys.n
+    out_keys = rt.empty(n, source.keys.dtype)
+    out_index = rt.empty(n, np.int64)
+    first_bad = _first_bad(rt)
+    keep_alive: list = []
+    if n:
+        if stable:
+            cursors, length, segments, _ = kernels.stable_segments(
+                rt, source.keys, num_bins, first_bad, keep_alive)
+            _raise_if_bad(rt, first_bad, source.keys, num_bins)
+            kernels.scatter_stable(rt, source.keys, num_bins, cursors, length, segments,
+                                   out_keys, out_index)
+        else:
+            hist = rt.zeros(num_bins, np.uint64)
+            cursor = rt.empty(num_bins, np.uint64)
+            kernels.count_keys(rt, source.keys, num_bins, hist, first_bad)
+            _raise_if_bad(rt, first_bad, source.keys, num_bins)
+            kernels.exclusive_scan(rt, hist.ptr, num_bins, cursor.ptr, keep_alive)
+            kernels.scatter_atomic_cursor(rt, source.keys, cursor, out_keys, out_index)
+            keep_alive += [hist, cursor]
+    rt.sync("counting_sort")
+    return _hand_back(rt, source, out_keys), _hand_back(rt, source, out_index)
+
+
+def exclusive_scan(counts):
+    """Exclusive prefix sum of non-negative integer counts on the GPU (int64)."""
+    rt = runtime()
+    source = _on_device(rt, counts, name="counts")
+    n = source.keys.n
+    if n and source.keys.dtype != np.dtype(np.int64):
+        raise TypeError("gpu.exclusive_scan takes int64 counts (the histograms' dtype); "
+                        f"got {source.keys.dtype}")
+    out = rt.empty(n, np.int64)
+    keep_alive: list = []
+    if n:
+        host_counts = rt.copy_to_host(source.keys.ptr, np.empty(n, np.int64))
+        negative = np.flatnonzero(host_counts < 0)
+        if negative.size:
+            raise ValueError(f"counts must be >= 0; count at index {negative[0]} is "
+                             f"{host_counts[negative[0]]}")
+        kernels.exclusive_scan(rt, source.keys.ptr, n, out.ptr, keep_alive)
+    rt.sync("exclusive_scan")
+    return _hand_back(rt, source, out)
+
+
+__all__ = ["KEY_C_TYPES", "METHODS", "counting_sort", "exclusive_scan", "histogram"]

@@ -1,0 +1,366 @@
+"""``histkit bench``: GPU throughput of histkit's kernels against CUB, CuPy and
+PyTorch, and against the read and copy rooflines, all in one process.
+
+Method: int32 keys (N = 2^28 unless --quick) generated on the device; every
+result is checked against the CPU oracle before anything is timed; each
+figure is the median over several batches of back-to-back calls timed with
+CUDA events around the batch (host overhead stays off the GPU clock).
+Effective bandwidth = 4 bytes x N / time. A peer that is missing or fails is
+recorded as skipped with the reason, never estimated.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from histkit import __version__, oracles
+from histkit.conformance.cases import DISTRIBUTIONS
+from histkit.distributions import ZIPF_EXPONENT
+from histkit.gpu import kernels
+from histkit.gpu.device import runtime
+from histkit.gpu.geometry import Geometry
+from histkit.gpu.kernels import Keys
+
+HISTOGRAM_BINS = (16, 256, 4096, 65536, 1 << 20)
+SORT_BINS = (256, 65536)  # 8 and 16 key bits
+BATCH = 5
+BATCHES = 5
+
+
+def _device_keys(cupy, distribution: str, n: int, num_bins: int, seed: int = 0):
+    """The histkit.distributions shapes, drawn on the device (int32)."""
+    rs = cupy.random.RandomState(seed)
+    if distribution == "uniform":
+        return rs.randint(0, num_bins, n, dtype=cupy.int32)
+    if distribution == "onebin":
+        return cupy.full(n, num_bins // 2, dtype=cupy.int32)
+    if distribution == "zipf":
+        return ((rs.zipf(ZIPF_EXPONENT, n) - 1) % num_bins).astype(cupy.int32)
+    if distribution == "sorted":
+        return cupy.sort(rs.randint(0, num_bins, n, dtype=cupy.int32))
+    if distribution == "round-robin":
+        return (cupy.arange(n, dtype=cupy.int64) % num_bins).astype(cupy.int32)
+    raise ValueError(distribution)
+
+
+class Timer:
+    """Median seconds per call: events around batches of back-to-back calls."""
+
+    def __init__(self, cupy, torch):
+        self.cupy, self.torch = cupy, torch
+
+    def ours(self, call) -> float:
+        from cuda.core import EventOptions
+
+        rt = runtime()
+        options = EventOptions(enable_timing=True)
+        call()
+        call()
+        rt.sync("warm-up")
+        per_call = []
+        for _ in range(BATCHES):
+            start = rt.stream.record(options=options)
+            for _ in range(BATCH):
+                call()
+            end = rt.stream.record(options=options)
+            end.sync()
+            per_call.append((end - start) / 1e3 / BATCH)
+        return float(np.median(per_call))
+
+    def cupy_call(self, call) -> float:
+        cupy = self.cupy
+        call()
+        cupy.cuda.Device().synchronize()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        per_call = []
+        for _ in range(BATCHES):
+            start.record()
+            for _ in range(BATCH):
+                call()
+            end.record()
+            end.synchronize()
+            per_call.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / BATCH)
+        return float(np.median(per_call))
+
+    def torch_call(self, call) -> float:
+        torch = self.torch
+        call()
+        torch.cuda.synchronize()
+        per_call = []
+        for _ in range(BATCHES):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(BATCH):
+                call()
+            end.record()
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / 1e3 / BATCH)
+        return float(np.median(per_call))
+
+
+def _keys_of(array) -> Keys:
+    return Keys(int(array.data.ptr), int(array.size), np.dtype(array.dtype))
+
+
+def rooflines(cupy, timer: Timer, n: int) -> dict:
+    rt = runtime()
+    data = cupy.zeros(n, dtype=cupy.int32)
+    data[::7] = 1
+    sink = cupy.zeros(1, dtype=cupy.uint32)
+    kernel = rt.kernel("roofline.cu", "read_roofline", {})
+    vectors = n * 4 // 16
+    blocks = rt.sm_count * rt.resident_blocks(kernel, 512, 0)
+    geometry = Geometry("read_roofline", blocks, 512)
+    read_s = timer.ours(lambda: rt.launch(kernel, geometry, int(data.data.ptr),
+                                          np.int64(vectors), int(sink.data.ptr)))
+    copy = cupy.empty_like(data)
+    copy_s = timer.cupy_call(lambda: copy.__setitem__(slice(None), data))
+    return {"read_TBps": 4 * n / read_s / 1e12, "copy_TBps": 8 * n / copy_s / 1e12}
+
+
+def _cub_histogram(cupy, keys, num_bins: int):
+    from cuda.compute import make_histogram_even
+
+    hist = cupy.zeros(num_bins, dtype=cupy.int32)
+    levels = np.array([num_bins + 1], dtype=np.int32)
+    lower, upper = np.array([0], np.int32), np.array([num_bins], np.int32)
+    algorithm = make_histogram_even(d_samples=keys, d_histogram=hist, h_num_output_levels=levels,
+                                    h_lower_level=lower, h_upper_level=upper,
+                                    num_samples=keys.size)
+    temp_bytes = algorithm(temp_storage=None, d_samples=keys, d_histogram=hist,
+                           h_num_output_levels=levels, h_lower_level=lower,
+                           h_upper_level=upper, num_samples=keys.size)
+    temp = cupy.empty(max(1, temp_bytes), dtype=cupy.uint8)
+
+    def run():
+        hist.fill(0)
+        algorithm(temp_storage=temp, d_samples=keys, d_histogram=hist,
+                  h_num_output_levels=levels, h_lower_level=lower, h_upper_level=upper,
+                  num_samples=keys.size)
+        return hist
+
+    return run
+
+
+def histogram_rows(cupy, torch, timer: Timer, n: int, bins, distributions) -> list[dict]:
+    rt = runtime()
+    rows = []
+    for num_bins in bins:
+        for distribution in distributions:
+            keys = _device_keys(cupy, distribution, n, num_bins)
+            exact = oracles.histogram(cupy.asnumpy(keys), num_bins)
+            row = {"K": num_bins, "distribution": distribution, "N": n, "TBps": {},
+                   "notes": {}}
+            hist = rt.zeros(num_bins, np.uint64)
+            first_bad = rt.empty(1, np.uint64)
+            rt.memset(first_bad.ptr, 0xFF, 8)
+            device_keys = _keys_of(keys)
+
+            ours = {"histkit auto": kernels.fast_histogram,
+                    "histkit atomic": kernels.atomic_histogram}
+            try:
+                geometry = kernels.privatized_geometry(rt, n, num_bins)
+                ours["histkit privatized"] = (
+                    lambda r, k, b, h, f, g=geometry: kernels.privatized_histogram(r, k, b, h, f, g))
+            except ValueError as error:
+                row["notes"]["histkit privatized"] = str(error).split(";")[0]
+            for name, launch in ours.items():
+                rt.memset(hist.ptr, 0, num_bins * 8)
+                used = launch(rt, device_keys, num_bins, hist, first_bad)
+                got = rt.copy_to_host(hist.ptr, np.empty(num_bins, np.uint64)).astype(np.int64)
+                if not np.array_equal(got, exact):
+                    row["notes"][name] = "WRONG RESULT: not timed"
+                    continue
+                row.setdefault("geometry", {})[name] = str(used)
+
+                def call(launch=launch):
+                    rt.memset(hist.ptr, 0, num_bins * 8)
+                    launch(rt, device_keys, num_bins, hist, first_bad)
+
+                row["TBps"][name] = 4 * n / timer.ours(call) / 1e12
+
+            peers = {
+                "cupy.bincount": (timer.cupy_call,
+                                  lambda: cupy.bincount(keys, minlength=num_bins)),
+                "torch.bincount": (timer.torch_call, None),
+                "CUB HistogramEven": (timer.cupy_call, None),
+            }
+            if torch is not None:
+                tkeys = torch.as_tensor(keys, device="cuda")
+                peers["torch.bincount"] = (timer.torch_call,
+                                           lambda: torch.bincount(tkeys, minlength=num_bins))
+            try:
+                peers["CUB HistogramEven"] = (timer.cupy_call, _cub_histogram(cupy, keys, num_bins))
+            except Exception as error:
+                row["notes"]["CUB HistogramEven"] = f"skipped: {type(error).__name__}: {error}"
+            for name, (time_with, call) in peers.items():
+                if call is None:
+                    row["notes"].setdefault(name, "skipped: not installed")
+                    continue
+                try:
+                    got = call()
+                    got = got.cpu().numpy() if hasattr(got, "cpu") else cupy.asnumpy(got)
+                    if not np.array_equal(got.astype(np.int64), exact):
+                        row["notes"][name] = "WRONG RESULT: not timed"
+                        continue
+                    row["TBps"][name] = 4 * n / time_with(call) / 1e12
+                except Exception as error:
+                    row["notes"][name] = f"skipped: {type(error).__name__}: {error}"
+            rows.append(row)
+            print(_format_row(row), flush=True)
+            del keys
+    return rows
+
+
+def sort_rows(cupy, torch, timer: Timer, n: int, bins, distributions) -> list[dict]:
+    rt = runtime()
+    rows = []
+    for num_bins in bins:
+        bits = int(np.ceil(np.log2(num_bins)))
+        for distribution in distributions:
+            keys = _device_keys(cupy, distribution, n, num_bins)
+            host = cupy.asnumpy(keys)
+            want_keys, want_index = oracles.counting_sort(host, num_bins)
+            row = {"K": num_bins, "bits": bits, "distribution": distribution, "N": n,
+                   "Gkeys_per_s": {}, "notes": {}}
+            device_keys = _keys_of(keys)
+            out_keys = cupy.empty_like(keys)
+            out_index = cupy.empty(n, dtype=cupy.int64)
+            first_bad = rt.empty(1, np.uint64)
+            rt.memset(first_bad.ptr, 0xFF, 8)
+
+            def ours():
+                keep: list = []
+                cursors, length, segments, _ = kernels.stable_segments(
+                    rt, device_keys, num_bins, first_bad, keep)
+                kernels.scatter_stable(rt, device_keys, num_bins, cursors, length, segments,
+                                       _as_array(out_keys), _as_array(out_index))
+
+            ours()
+            rt.sync("stable sort")
+            if (np.array_equal(cupy.asnumpy(out_keys), want_keys)
+                    and np.array_equal(cupy.asnumpy(out_index), want_index)):
+                row["Gkeys_per_s"]["histkit stable"] = n / timer.ours(ours) / 1e9
+            else:
+                row["notes"]["histkit stable"] = "WRONG RESULT: not timed"
+            if torch is not None:
+                tkeys = torch.as_tensor(keys, device="cuda")
+
+                def torch_sort():
+                    return torch.sort(tkeys, stable=True)
+
+                values, index = torch_sort()
+                if np.array_equal(index.cpu().numpy(), want_index):
+                    row["Gkeys_per_s"]["torch.sort(stable)"] = n / timer.torch_call(torch_sort) / 1e9
+                else:
+                    row["notes"]["torch.sort(stable)"] = "WRONG RESULT: not timed"
+            try:
+                cub = _cub_radix_pairs(cupy, keys, bits, want_index)
+                row["Gkeys_per_s"]["CUB DeviceRadixSort pairs"] = n / timer.cupy_call(cub) / 1e9
+            except Exception as error:
+                row["notes"]["CUB DeviceRadixSort pairs"] = f"skipped: {type(error).__name__}: {error}"
+            rows.append(row)
+            print(_format_row(row, "Gkeys_per_s", "G keys/s"), flush=True)
+    return rows
+
+
+def _as_array(cupy_array):
+    from histkit.gpu.device import DeviceArray
+
+    class _Borrowed:
+        handle = int(cupy_array.data.ptr)
+
+    return DeviceArray(_Borrowed(), int(cupy_array.size), np.dtype(cupy_array.dtype))
+
+
+def _cub_radix_pairs(cupy, keys, bits: int, want_index):
+    from cuda.compute import SortOrder, make_radix_sort
+
+    values = cupy.arange(keys.size, dtype=cupy.int32)
+    out_keys, out_values = cupy.empty_like(keys), cupy.empty_like(values)
+    sorter = make_radix_sort(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
+                             d_out_values=out_values, order=SortOrder.ASCENDING)
+    temp_bytes = sorter(None, keys, out_keys, values, out_values, keys.size, 0, bits)
+    temp = cupy.empty(max(1, temp_bytes), dtype=cupy.uint8)
+
+    def run():
+        sorter(temp, keys, out_keys, values, out_values, keys.size, 0, bits)
+
+    run()
+    cupy.cuda.Device().synchronize()
+    if not np.array_equal(cupy.asnumpy(out_values), want_index):
+        raise AssertionError("CUB radix sort result differs from the stable oracle")
+    return run
+
+
+def _format_row(row: dict, key: str = "TBps", unit: str = "TB/s") -> str:
+    figures = "  ".join(f"{name} {value:6.3f}" for name, value in row[key].items())
+    notes = "; ".join(f"{k}: {v}" for k, v in row["notes"].items())
+    return f"K={row['K']:>7} {row['distribution']:<11} [{unit}] {figures}" + (
+        f"  ({notes})" if notes else "")
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    distributions = list(dict.fromkeys(r["distribution"] for r in results["histogram"]))
+    fig, axes = plt.subplots(1, len(distributions), figsize=(4 * len(distributions), 4),
+                             sharey=True)
+    for ax, distribution in zip(np.atleast_1d(axes), distributions, strict=False):
+        rows = [r for r in results["histogram"] if r["distribution"] == distribution]
+        names = list(dict.fromkeys(name for r in rows for name in r["TBps"]))
+        for name in names:
+            xs = [r["K"] for r in rows if name in r["TBps"]]
+            ys = [r["TBps"][name] for r in rows if name in r["TBps"]]
+            ax.plot(xs, ys, marker="o", label=name, linewidth=2.5 if "histkit" in name else 1.2)
+        for label, value in (("read roofline", results["roofline"]["read_TBps"]),
+                             ("copy roofline", results["roofline"]["copy_TBps"])):
+            ax.axhline(value, linestyle="--", color="gray", linewidth=1)
+            ax.text(16, value, label, fontsize=7, va="bottom")
+        ax.set_xscale("log", base=2)
+        ax.set_title(distribution)
+        ax.set_xlabel("bins K")
+    np.atleast_1d(axes)[0].set_ylabel("effective TB/s (4 B x N / time)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    fig.suptitle(f"Histograms of {results['N']} int32 keys on {results['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False) -> int:
+    try:
+        import cupy
+    except ImportError:
+        print("histkit bench needs CuPy for device-side inputs and peers")
+        return 1
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rt = runtime()
+    n = 1 << (24 if quick else 28)
+    timer = Timer(cupy, torch)
+    results = {"histkit": __version__, "device": rt.device.name, "arch": rt.arch,
+               "N": n, "date": date.today().isoformat(), "host": platform.node(),
+               "method": __doc__}
+    results["roofline"] = rooflines(cupy, timer, n)
+    print(f"rooflines: read {results['roofline']['read_TBps']:.2f} TB/s, "
+          f"copy {results['roofline']['copy_TBps']:.2f} TB/s", flush=True)
+    results["histogram"] = histogram_rows(cupy, torch, timer, n, HISTOGRAM_BINS, DISTRIBUTIONS)
+    results["sort"] = sort_rows(cupy, torch, timer, n, SORT_BINS, DISTRIBUTIONS)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
+    plot(results, out / f"{stem}.png")
+    print(f"wrote {out / stem}.json and .png")
+    return 0

@@ -1,0 +1,136 @@
+"""Compiles cuda/*.cu with NVRTC (through cuda.core) behind an on-disk cache.
+
+The cache key covers everything that changes the binary: the source, every
+header it includes, the defines and options, the target arch and the NVRTC
+version. Entries are written atomically (temporary file, then rename) and
+carry a checksum; an entry that fails it is rebuilt, never trusted.
+``HISTKIT_CACHE_DIR`` moves the cache; ``HISTKIT_CUDA_DIR`` points at another
+copy of the kernel sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
+
+CACHE_FORMAT = b"histkit-cubin-v1\n"
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+@cache
+def kernel_dir() -> Path:
+    """The folder holding the .cu sources (installed inside the package)."""
+    here = Path(__file__).resolve().parent
+    candidates = [os.environ.get("HISTKIT_CUDA_DIR"), here.parent / "cuda",
+                  here.parents[2] / "cuda"]  # a source checkout: <repo>/cuda
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "common.cuh").is_file():
+            return Path(candidate)
+    raise FileNotFoundError(f"histkit's CUDA sources were not found in {candidates}")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("HISTKIT_CACHE_DIR")
+    if root:
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg) / "histkit" / "kernels"
+
+
+def _sources(source_name: str) -> dict[str, str]:
+    """The source and, recursively, every local header it includes."""
+    found: dict[str, str] = {}
+    pending = [source_name]
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found[name] = (kernel_dir() / name).read_text()
+        pending.extend(_INCLUDE.findall(found[name]))
+    return found
+
+
+@cache
+def nvrtc_version() -> tuple[int, int]:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as error:
+        raise GpuUnavailableError(f"cuda-python is not installed ({error})") from None
+    status, major, minor = nvrtc.nvrtcVersion()
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise GpuUnavailableError(f"NVRTC is not usable: {status!r}")
+    return major, minor
+
+
+def _options(defines: dict[str, str], arch: str):
+    from cuda.core import ProgramOptions
+
+    return ProgramOptions(arch=arch, std="c++17", include_path=[str(kernel_dir())],
+                          define_macro=sorted(defines.items()) or None)
+
+
+def _option_words(defines: dict[str, str], arch: str) -> list[str]:
+    return [f"--gpu-architecture={arch}", "--std=c++17", f"-I{kernel_dir()}",
+            *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+def cache_key(source_name: str, defines: dict[str, str], arch: str) -> str:
+    material = {"sources": _sources(source_name), "options": _option_words(defines, arch),
+                "nvrtc": nvrtc_version(), "format": CACHE_FORMAT.decode()}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _read_entry(path: Path) -> bytes | None:
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    header_len = len(CACHE_FORMAT) + 64 + 1
+    if not blob.startswith(CACHE_FORMAT) or len(blob) < header_len:
+        return None
+    digest = blob[len(CACHE_FORMAT):header_len - 1].decode("ascii", "replace")
+    payload = blob[header_len:]
+    return payload if hashlib.sha256(payload).hexdigest() == digest else None
+
+
+def _write_entry(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(payload).hexdigest().encode()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(CACHE_FORMAT + digest + b"\n" + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def compile_cubin(source_name: str, defines: dict[str, str], arch: str) -> bytes:
+    """The cubin for one .cu file, from the cache or freshly compiled."""
+    key = cache_key(source_name, defines, arch)
+    path = cache_dir() / f"{Path(source_name).stem}-{arch}-{key[:40]}.cubin"
+    cached = _read_entry(path)
+    if cached is not None:
+        return cached
+    from cuda.core import Program
+
+    source = _sources(source_name)[source_name]
+    try:
+        program = Program(source, "c++", options=_options(defines, arch))
+        payload = bytes(program.compile("cubin").code)
+    except Exception as error:  # NVRTCError: its message is the compile log
+        raise KernelCompileError(source_name, str(error), _option_words(defines, arch),
+                                 source) from error
+    try:
+        _write_entry(path, payload)
+    except OSError:
+        pass  # a read-only cache costs a recompile next time, nothing more
+    return payload

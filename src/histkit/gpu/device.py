@@ -1,0 +1,188 @@
+"""The CUDA device, its stream, memory and module loading, via cuda.core.
+
+One ``Runtime`` per process, created on first use. Every driver call is
+checked; a failure raises ``CudaError`` naming the call and the CUDA error.
+All histkit work goes on one stream and each public call synchronises it
+before returning, so results can be read (and bad keys raised) at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from histkit.gpu.compiler import compile_cubin
+from histkit.gpu.errors import CudaError, GpuUnavailableError
+from histkit.gpu.geometry import Geometry
+
+# numpy dtype -> the C type the kernels are compiled for (-DKEY_T=...).
+KEY_C_TYPES = {
+    np.dtype(np.int8): "signed char",
+    np.dtype(np.int16): "short",
+    np.dtype(np.int32): "int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.uint8): "unsigned char",
+    np.dtype(np.uint16): "unsigned short",
+    np.dtype(np.uint32): "unsigned int",
+    np.dtype(np.uint64): "unsigned long long",
+}
+
+
+def check(result, call: str):
+    """Unpack a cuda.bindings driver result, raising CudaError on failure."""
+    from cuda.bindings import driver
+
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if status != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(status)
+        _, text = driver.cuGetErrorString(status)
+        name = name.decode() if isinstance(name, bytes) else name
+        text = text.decode() if isinstance(text, bytes) else text
+        raise CudaError(f"{call} failed: {name} ({text})")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@dataclass
+class DeviceArray:
+    """A 1-d device array histkit allocated; exposes __cuda_array_interface__."""
+
+    buffer: object
+    n: int
+    dtype: np.dtype
+
+    @property
+    def ptr(self) -> int:
+        return int(self.buffer.handle)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (self.n,), "typestr": self.dtype.str, "data": (self.ptr, False),
+                "version": 3, "strides": None}
+
+
+class Runtime:
+    def __init__(self):
+        try:
+            from cuda.core import Device
+        except ImportError as error:
+            raise GpuUnavailableError(f"cuda-python (cuda.core) is not installed: {error}") from None
+        try:
+            self.device = Device()
+            self.device.set_current()
+        except Exception as error:
+            raise GpuUnavailableError(f"no usable CUDA device: {error}") from None
+        self.stream = self.device.create_stream()
+        major, minor = self.device.compute_capability
+        self.arch = f"sm_{major}{minor}"
+        props = self.device.properties
+        self.sm_count = props.multiprocessor_count
+        self.max_shared_per_block = props.max_shared_memory_per_block_optin
+        self._kernels: dict = {}
+
+    # --- modules ---------------------------------------------------------
+    def kernel(self, source: str, name: str, defines: dict[str, str]):
+        key = (source, name, tuple(sorted(defines.items())))
+        if key not in self._kernels:
+            from cuda.core import ObjectCode
+
+            cubin = compile_cubin(source, defines, self.arch)
+            module = ObjectCode.from_cubin(cubin)
+            self._kernels[key] = module.get_kernel(name)
+        return self._kernels[key]
+
+    def allow_shared(self, kernel, nbytes: int) -> None:
+        """Let kernel use more than the default 48 KiB of dynamic shared memory."""
+        if nbytes > 48 * 1024:
+            from cuda.bindings import driver
+
+            attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(driver.cuKernelSetAttribute(attribute, nbytes, kernel.handle,
+                                              self.device.device_id),
+                  "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+
+    def launch(self, kernel, geometry: Geometry, *args) -> None:
+        from cuda.core import LaunchConfig, launch
+
+        self.allow_shared(kernel, geometry.shared_bytes)
+        # With a cluster, cuda.core counts the grid in clusters, not blocks.
+        clustered = geometry.cluster > 1
+        config = LaunchConfig(grid=geometry.grid // geometry.cluster, block=geometry.block,
+                              shmem_size=geometry.shared_bytes,
+                              cluster=geometry.cluster if clustered else None)
+        try:
+            launch(self.stream, config, kernel, *args)
+        except Exception as error:
+            raise CudaError(f"launching {geometry} failed: {error}") from error
+
+    def resident_blocks(self, kernel, block: int, shared_bytes: int) -> int:
+        """Blocks of this kernel that fit on one SM at once (at least 1)."""
+        self.allow_shared(kernel, shared_bytes)
+        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(block, shared_bytes)
+        return max(1, per_sm)
+
+    def sync(self, what: str) -> None:
+        try:
+            self.stream.sync()
+        except Exception as error:
+            raise CudaError(f"{what}: {error}") from error
+
+    # --- memory ----------------------------------------------------------
+    def empty(self, n: int, dtype) -> DeviceArray:
+        dtype = np.dtype(dtype)
+        buffer = self.device.allocate(max(1, n * dtype.itemsize), stream=self.stream)
+        return DeviceArray(buffer, n, dtype)
+
+    def zeros(self, n: int, dtype) -> DeviceArray:
+        array = self.empty(n, dtype)
+        self.memset(array.ptr, 0, max(1, n * array.dtype.itemsize))
+        return array
+
+    def memset(self, ptr: int, byte: int, nbytes: int) -> None:
+        from cuda.bindings import driver
+
+        check(driver.cuMemsetD8Async(ptr, byte, nbytes, self.stream.handle), "cuMemsetD8Async")
+
+    def to_device(self, host: np.ndarray) -> DeviceArray:
+        from cuda.bindings import driver
+
+        host = np.ascontiguousarray(host)
+        array = self.empty(len(host), host.dtype)
+        if host.nbytes:
+            check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,
+                                           self.stream.handle), "cuMemcpyHtoDAsync")
+        return array
+
+    def copy_to_host(self, ptr: int, host: np.ndarray) -> np.ndarray:
+        """Copy into a contiguous host array and wait for it."""
+        from cuda.bindings import driver
+
+        if host.nbytes:
+            check(driver.cuMemcpyDtoHAsync(host.ctypes.data, ptr, host.nbytes,
+                                           self.stream.handle), "cuMemcpyDtoHAsync")
+        self.sync("copying results to the host")
+        return host
+
+    def copy_device(self, dst: int, src: int, nbytes: int) -> None:
+        from cuda.bindings import driver
+
+        if nbytes:
+            check(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream.handle),
+                  "cuMemcpyDtoDAsync")
+
+
+@cache
+def runtime() -> Runtime:
+    return Runtime()
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None when histkit can run kernels here, else why it cannot."""
+    try:
+        runtime()
+    except GpuUnavailableError as error:
+        return str(error)
+    except Exception as error:  # a driver that fails to initialise, say
+        return f"CUDA is not usable: {type(error).__name__}: {error}"
+    return None

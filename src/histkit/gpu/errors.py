@@ -1,0 +1,25 @@
+"""Errors raised by histkit.gpu: each carries what is needed to act on it."""
+
+from __future__ import annotations
+
+
+class GpuUnavailableError(RuntimeError):
+    """No usable CUDA GPU, driver or cuda-python; the message says which."""
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a kernel. Holds the log, the options and the source."""
+
+    def __init__(self, source_name: str, log: str, options: list[str], source: str):
+        numbered = "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
+        super().__init__(
+            f"NVRTC failed to compile {source_name}\n--- log ---\n{log.strip()}\n"
+            f"--- options ---\n{' '.join(options)}\n--- source ---\n{numbered}"
+        )
+        self.source_name = source_name
+        self.log = log
+        self.options = options
+
+
+class CudaError(RuntimeError):
+    """A CUDA call failed; the message names the call and the CUDA error."""

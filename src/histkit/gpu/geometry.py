@@ -1,0 +1,23 @@
+"""Launch geometry as data: what each wrapper launches, printable on request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Geometry:
+    kernel: str
+    grid: int
+    block: int
+    shared_bytes: int = 0
+    cluster: int = 1
+
+    def __str__(self) -> str:
+        cluster = f" cluster={self.cluster}" if self.cluster > 1 else ""
+        return (f"{self.kernel}<<<{self.grid}, {self.block}, {self.shared_bytes}>>>{cluster}")
+
+
+# The chapter's numbers: one thread per key in blocks of 256, warps of 32.
+CHAPTER_BLOCK = 256
+WARP = 32

@@ -1,0 +1,219 @@
+"""One launch wrapper per kernel family in cuda/.
+
+Wrappers take device pointers and sizes, pick the geometry, launch on the
+runtime's stream and return the geometry they used; they do not validate user
+input (histkit.gpu.api does) and do not synchronise unless a result is needed
+to go on (the sort reads nothing back: bad keys are checked by the caller).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from histkit.gpu.device import KEY_C_TYPES, DeviceArray, Runtime
+from histkit.gpu.geometry import CHAPTER_BLOCK, WARP, Geometry
+
+NO_BAD_KEY = np.iinfo(np.uint64).max
+SCAN_TILE = 256 * 8  # SCAN_THREADS * SCAN_ITEMS in exclusive_scan.cu
+FAST_BLOCK = 1024
+# Per-block shared memory the fast kernels aim for: small enough that two
+# blocks share an SM, large enough for 25k bins in one copy.
+FAST_SHARED_BUDGET = 100 * 1024
+MAX_PORTABLE_CLUSTER = 8
+# Shared counters are 32-bit: no block may count 2^32 keys.
+MAX_KEYS_PER_BLOCK = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Keys already on the device: a contiguous 1-d array."""
+
+    ptr: int
+    n: int
+    dtype: np.dtype
+
+    def defines(self, **extra: str) -> dict[str, str]:
+        return {"KEY_T": KEY_C_TYPES[self.dtype], **extra}
+
+
+def _args(keys: Keys, num_bins: int):
+    return (keys.ptr, np.int64(keys.n), np.uint64(num_bins))
+
+
+def _blocks_for(items: int, block: int, cap: int) -> int:
+    return max(1, min(-(-items // block), cap))
+
+
+def atomic_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                     first_bad: DeviceArray) -> Geometry:
+    kernel = rt.kernel("atomic_histogram.cu", "atomic_histogram", keys.defines())
+    geometry = Geometry("atomic_histogram",
+                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def naive_histogram_grid(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                         first_bad: DeviceArray) -> Geometry:
+    kernel = rt.kernel("naive_histogram.cu", "naive_histogram_grid", keys.defines())
+    geometry = Geometry("naive_histogram_grid",
+                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def naive_histogram_one_warp(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                             first_bad: DeviceArray, warp_size: int = WARP) -> Geometry:
+    if not 1 <= warp_size <= WARP:
+        raise ValueError(f"the one-warp kernel runs waves of 1..{WARP} lanes; got {warp_size}")
+    kernel = rt.kernel("naive_histogram.cu", "naive_histogram_one_warp", keys.defines())
+    geometry = Geometry("naive_histogram_one_warp", 1, warp_size)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def privatized_geometry(rt: Runtime, n: int, num_bins: int, block_size: int = CHAPTER_BLOCK,
+                        num_blocks: int | None = None) -> Geometry:
+    """The privatized kernel's launch; num_blocks=None means one resident wave."""
+    shared = num_bins * 4
+    if shared > rt.max_shared_per_block:
+        raise ValueError(f"the privatized kernel keeps {num_bins} bins in shared memory, "
+                         f"which holds at most {rt.max_shared_per_block // 4} here; "
+                         f"use method='auto' or 'atomic'")
+    if num_blocks is None:
+        num_blocks = _blocks_for(n, block_size, rt.sm_count * 8)
+    num_blocks = max(num_blocks, -(-n // MAX_KEYS_PER_BLOCK))
+    return Geometry("privatized_histogram", num_blocks, block_size, shared)
+
+
+def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                         first_bad: DeviceArray, geometry: Geometry,
+                         atomics_issued: DeviceArray | None = None) -> Geometry:
+    """With atomics_issued, the kernel is built to count its global atomics into it."""
+    extra = {"COUNT_GLOBAL_ATOMICS": "1"} if atomics_issued is not None else {}
+    kernel = rt.kernel("privatized_histogram.cu", "privatized_histogram",
+                       keys.defines(**extra))
+    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr,
+              atomics_issued.ptr if atomics_issued is not None else 0)
+    return geometry
+
+
+def _vector_head(keys: Keys) -> int:
+    """Keys before the first 16-byte aligned one (the kernels' scalar head)."""
+    if keys.ptr % keys.dtype.itemsize:
+        return keys.n  # misaligned elements: read them all one by one
+    return min(keys.n, (-keys.ptr % 16) // keys.dtype.itemsize)
+
+
+def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                   first_bad: DeviceArray) -> Geometry:
+    """The fastest kernel for num_bins: shared copies, a cluster, or global atomics."""
+    counter_bytes = num_bins * 4
+    budget = min(FAST_SHARED_BUDGET, rt.max_shared_per_block)
+    copies = next((c for c in (32, 16, 8, 4, 2, 1) if c * counter_bytes <= budget), 0)
+    if copies:
+        name, defines, shared, cluster = ("fast_histogram_shared", {"COPIES": str(copies)},
+                                          copies * counter_bytes, 1)
+    else:
+        cluster = next((c for c in (2, 4, 8) if -(-counter_bytes // c) <= budget), 0)
+        if rt.arch < "sm_90":
+            cluster = 0  # thread-block clusters need Hopper
+        if cluster:
+            name, defines, cluster = "fast_histogram_cluster", {"CLUSTER": str(cluster)}, cluster
+            shared = -(-num_bins // cluster) * 4
+        else:
+            name, defines, shared, cluster = "fast_histogram_global", {}, FAST_BLOCK // WARP * 128, 1
+    kernel = rt.kernel("fast_histogram.cu", name, keys.defines(**defines))
+    resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+    blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+    blocks = -(-blocks // cluster) * cluster
+    geometry = Geometry(name, blocks, FAST_BLOCK, shared, cluster)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
+              hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int,
+                   keep_alive: list) -> list[Geometry]:
+    """out[i] = sum(counts[:i]) over uint64 counts, any n (tiles scanned recursively)."""
+    if n == 0:
+        return []
+    defines: dict[str, str] = {}
+    tiles = -(-n // SCAN_TILE)
+    geometries = []
+    if tiles == 1:
+        offsets = rt.zeros(1, np.uint64)
+    else:
+        sums = rt.empty(tiles, np.uint64)
+        offsets = rt.empty(tiles, np.uint64)
+        geometry = Geometry("scan_tile_sums", tiles, 256)
+        rt.launch(rt.kernel("exclusive_scan.cu", "scan_tile_sums", defines), geometry,
+                  counts_ptr, np.int64(n), sums.ptr)
+        geometries.append(geometry)
+        geometries += exclusive_scan(rt, sums.ptr, tiles, offsets.ptr, keep_alive)
+        keep_alive.append(sums)
+    keep_alive.append(offsets)
+    geometry = Geometry("scan_tiles", tiles, 256)
+    rt.launch(rt.kernel("exclusive_scan.cu", "scan_tiles", defines), geometry,
+              counts_ptr, np.int64(n), offsets.ptr, out_ptr)
+    return geometries + [geometry]
+
+
+def count_keys(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+               first_bad: DeviceArray) -> Geometry:
+    kernel = rt.kernel("counting_sort.cu", "count_keys", keys.defines())
+    geometry = Geometry("count_keys", _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8),
+                        CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def scatter_atomic_cursor(rt: Runtime, keys: Keys, cursor: DeviceArray, out_keys: DeviceArray,
+                          out_index: DeviceArray) -> Geometry:
+    kernel = rt.kernel("counting_sort.cu", "scatter_atomic_cursor", keys.defines())
+    geometry = Geometry("scatter_atomic_cursor",
+                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, keys.ptr, np.int64(keys.n), cursor.ptr, out_keys.ptr,
+              out_index.ptr)
+    return geometry
+
+
+def segment_length(n: int, num_bins: int) -> int:
+    """Keys per warp-owned segment: the (bin, segment) table stays near N entries."""
+    budget = max(1 << 22, n // 4)
+    length = 2048
+    while num_bins * -(-n // length) > budget and length < n:
+        length *= 2
+    return length
+
+
+def stable_segments(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
+                    keep_alive: list) -> tuple[DeviceArray, int, int, list[Geometry]]:
+    """Count keys per (bin, segment) and scan that table: the stable cursors."""
+    length = segment_length(keys.n, num_bins)
+    segments = -(-keys.n // length)
+    counts = rt.zeros(num_bins * segments, np.uint64)
+    cursors = rt.empty(num_bins * segments, np.uint64)
+    keep_alive.append(counts)
+    block = 256
+    geometry = Geometry("count_segments",
+                        _blocks_for(segments * WARP, block, rt.sm_count * 8), block)
+    kernel = rt.kernel("counting_sort.cu", "count_segments", keys.defines())
+    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
+              counts.ptr, first_bad.ptr)
+    scans = exclusive_scan(rt, counts.ptr, num_bins * segments, cursors.ptr, keep_alive)
+    return cursors, length, segments, [geometry, *scans]
+
+
+def scatter_stable(rt: Runtime, keys: Keys, num_bins: int, cursors: DeviceArray, length: int,
+                   segments: int, out_keys: DeviceArray, out_index: DeviceArray) -> Geometry:
+    block = 256
+    geometry = Geometry("scatter_segments_stable",
+                        _blocks_for(segments * WARP, block, rt.sm_count * 8), block)
+    kernel = rt.kernel("counting_sort.cu", "scatter_segments_stable", keys.defines())
+    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
+              cursors.ptr, out_keys.ptr, out_index.ptr)
+    return geometry

@@ -41,8 +41,10 @@ def positive_int(value, name: str) -> int:
     return number
 
 
+def bad_key_error(index: int, value: int, num_bins: int) -> ValueError:
+    """The ValueError every histkit entry point, CPU or GPU, gives an out-of-range key."""
+    return ValueError(f"key at index {index} is {value}, outside [0, {num_bins})")
+
+
 def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:
-    """Raise the ValueError every histkit entry point uses for an out-of-range key."""
-    raise ValueError(
-        f"key at index {index} is {keys[index].item()}, outside [0, {num_bins})"
-    )
+    raise bad_key_error(index, keys[index].item(), num_bins)

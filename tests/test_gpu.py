@@ -1,0 +1,138 @@
+"""histkit.gpu against the oracles on a real GPU (marker ``gpu``).
+
+Without a GPU every test here skips with the reason, except the ones that pin
+what happens without one.
+"""
+
+import numpy as np
+import pytest
+
+from histkit import gpu, oracles
+from histkit.distributions import make_keys
+
+REASON = gpu.gpu_unavailable_reason()
+needs_gpu = pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")
+pytestmark = pytest.mark.gpu
+
+CASES = [("uniform", 100_003, 256), ("onebin", 65_537, 16), ("zipf", 1 << 20, 4096),
+         ("sorted", 33, 10), ("round-robin", 1 << 18, 65536), ("uniform", 5000, 1 << 20)]
+
+
+@pytest.mark.skipif(REASON is None, reason="a GPU is present")
+def test_without_a_gpu_calls_raise_gpu_unavailable_naming_why():
+    with pytest.raises(gpu.GpuUnavailableError) as caught:
+        gpu.histogram(np.arange(4), 4)
+    assert str(caught.value)
+
+
+@needs_gpu
+@pytest.mark.parametrize("method", ["auto", "atomic", "privatized"])
+@pytest.mark.parametrize("distribution,n,num_bins", CASES)
+def test_exact_methods_equal_the_oracle(method, distribution, n, num_bins):
+    keys = make_keys(distribution, n, num_bins, seed=n)
+    if method == "privatized" and num_bins > 50_000:
+        pytest.skip("privatized keeps every bin in one block's shared memory")
+    got = gpu.histogram(keys, num_bins, method=method)
+    assert isinstance(got, np.ndarray) and got.dtype == np.int64
+    np.testing.assert_array_equal(got, oracles.histogram(keys, num_bins))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_every_key_dtype_and_misaligned_start(dtype):
+    keys = make_keys("uniform", 10_007, 100, seed=3, dtype=dtype)
+    for view in (keys, keys[1:], keys[3:]):
+        np.testing.assert_array_equal(gpu.histogram(view, 100), oracles.histogram(view, 100))
+
+
+@needs_gpu
+def test_naive_method_never_overcounts():
+    keys = make_keys("onebin", 1 << 20, 8, seed=0)
+    got = gpu.histogram(keys, 8, method="naive")
+    assert np.all(got <= oracles.histogram(keys, 8))
+
+
+@needs_gpu
+@pytest.mark.parametrize("method", ["auto", "atomic", "privatized", "naive"])
+def test_an_out_of_range_key_raises_the_oracles_error(method):
+    keys = make_keys("uniform", 300_000, 50, seed=1)
+    keys[123_456] = 50
+    keys[200_000] = -1
+    with pytest.raises(ValueError, match=r"index 123456 is 50, outside \[0, 50\)"):
+        gpu.histogram(keys, 50, method=method)
+
+
+@needs_gpu
+@pytest.mark.parametrize("distribution,n,num_bins", CASES)
+def test_stable_counting_sort_equals_the_oracle(distribution, n, num_bins):
+    keys = make_keys(distribution, n, num_bins, seed=n)
+    got_keys, got_index = gpu.counting_sort(keys, num_bins)
+    want_keys, want_index = oracles.counting_sort(keys, num_bins)
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_index, want_index)
+
+
+@needs_gpu
+def test_atomic_cursor_sort_is_sorted_and_a_permutation():
+    keys = make_keys("uniform", 1 << 20, 256, seed=5)
+    got_keys, got_index = gpu.counting_sort(keys, 256, stable=False)
+    np.testing.assert_array_equal(got_keys, np.sort(keys))
+    np.testing.assert_array_equal(np.sort(got_index), np.arange(len(keys)))
+    np.testing.assert_array_equal(keys[got_index], got_keys)
+
+
+@needs_gpu
+def test_sort_rejects_bad_keys_before_scattering():
+    keys = np.array([0, 1, 2, 7], dtype=np.int16)
+    for stable in (True, False):
+        with pytest.raises(ValueError, match=r"index 3 is 7, outside \[0, 4\)"):
+            gpu.counting_sort(keys, 4, stable=stable)
+
+
+@needs_gpu
+def test_exclusive_scan_equals_the_oracle_past_one_tile():
+    counts = np.random.default_rng(0).integers(0, 1000, 1_000_003)
+    np.testing.assert_array_equal(gpu.exclusive_scan(counts), oracles.exclusive_scan(counts))
+
+
+@needs_gpu
+def test_empty_keys():
+    assert gpu.histogram(np.array([], np.int32), 3).tolist() == [0, 0, 0]
+    sorted_keys, index = gpu.counting_sort(np.array([], np.int32), 3)
+    assert sorted_keys.size == 0 and index.size == 0
+
+
+@needs_gpu
+def test_cupy_keys_stay_on_the_device_and_come_back_as_cupy():
+    cupy = pytest.importorskip("cupy")
+    host = make_keys("zipf", 1 << 20, 1000, seed=2)
+    keys = cupy.asarray(host)
+    got = gpu.histogram(keys, 1000)
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(got), oracles.histogram(host, 1000))
+    sorted_keys, index = gpu.counting_sort(keys, 1000)
+    assert isinstance(index, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(index), oracles.counting_sort(host, 1000)[1])
+
+
+@needs_gpu
+def test_torch_keys_stay_on_the_device_and_come_back_as_torch():
+    torch = pytest.importorskip("torch")
+    host = make_keys("uniform", 1 << 20, 300, seed=4)
+    keys = torch.as_tensor(host, device="cuda")
+    got = gpu.histogram(keys, 300)
+    assert isinstance(got, torch.Tensor) and got.is_cuda
+    np.testing.assert_array_equal(got.cpu().numpy(), oracles.histogram(host, 300))
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.histogram(keys.float(), 300)
+
+
+@needs_gpu
+def test_bad_arguments_raise_like_the_oracles():
+    with pytest.raises(ValueError, match="num_bins must be >= 1"):
+        gpu.histogram(np.arange(3), 0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        gpu.histogram(np.arange(3), 3, method="fastest")
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.histogram(np.array([0.5]), 3)

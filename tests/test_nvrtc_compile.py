@@ -1,0 +1,106 @@
+"""Every kernel compiles with NVRTC, for sm_80 and sm_90, with no GPU needed.
+
+Skips (with the reason) where cuda-python or NVRTC is not installed.
+"""
+
+import pytest
+
+from histkit.gpu.device import KEY_C_TYPES
+
+compiler = pytest.importorskip("histkit.gpu.compiler")
+
+try:
+    compiler.nvrtc_version()
+    NO_NVRTC = None
+except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
+    NO_NVRTC = str(error)
+
+pytestmark = [pytest.mark.nvrtc,
+              pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
+
+SOURCES = {
+    "naive_histogram.cu": [{}],
+    "atomic_histogram.cu": [{}],
+    "privatized_histogram.cu": [{}, {"COUNT_GLOBAL_ATOMICS": "1"}],
+    "exclusive_scan.cu": [{}],
+    "counting_sort.cu": [{}],
+    "fast_histogram.cu": [{"COPIES": "32"}, {"COPIES": "1"}, {"CLUSTER": "4"}],
+}
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path))
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_kernel_compiles_for_every_key_type(source, arch):
+    for defines in SOURCES[source]:
+        for c_type in KEY_C_TYPES.values():
+            cubin = compiler.compile_cubin(source, {"KEY_T": c_type, **defines}, arch)
+            assert cubin[:4] == b"\x7fELF", f"{source} {defines} {c_type}: not a cubin"
+
+
+def test_each_kernel_file_compiles_on_its_own_with_default_constants():
+    for source in SOURCES:
+        assert compiler.compile_cubin(source, {}, "sm_90")[:4] == b"\x7fELF"
+
+
+def test_compile_cache_returns_the_entry_without_recompiling(tmp_path, monkeypatch):
+    first = compiler.compile_cubin("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90")
+    (entry,) = tmp_path.glob("atomic_histogram-*.cubin")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("recompiled although the cache held the entry")
+
+    monkeypatch.setattr(compiler, "_options", refuse)
+    assert compiler.compile_cubin("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90") == first
+    assert entry.stat().st_size > len(first)
+
+
+def test_a_corrupt_cache_entry_is_rebuilt_not_trusted(tmp_path):
+    first = compiler.compile_cubin("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90")
+    (entry,) = tmp_path.glob("atomic_histogram-*.cubin")
+    blob = bytearray(entry.read_bytes())
+    blob[-10] ^= 0xFF
+    entry.write_bytes(bytes(blob))
+    assert compiler.compile_cubin("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90") == first
+
+
+def test_the_cache_key_changes_with_defines_arch_and_headers(tmp_path, monkeypatch):
+    base = compiler.cache_key("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90")
+    assert base != compiler.cache_key("atomic_histogram.cu", {"KEY_T": "short"}, "sm_90")
+    assert base != compiler.cache_key("atomic_histogram.cu", {"KEY_T": "int"}, "sm_80")
+    copy = tmp_path / "src"
+    copy.mkdir()
+    for f in compiler.kernel_dir().iterdir():
+        (copy / f.name).write_text(f.read_text())
+    (copy / "common.cuh").write_text((copy / "common.cuh").read_text() + "\n// changed\n")
+    monkeypatch.setenv("HISTKIT_CUDA_DIR", str(copy))
+    compiler.kernel_dir.cache_clear()
+    try:
+        assert base != compiler.cache_key("atomic_histogram.cu", {"KEY_T": "int"}, "sm_90")
+    finally:
+        compiler.kernel_dir.cache_clear()
+
+
+def test_a_compile_error_carries_the_log_options_and_numbered_source(tmp_path, monkeypatch):
+    copy = tmp_path / "src"
+    copy.mkdir()
+    (copy / "common.cuh").write_text("#pragma once\n")
+    (copy / "broken.cu").write_text('#include "common.cuh"\nextern "C" __global__ void k() '
+                                    "{ undefined_name = 1; }\n")
+    monkeypatch.setenv("HISTKIT_CUDA_DIR", str(copy))
+    compiler.kernel_dir.cache_clear()
+    from histkit.gpu.errors import KernelCompileError
+
+    try:
+        with pytest.raises(KernelCompileError) as caught:
+            compiler.compile_cubin("broken.cu", {"KEY_T": "int"}, "sm_90")
+    finally:
+        compiler.kernel_dir.cache_clear()
+    message = str(caught.value)
+    assert "undefined_name" in message and "is undefined" in message
+    assert "-DKEY_T=int" in message and "--gpu-architecture=sm_90" in message
+    assert '   2  extern "C" __global__' in message
