@@ -47,7 +47,7 @@ def all_cases(quick: bool = False) -> list[Case]:
     cases = [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in EDGE_SIZES for k in (10, 256)]
     cases += [Case(d, MEDIUM, k, seed=1) for d in DISTRIBUTIONS for k in (16, 256, 4096, 65536)]
     cases += [Case("uniform", MEDIUM, 1 << 20, seed=1)]
-    cases += [Case(d, 4099, 200, seed=2, dtype=t)
+    cases += [Case(d, 4099, 100, seed=2, dtype=t)
               for d in ("uniform", "onebin") for t in ("int8", "uint16", "int64", "uint64")]
     if not quick:
         cases += [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]

@@ -224,7 +224,11 @@ ROWS = {
 
 
 def run_case(rt: Runtime, case: Case, kernel_names=KERNELS) -> list[Result]:
-    run = CaseRun(rt, case)
+    try:
+        run = CaseRun(rt, case)
+    except Exception as error:  # the case itself could not be set up
+        cell = Cell("FAIL", f"setting up case {case.name} failed: {type(error).__name__}: {error}")
+        return [Result(case, name, cell) for name in kernel_names]
     results = []
     for name in kernel_names:
         start = time.perf_counter()

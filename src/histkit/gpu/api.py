@@ -36,22 +36,34 @@ def _framework_of(obj) -> str:
     return module if module in ("cupy", "torch") else "device"
 
 
+# DLPack device types that name GPU memory (CUDA, CUDA managed).
+_DLPACK_CUDA = (2, 13)
+
+
+def is_device_array(obj) -> bool:
+    if isinstance(obj, np.ndarray):
+        return False
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    try:
+        return obj.__dlpack_device__()[0] in _DLPACK_CUDA
+    except Exception:  # no DLPack, or a host-only exporter
+        return False
+
+
 def _on_device(rt: Runtime, keys, name: str = "keys") -> _Input:
-    if hasattr(keys, "__cuda_array_interface__") or hasattr(keys, "__dlpack_device__"):
-        view = _device_view(rt, keys, name)
-        if view is not None:
-            return view
+    if is_device_array(keys):
+        return _device_view(rt, keys, name)
     host = as_key_array(keys, name)
     array = rt.to_device(host)
     return _Input(Keys(array.ptr, len(host), host.dtype), "numpy", array)
 
 
-def _device_view(rt: Runtime, obj, name: str) -> _Input | None:
+def _device_view(rt: Runtime, obj, name: str) -> _Input:
     from cuda.core.utils import StridedMemoryView
 
-    view = StridedMemoryView(obj, stream_ptr=int(rt.stream.handle))
-    if not view.is_device_accessible or view.device_id < 0:
-        return None  # a host array that speaks DLPack: take the NumPy path
+    # Passing our stream orders our kernels after the producer's pending work.
+    view = StridedMemoryView.from_any_interface(obj, stream_ptr=int(rt.stream.handle))
     dtype = np.dtype(view.dtype)
     if dtype.kind not in "iu":
         raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got {dtype}")
@@ -105,6 +117,7 @@ def histogram(keys, num_bins: int, method: str = "auto"):
     num_bins = positive_int(num_bins, "num_bins")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    keys = keys if is_device_array(keys) else as_key_array(keys)
     rt = runtime()
     source = _on_device(rt, keys)
     hist = rt.zeros(num_bins, np.int64)
@@ -131,6 +144,7 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
     may leave their input order.
     """
     num_bins = positive_int(num_bins, "num_bins")
+    keys = keys if is_device_array(keys) else as_key_array(keys)
     rt = runtime()
     source = _on_device(rt, keys)
     n = source.keys.n
