@@ -49,59 +49,72 @@ def _device_keys(cupy, distribution: str, n: int, num_bins: int, seed: int = 0):
 
 
 class Timer:
-    """Median seconds per call: events around batches of back-to-back calls."""
+    """Median seconds per call: events around batches of back-to-back calls.
+
+    A call slower than SLOW_CALL_S (a peer collapsing under contention) is
+    timed in fewer, single-call batches so one row cannot take minutes.
+    """
+
+    SLOW_CALL_S = 0.02
 
     def __init__(self, cupy, torch):
         self.cupy, self.torch = cupy, torch
+
+    def _median(self, elapsed_s, call) -> float:
+        first = elapsed_s(call, 1)  # warm-up, and a first estimate
+        batch, batches = (1, 3) if first > self.SLOW_CALL_S else (BATCH, BATCHES)
+        return float(np.median([elapsed_s(call, batch) / batch for _ in range(batches)]))
 
     def ours(self, call) -> float:
         from cuda.core import EventOptions
 
         rt = runtime()
         options = EventOptions(enable_timing=True)
-        call()
-        call()
-        rt.sync("warm-up")
-        per_call = []
-        for _ in range(BATCHES):
+
+        def elapsed_s(call, batch):
             start = rt.stream.record(options=options)
-            for _ in range(BATCH):
+            for _ in range(batch):
                 call()
             end = rt.stream.record(options=options)
             end.sync()
-            per_call.append((end - start) / 1e3 / BATCH)
-        return float(np.median(per_call))
+            return (end - start) / 1e3
+
+        call()
+        rt.sync("warm-up")
+        return self._median(elapsed_s, call)
 
     def cupy_call(self, call) -> float:
         cupy = self.cupy
-        call()
-        cupy.cuda.Device().synchronize()
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        per_call = []
-        for _ in range(BATCHES):
+
+        def elapsed_s(call, batch):
             start.record()
-            for _ in range(BATCH):
+            for _ in range(batch):
                 call()
             end.record()
             end.synchronize()
-            per_call.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / BATCH)
-        return float(np.median(per_call))
+            return cupy.cuda.get_elapsed_time(start, end) / 1e3
+
+        call()
+        cupy.cuda.Device().synchronize()
+        return self._median(elapsed_s, call)
 
     def torch_call(self, call) -> float:
         torch = self.torch
-        call()
-        torch.cuda.synchronize()
-        per_call = []
-        for _ in range(BATCHES):
+
+        def elapsed_s(call, batch):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
-            for _ in range(BATCH):
+            for _ in range(batch):
                 call()
             end.record()
             end.synchronize()
-            per_call.append(start.elapsed_time(end) / 1e3 / BATCH)
-        return float(np.median(per_call))
+            return start.elapsed_time(end) / 1e3
+
+        call()
+        torch.cuda.synchronize()
+        return self._median(elapsed_s, call)
 
 
 def _keys_of(array) -> Keys:
