@@ -69,7 +69,7 @@ class Timer:
         from cuda.core import EventOptions
 
         rt = runtime()
-        options = EventOptions(enable_timing=True)
+        options = EventOptions(timing_enabled=True)
 
         def elapsed_s(call, batch):
             start = rt.stream.record(options=options)
