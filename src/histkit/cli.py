@@ -20,7 +20,7 @@ def _demo(args) -> int:
 def _verify(args) -> int:
     from histkit.verify import run_verify
 
-    return 0 if run_verify(gpu=args.gpu, quick=args.quick) else 1
+    return 0 if run_verify(gpu=args.gpu, quick=args.quick, json_path=args.json) else 1
 
 
 def _bench(args) -> int:
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="auto: run GPU conformance when a GPU is present; on: fail without one")
     verify.add_argument("--quick", action="store_true",
                         help="GPU conformance without the 2^28 and > 2^31 key cases")
+    verify.add_argument("--json", default="conformance-results.json",
+                        help="where GPU conformance writes its JSON report")
     verify.set_defaults(run=_verify)
 
     bench = commands.add_parser("bench", help="GPU benchmark against CUB, CuPy and PyTorch")

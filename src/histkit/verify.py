@@ -71,7 +71,8 @@ def oracle_self_checks(console: Console, seed: int = 0) -> bool:
     return not any(failures.values())
 
 
-def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False) -> bool:
+def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False,
+               json_path: str = "conformance-results.json") -> bool:
     """Run everything ``histkit verify`` promises; True when all passed."""
     console = console or Console()
     ok = oracle_self_checks(console)
@@ -90,5 +91,5 @@ def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = 
         return ok
     from histkit.conformance.runner import run_conformance
 
-    ok &= run_conformance(console=console, quick=quick).passed
+    ok &= run_conformance(console=console, quick=quick, json_path=json_path).passed
     return ok

@@ -299,11 +299,14 @@ def _cub_radix_pairs(cupy, keys, bits: int, want_index):
     out_keys, out_values = cupy.empty_like(keys), cupy.empty_like(values)
     sorter = make_radix_sort(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
                              d_out_values=out_values, order=SortOrder.ASCENDING)
-    temp_bytes = sorter(None, keys, out_keys, values, out_values, keys.size, 0, bits)
+    arguments = {"d_in_keys": keys, "d_out_keys": out_keys, "d_in_values": values,
+                 "d_out_values": out_values, "num_items": keys.size, "begin_bit": 0,
+                 "end_bit": bits}
+    temp_bytes = sorter(temp_storage=None, **arguments)
     temp = cupy.empty(max(1, temp_bytes), dtype=cupy.uint8)
 
     def run():
-        sorter(temp, keys, out_keys, values, out_values, keys.size, 0, bits)
+        sorter(temp_storage=temp, **arguments)
 
     run()
     cupy.cuda.Device().synchronize()

@@ -106,11 +106,8 @@ class Runtime:
         from cuda.core import LaunchConfig, launch
 
         self.allow_shared(kernel, geometry.shared_bytes)
-        # With a cluster, cuda.core counts the grid in clusters, not blocks.
-        clustered = geometry.cluster > 1
-        config = LaunchConfig(grid=geometry.grid // geometry.cluster, block=geometry.block,
-                              shmem_size=geometry.shared_bytes,
-                              cluster=geometry.cluster if clustered else None)
+        config = LaunchConfig(grid=geometry.grid, block=geometry.block,
+                              shmem_size=geometry.shared_bytes)
         try:
             launch(self.stream, config, kernel, *args)
         except Exception as error:

@@ -11,11 +11,9 @@ class Geometry:
     grid: int
     block: int
     shared_bytes: int = 0
-    cluster: int = 1
 
     def __str__(self) -> str:
-        cluster = f" cluster={self.cluster}" if self.cluster > 1 else ""
-        return (f"{self.kernel}<<<{self.grid}, {self.block}, {self.shared_bytes}>>>{cluster}")
+        return f"{self.kernel}<<<{self.grid}, {self.block}, {self.shared_bytes}>>>"
 
 
 # The chapter's numbers: one thread per key in blocks of 256, warps of 32.

@@ -18,10 +18,9 @@ from histkit.gpu.geometry import CHAPTER_BLOCK, WARP, Geometry
 NO_BAD_KEY = np.iinfo(np.uint64).max
 SCAN_TILE = 256 * 8  # SCAN_THREADS * SCAN_ITEMS in exclusive_scan.cu
 FAST_BLOCK = 1024
-# Per-block shared memory the fast kernels aim for: small enough that two
-# blocks share an SM, large enough for 25k bins in one copy.
+# Per-block shared memory the fast kernel aims for: small enough that two
+# blocks of FAST_BLOCK threads share an SM.
 FAST_SHARED_BUDGET = 100 * 1024
-MAX_PORTABLE_CLUSTER = 8
 # Shared counters are 32-bit: no block may count 2^32 keys.
 MAX_KEYS_PER_BLOCK = 2**32 - 1
 
@@ -107,32 +106,36 @@ def _vector_head(keys: Keys) -> int:
     return min(keys.n, (-keys.ptr % 16) // keys.dtype.itemsize)
 
 
+def fast_layout(rt: Runtime, num_bins: int) -> tuple[int, int]:
+    """(copies, shared_bins) for fast_histogram.
+
+    As many private copies as fit FAST_SHARED_BUDGET (two blocks per SM); when
+    not even one copy fits, one copy as large as a block may have, and the
+    bins past it are counted in global memory.
+    """
+    copy_bytes = (num_bins + 1) * 4
+    budget = min(FAST_SHARED_BUDGET, rt.max_shared_per_block)
+    for copies in (32, 16, 8, 4, 2, 1):
+        if copies * copy_bytes <= budget:
+            return copies, num_bins
+    return 1, min(num_bins, rt.max_shared_per_block // 4 - 1)
+
+
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray) -> Geometry:
-    """The fastest kernel for num_bins: shared copies, a cluster, or global atomics."""
-    counter_bytes = num_bins * 4
-    budget = min(FAST_SHARED_BUDGET, rt.max_shared_per_block)
-    copies = next((c for c in (32, 16, 8, 4, 2, 1) if c * counter_bytes <= budget), 0)
-    if copies:
-        name, defines, shared, cluster = ("fast_histogram_shared", {"COPIES": str(copies)},
-                                          copies * counter_bytes, 1)
-    else:
-        cluster = next((c for c in (2, 4, 8) if -(-counter_bytes // c) <= budget), 0)
-        if rt.arch < "sm_90":
-            cluster = 0  # thread-block clusters need Hopper
-        if cluster:
-            name, defines, cluster = "fast_histogram_cluster", {"CLUSTER": str(cluster)}, cluster
-            shared = -(-num_bins // cluster) * 4
-        else:
-            name, defines, shared, cluster = "fast_histogram_global", {}, FAST_BLOCK // WARP * 128, 1
-    kernel = rt.kernel("fast_histogram.cu", name, keys.defines(**defines))
+    """Vector loads, private shared copies, global atomics past shared memory."""
+    if num_bins >= 2**32:
+        return atomic_histogram(rt, keys, num_bins, hist, first_bad)
+    copies, shared_bins = fast_layout(rt, num_bins)
+    shared = copies * (shared_bins + 1) * 4
+    kernel = rt.kernel("fast_histogram.cu", "fast_histogram", keys.defines(COPIES=str(copies)))
     resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
     blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    blocks = -(-blocks // cluster) * cluster
-    geometry = Geometry(name, blocks, FAST_BLOCK, shared, cluster)
+    geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}]", blocks,
+                        FAST_BLOCK, shared)
     rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
-              hist.ptr, first_bad.ptr)
+              np.uint64(shared_bins), hist.ptr, first_bad.ptr)
     return geometry
 
 
@@ -190,6 +193,19 @@ def segment_length(n: int, num_bins: int) -> int:
     return length
 
 
+# Bins up to which a warp keeps its segment's counters in shared memory.
+SHARED_TABLE_BINS = 1024
+SEGMENT_BLOCK = 256  # 8 warps
+
+
+def _segment_kernel(rt: Runtime, keys: Keys, num_bins: int, name: str):
+    """The shared-table variant of a segment kernel when the table fits."""
+    if num_bins <= SHARED_TABLE_BINS:
+        shared = SEGMENT_BLOCK // WARP * num_bins * 8
+        return rt.kernel("counting_sort.cu", f"{name}_shared", keys.defines()), shared
+    return rt.kernel("counting_sort.cu", name, keys.defines()), 0
+
+
 def stable_segments(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
                     keep_alive: list) -> tuple[DeviceArray, int, int, list[Geometry]]:
     """Count keys per (bin, segment) and scan that table: the stable cursors."""
@@ -198,10 +214,10 @@ def stable_segments(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArr
     counts = rt.zeros(num_bins * segments, np.uint64)
     cursors = rt.empty(num_bins * segments, np.uint64)
     keep_alive.append(counts)
-    block = 256
-    geometry = Geometry("count_segments",
-                        _blocks_for(segments * WARP, block, rt.sm_count * 8), block)
-    kernel = rt.kernel("counting_sort.cu", "count_segments", keys.defines())
+    kernel, shared = _segment_kernel(rt, keys, num_bins, "count_segments")
+    geometry = Geometry("count_segments" + ("_shared" if shared else ""),
+                        _blocks_for(segments * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
+                        SEGMENT_BLOCK, shared)
     rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
               counts.ptr, first_bad.ptr)
     scans = exclusive_scan(rt, counts.ptr, num_bins * segments, cursors.ptr, keep_alive)
@@ -210,10 +226,10 @@ def stable_segments(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArr
 
 def scatter_stable(rt: Runtime, keys: Keys, num_bins: int, cursors: DeviceArray, length: int,
                    segments: int, out_keys: DeviceArray, out_index: DeviceArray) -> Geometry:
-    block = 256
-    geometry = Geometry("scatter_segments_stable",
-                        _blocks_for(segments * WARP, block, rt.sm_count * 8), block)
-    kernel = rt.kernel("counting_sort.cu", "scatter_segments_stable", keys.defines())
+    kernel, shared = _segment_kernel(rt, keys, num_bins, "scatter_segments_stable")
+    geometry = Geometry("scatter_segments_stable" + ("_shared" if shared else ""),
+                        _blocks_for(segments * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
+                        SEGMENT_BLOCK, shared)
     rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
               cursors.ptr, out_keys.ptr, out_index.ptr)
     return geometry
