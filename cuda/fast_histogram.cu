@@ -1,8 +1,12 @@
 // Fast histogram, picked by gpu.histogram(method="auto").
 //
-// Reading: a persistent grid-stride walk over 16-byte vectors (one load brings
-// 16 / sizeof(key) keys), with a scalar head and tail; a run of equal keys
-// inside one vector is added as one increment.
+// Reading, when most bins live in shared memory: a persistent grid-stride walk
+// over 16-byte vectors (one load brings 16 / sizeof(key) keys), with a scalar
+// head and tail; a run of equal keys inside one vector is added as one
+// increment. When most bins are global (built with -DCOALESCED=1), lane l
+// reads key i + l instead, so the 32 global atomics of one instruction fall on
+// neighbouring bins whenever neighbouring keys do (round-robin, sorted input),
+// and four equal keys of one thread are still added at once.
 //
 // Counting: bins [0, shared_bins) live in shared memory as COPIES private
 // 32-bit sub-histograms per block; bins past shared_bins (when num_bins is too
@@ -24,6 +28,9 @@
 
 #ifndef COPIES
 #define COPIES 32  // shared sub-histograms per block: 1, 2, 4, 8, 16 or 32
+#endif
+#ifndef COALESCED
+#define COALESCED 0
 #endif
 #ifndef VECTORS_PER_THREAD
 #define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
@@ -84,6 +91,27 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     }
 }
 
+// Visits keys [0, n) with coalesced scalar loads, four per thread in flight;
+// four equal keys are added as one increment (a histogram does not care
+// where equal keys sit).
+template <typename Add>
+__device__ __forceinline__ void for_each_key_coalesced(const hk_key* keys, i64 n, Add& add) {
+    const i64 stride = hk_thread_count();
+    i64 i = hk_thread_index();
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        u64 b[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) b[k] = hk_bin(keys[i + k * stride]);
+        if (b[0] == b[1] && b[1] == b[2] && b[2] == b[3]) {
+            add(b[0], 4u, i);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) add(b[k], 1u, i + k * stride);
+        }
+    }
+    for (; i < n; i += stride) add(hk_bin(keys[i]), 1u, i);
+}
+
 struct Counters {
     unsigned* shared;  // this lane's copy
     u64 shared_bins;
@@ -126,7 +154,12 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
     __syncthreads();
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
     Counters add{counters + copy * stride, shared_bins, hist, num_bins, first_bad};
+#if COALESCED
+    (void)head;
+    for_each_key_coalesced(keys, n, add);
+#else
     for_each_run(keys, n, head, add);
+#endif
     __syncthreads();
     for (u64 b = threadIdx.x; b < shared_bins; b += blockDim.x) {
         u64 sum = 0;

@@ -128,11 +128,16 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
         return atomic_histogram(rt, keys, num_bins, hist, first_bad)
     copies, shared_bins = fast_layout(rt, num_bins)
     shared = copies * (shared_bins + 1) * 4
-    kernel = rt.kernel("fast_histogram.cu", "fast_histogram", keys.defines(COPIES=str(copies)))
+    # Mostly global bins: coalesced scalar reads keep a warp's atomics on
+    # neighbouring addresses (see fast_histogram.cu).
+    coalesced = "1" if shared_bins < num_bins // 2 else "0"
+    kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
+                       keys.defines(COPIES=str(copies), COALESCED=coalesced))
     resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
     blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}]", blocks,
+    geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
+                        f"COALESCED={coalesced}]", blocks,
                         FAST_BLOCK, shared)
     rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
               np.uint64(shared_bins), hist.ptr, first_bad.ptr)
