@@ -36,6 +36,13 @@ cdef inline uint64_t load_key(const key_t* keys, Py_ssize_t step,
     return <uint64_t>(<const key_t*>(<const char*>keys + i * step))[0]
 
 
+cdef inline uint64_t key_at(const key_t* typed, const char* at) noexcept nogil:
+    # The key stored at byte address `at`; `typed` only selects the key type.
+    # Hot loops walk a byte pointer forward by the stride instead of
+    # multiplying index by stride for every key.
+    return <uint64_t>(<const key_t*>at)[0]
+
+
 cdef inline Py_ssize_t padded_row(Py_ssize_t counters) noexcept nogil:
     return (counters + ROW_PAD - 1) // ROW_PAD * ROW_PAD + ROW_PAD
 
@@ -69,9 +76,10 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
     """
     cdef Py_ssize_t i = start
     cdef uint64_t b0, b1
+    cdef const char* at = <const char*>keys + start * step
     while i + 2 <= stop:
-        b0 = load_key(keys, step, i)
-        b1 = load_key(keys, step, i + 1)
+        b0 = key_at(keys, at)
+        b1 = key_at(keys, at + step)
         if (b0 >= num_bins) | (b1 >= num_bins):
             break
         if b0 == b1:
@@ -80,6 +88,7 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
             hist[b0] += 1
             hist[b1] += 1
         i += 2
+        at += 2 * step
     while i < stop:
         b0 = load_key(keys, step, i)
         if b0 >= num_bins:
@@ -102,11 +111,13 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
     cdef int64_t* h1 = hist + num_bins
     cdef int64_t* h2 = hist + 2 * num_bins
     cdef int64_t* h3 = hist + 3 * num_bins
+    cdef const char* at = <const char*>keys + start * step
+    cdef Py_ssize_t step2 = 2 * step, step3 = 3 * step, step4 = 4 * step
     while i + 4 <= stop:
-        b0 = load_key(keys, step, i)
-        b1 = load_key(keys, step, i + 1)
-        b2 = load_key(keys, step, i + 2)
-        b3 = load_key(keys, step, i + 3)
+        b0 = key_at(keys, at)
+        b1 = key_at(keys, at + step)
+        b2 = key_at(keys, at + step2)
+        b3 = key_at(keys, at + step3)
         if (b0 >= num_bins) | (b1 >= num_bins) | (b2 >= num_bins) | (b3 >= num_bins):
             break
         hist[b0] += 1
@@ -114,6 +125,7 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
         h2[b2] += 1
         h3[b3] += 1
         i += 4
+        at += step4
     while i < stop:
         b0 = load_key(keys, step, i)
         if b0 >= num_bins:

@@ -15,7 +15,7 @@ from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 
 from histkit.oracles._count cimport (chunk_start, count_chunk, first_bad, lanes_for,
-                                     load_key, padded_row, workers_for)
+                                     key_at, padded_row, workers_for)
 from histkit.oracles._keys cimport key_t
 
 
@@ -27,12 +27,14 @@ cdef inline void scatter_indices(const key_t* keys, Py_ssize_t step, Py_ssize_t 
     cdef Py_ssize_t i
     cdef uint64_t b, run_bin
     cdef int64_t position
+    cdef const char* at = <const char*>keys + start * step
     if start >= stop:
         return
-    run_bin = load_key(keys, step, start)
+    run_bin = key_at(keys, at)
     position = cursor[run_bin]
     for i in range(start, stop):
-        b = load_key(keys, step, i)
+        b = key_at(keys, at)
+        at += step
         if b != run_bin:
             cursor[run_bin] = position
             run_bin = b

@@ -13,7 +13,7 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 
-from histkit.oracles._count cimport chunk_start, first_bad, load_key, padded_row, workers_for
+from histkit.oracles._count cimport chunk_start, first_bad, key_at, padded_row, workers_for
 from histkit.oracles._keys cimport key_t
 
 
@@ -28,12 +28,14 @@ cdef inline Py_ssize_t waves_small_bins(const key_t* keys, Py_ssize_t step, Py_s
     # num_bins <= 64: a wave's set of distinct bins fits in one register.
     cdef Py_ssize_t wave, i, lo, hi
     cdef uint64_t b, touched
+    cdef const char* at = <const char*>keys + first_wave * warp_size * step
     for wave in range(first_wave, last_wave):
         lo = wave * warp_size
         hi = min(lo + warp_size, n)
         touched = 0
         for i in range(lo, hi):
-            b = load_key(keys, step, i)
+            b = key_at(keys, at)
+            at += step
             if b >= num_bins:
                 return i
             touched |= (<uint64_t>1) << b
@@ -53,12 +55,14 @@ cdef inline Py_ssize_t waves_any_bins(const key_t* keys, Py_ssize_t step, Py_ssi
     # early, which keeps one-bin and sorted inputs off the memory chain.
     cdef Py_ssize_t wave, i, lo, hi
     cdef uint64_t b, previous
+    cdef const char* at = <const char*>keys + first_wave * warp_size * step
     for wave in range(first_wave, last_wave):
         lo = wave * warp_size
         hi = min(lo + warp_size, n)
         previous = num_bins
         for i in range(lo, hi):
-            b = load_key(keys, step, i)
+            b = key_at(keys, at)
+            at += step
             if b >= num_bins:
                 return i
             if b == previous:
