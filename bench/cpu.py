@@ -83,7 +83,8 @@ def main() -> None:
             t = row["seconds"]
             print(f"K={num_bins:>6} {distribution:<8} "
                   f"bincount {t['np.bincount'] * 1e3:7.1f} ms  "
-                  f"histogram {t['histogram'] * 1e3:6.1f} ms ({row['histogram_vs_bincount']:4.1f}x)  "
+                  f"histogram {t['histogram'] * 1e3:6.1f} ms "
+                  f"({row['histogram_vs_bincount']:4.1f}x)  "
                   f"wave {t['naive_wave_histogram'] * 1e3:6.1f} ms "
                   f"({row['wave_over_histogram']:3.1f}x hist)  "
                   f"sort {t['counting_sort'] * 1e3:6.1f} ms vs argsort "
@@ -91,7 +92,7 @@ def main() -> None:
                   f"{row['sort_over_floor']:3.2f}x write floor)", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"cpu-{platform.node() or 'host'}-{date.today().isoformat()}.json"
+    path = out / f"cpu-{os.cpu_count()}core-{date.today().isoformat()}.json"
     meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
             "machine": platform.machine(), "processor": platform.processor()}
     path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))

@@ -45,9 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     verify = commands.add_parser(
-        "verify", help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present")
+        "verify",
+        help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present")
     verify.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
-                        help="auto: run GPU conformance when a GPU is present; on: fail without one")
+                        help="auto: run GPU conformance when a GPU is present; "
+                             "on: fail without one")
     verify.add_argument("--quick", action="store_true",
                         help="GPU conformance without the 2^28 and > 2^31 key cases")
     verify.add_argument("--json", default="conformance-results.json",

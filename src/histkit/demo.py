@@ -31,7 +31,8 @@ class Section:
 
 
 CHAPTER_SECTIONS = {
-    "7.1": Section("7.1", "the histogram race, and why atomicAdd fixes it", 1000, 10, "round-robin"),
+    "7.1": Section("7.1", "the histogram race, and why atomicAdd fixes it", 1000, 10,
+                   "round-robin"),
     "7.2": Section("7.2", "privatized histograms", 2048, 16, "round-robin"),
     "7.3": Section("7.3", "histogram + scan = counting sort", 256, 8, "strided-31"),
 }

@@ -11,10 +11,12 @@ recorded as skipped with the reason, never estimated.
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -161,138 +163,129 @@ def _cub_histogram(cupy, keys, num_bins: int):
     return run
 
 
-def histogram_rows(cupy, torch, timer: Timer, n: int, bins, distributions) -> list[dict]:
+def _skip_note(error: Exception) -> str:
+    return f"skipped: {type(error).__name__}: {error}"
+
+
+def _time_peer(row: dict, name: str, time_with, call, exact, to_host, per_call) -> None:
+    """Check a peer's result against the oracle, then time it (or note why not)."""
+    try:
+        if not np.array_equal(to_host(call()).astype(np.int64), exact):
+            row["notes"][name] = "WRONG RESULT: not timed"
+            return
+        row[per_call[0]][name] = per_call[1](time_with(call))
+    except Exception as error:  # a peer that fails is reported, never estimated
+        row["notes"][name] = _skip_note(error)
+
+
+def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str) -> dict:
     rt = runtime()
-    rows = []
-    for num_bins in bins:
-        for distribution in distributions:
-            keys = _device_keys(cupy, distribution, n, num_bins)
-            exact = oracles.histogram(cupy.asnumpy(keys), num_bins)
-            row = {"K": num_bins, "distribution": distribution, "N": n, "TBps": {},
-                   "notes": {}}
-            hist = rt.zeros(num_bins, np.uint64)
-            first_bad = rt.empty(1, np.uint64)
-            rt.memset(first_bad.ptr, 0xFF, 8)
-            device_keys = _keys_of(keys)
+    keys = _device_keys(cupy, distribution, n, num_bins)
+    exact = oracles.histogram(cupy.asnumpy(keys), num_bins)
+    row = {"K": num_bins, "distribution": distribution, "N": n, "TBps": {}, "notes": {},
+           "geometry": {}}
+    hist = rt.zeros(num_bins, np.uint64)
+    first_bad = rt.empty(1, np.uint64)
+    rt.memset(first_bad.ptr, 0xFF, 8)
+    device_keys = _keys_of(keys)
 
-            ours = {"histkit auto": kernels.fast_histogram,
-                    "histkit atomic": kernels.atomic_histogram}
-            try:
-                geometry = kernels.privatized_geometry(rt, n, num_bins)
-                ours["histkit privatized"] = (
-                    lambda r, k, b, h, f, g=geometry: kernels.privatized_histogram(r, k, b, h, f, g))
-            except ValueError as error:
-                row["notes"]["histkit privatized"] = str(error).split(";")[0]
-            for name, launch in ours.items():
-                rt.memset(hist.ptr, 0, num_bins * 8)
-                used = launch(rt, device_keys, num_bins, hist, first_bad)
-                got = rt.copy_to_host(hist.ptr, np.empty(num_bins, np.uint64)).astype(np.int64)
-                if not np.array_equal(got, exact):
-                    row["notes"][name] = "WRONG RESULT: not timed"
-                    continue
-                row.setdefault("geometry", {})[name] = str(used)
+    ours = {"histkit auto": kernels.fast_histogram, "histkit atomic": kernels.atomic_histogram}
+    try:
+        geometry = kernels.privatized_geometry(rt, n, num_bins)
+        ours["histkit privatized"] = functools.partial(_privatized, geometry=geometry)
+    except ValueError as error:
+        row["notes"]["histkit privatized"] = str(error).split(";")[0]
 
-                def call(launch=launch):
-                    rt.memset(hist.ptr, 0, num_bins * 8)
-                    launch(rt, device_keys, num_bins, hist, first_bad)
+    def run(launch):
+        rt.memset(hist.ptr, 0, num_bins * 8)
+        return launch(rt, device_keys, num_bins, hist, first_bad)
 
-                row["TBps"][name] = 4 * n / timer.ours(call) / 1e12
+    for name, launch in ours.items():
+        used = run(launch)
+        got = rt.copy_to_host(hist.ptr, np.empty(num_bins, np.uint64)).astype(np.int64)
+        if not np.array_equal(got, exact):
+            row["notes"][name] = "WRONG RESULT: not timed"
+            continue
+        row["geometry"][name] = str(used)
+        row["TBps"][name] = 4 * n / timer.ours(functools.partial(run, launch)) / 1e12
 
-            peers = {
-                "cupy.bincount": (timer.cupy_call,
-                                  lambda: cupy.bincount(keys, minlength=num_bins)),
-                "torch.bincount": (timer.torch_call, None),
-                "CUB HistogramEven": (timer.cupy_call, None),
-            }
-            if torch is not None:
-                tkeys = torch.as_tensor(keys, device="cuda")
-                peers["torch.bincount"] = (timer.torch_call,
-                                           lambda: torch.bincount(tkeys, minlength=num_bins))
-            try:
-                peers["CUB HistogramEven"] = (timer.cupy_call, _cub_histogram(cupy, keys, num_bins))
-            except Exception as error:
-                row["notes"]["CUB HistogramEven"] = f"skipped: {type(error).__name__}: {error}"
-            for name, (time_with, call) in peers.items():
-                if call is None:
-                    row["notes"].setdefault(name, "skipped: not installed")
-                    continue
-                try:
-                    got = call()
-                    got = got.cpu().numpy() if hasattr(got, "cpu") else cupy.asnumpy(got)
-                    if not np.array_equal(got.astype(np.int64), exact):
-                        row["notes"][name] = "WRONG RESULT: not timed"
-                        continue
-                    row["TBps"][name] = 4 * n / time_with(call) / 1e12
-                except Exception as error:
-                    row["notes"][name] = f"skipped: {type(error).__name__}: {error}"
-            rows.append(row)
-            print(_format_row(row), flush=True)
-            del keys
-    return rows
+    as_tbps = ("TBps", lambda seconds: 4 * n / seconds / 1e12)
+    _time_peer(row, "cupy.bincount", timer.cupy_call,
+               lambda: cupy.bincount(keys, minlength=num_bins), exact, cupy.asnumpy, as_tbps)
+    if torch is None:
+        row["notes"]["torch.bincount"] = "skipped: PyTorch is not installed"
+    else:
+        tkeys = torch.as_tensor(keys, device="cuda")
+        _time_peer(row, "torch.bincount", timer.torch_call,
+                   lambda: torch.bincount(tkeys, minlength=num_bins), exact,
+                   lambda t: t.cpu().numpy(), as_tbps)
+    try:
+        cub = _cub_histogram(cupy, keys, num_bins)
+    except Exception as error:
+        row["notes"]["CUB HistogramEven"] = _skip_note(error)
+    else:
+        _time_peer(row, "CUB HistogramEven", timer.cupy_call, cub, exact, cupy.asnumpy, as_tbps)
+    return row
 
 
-def sort_rows(cupy, torch, timer: Timer, n: int, bins, distributions) -> list[dict]:
+def _privatized(rt, keys, num_bins, hist, first_bad, geometry):
+    return kernels.privatized_histogram(rt, keys, num_bins, hist, first_bad, geometry)
+
+
+def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str) -> dict:
     rt = runtime()
-    rows = []
-    for num_bins in bins:
-        bits = int(np.ceil(np.log2(num_bins)))
-        for distribution in distributions:
-            keys = _device_keys(cupy, distribution, n, num_bins)
-            host = cupy.asnumpy(keys)
-            want_keys, want_index = oracles.counting_sort(host, num_bins)
-            row = {"K": num_bins, "bits": bits, "distribution": distribution, "N": n,
-                   "Gkeys_per_s": {}, "notes": {}}
-            device_keys = _keys_of(keys)
-            out_keys = cupy.empty_like(keys)
-            out_index = cupy.empty(n, dtype=cupy.int64)
-            first_bad = rt.empty(1, np.uint64)
-            rt.memset(first_bad.ptr, 0xFF, 8)
+    bits = int(np.ceil(np.log2(num_bins)))
+    keys = _device_keys(cupy, distribution, n, num_bins)
+    want_keys, want_index = oracles.counting_sort(cupy.asnumpy(keys), num_bins)
+    row = {"K": num_bins, "bits": bits, "distribution": distribution, "N": n,
+           "Gkeys_per_s": {}, "notes": {}}
+    device_keys = _keys_of(keys)
+    out_keys = cupy.empty_like(keys)
+    out_index = cupy.empty(n, dtype=cupy.int64)
+    first_bad = rt.empty(1, np.uint64)
+    rt.memset(first_bad.ptr, 0xFF, 8)
 
-            def ours():
-                keep: list = []
-                cursors, length, segments, _ = kernels.stable_segments(
-                    rt, device_keys, num_bins, first_bad, keep)
-                kernels.scatter_stable(rt, device_keys, num_bins, cursors, length, segments,
-                                       _as_array(out_keys), _as_array(out_index))
+    def ours():
+        keep: list = []
+        cursors, length, segments, _ = kernels.stable_segments(
+            rt, device_keys, num_bins, first_bad, keep)
+        kernels.scatter_stable(rt, device_keys, num_bins, cursors, length, segments,
+                               _as_array(out_keys), _as_array(out_index))
 
-            ours()
-            rt.sync("stable sort")
-            if (np.array_equal(cupy.asnumpy(out_keys), want_keys)
-                    and np.array_equal(cupy.asnumpy(out_index), want_index)):
-                row["Gkeys_per_s"]["histkit stable"] = n / timer.ours(ours) / 1e9
-            else:
-                row["notes"]["histkit stable"] = "WRONG RESULT: not timed"
-            if torch is not None:
-                tkeys = torch.as_tensor(keys, device="cuda")
+    ours()
+    rt.sync("stable sort")
+    if (np.array_equal(cupy.asnumpy(out_keys), want_keys)
+            and np.array_equal(cupy.asnumpy(out_index), want_index)):
+        row["Gkeys_per_s"]["histkit stable"] = n / timer.ours(ours) / 1e9
+    else:
+        row["notes"]["histkit stable"] = "WRONG RESULT: not timed"
 
-                def torch_sort():
-                    return torch.sort(tkeys, stable=True)
-
-                values, index = torch_sort()
-                if np.array_equal(index.cpu().numpy(), want_index):
-                    row["Gkeys_per_s"]["torch.sort(stable)"] = n / timer.torch_call(torch_sort) / 1e9
-                else:
-                    row["notes"]["torch.sort(stable)"] = "WRONG RESULT: not timed"
-            try:
-                cub = _cub_radix_pairs(cupy, keys, bits, want_index)
-                row["Gkeys_per_s"]["CUB DeviceRadixSort pairs"] = n / timer.cupy_call(cub) / 1e9
-            except Exception as error:
-                row["notes"]["CUB DeviceRadixSort pairs"] = f"skipped: {type(error).__name__}: {error}"
-            rows.append(row)
-            print(_format_row(row, "Gkeys_per_s", "G keys/s"), flush=True)
-    return rows
+    as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)
+    if torch is None:
+        row["notes"]["torch.sort(stable)"] = "skipped: PyTorch is not installed"
+    else:
+        tkeys = torch.as_tensor(keys, device="cuda")
+        _time_peer(row, "torch.sort(stable)", timer.torch_call,
+                   lambda: torch.sort(tkeys, stable=True).indices, want_index,
+                   lambda t: t.cpu().numpy(), as_gkeys)
+    try:
+        cub = _cub_radix_pairs(cupy, keys, bits)
+    except Exception as error:
+        row["notes"]["CUB DeviceRadixSort pairs"] = _skip_note(error)
+    else:
+        _time_peer(row, "CUB DeviceRadixSort pairs", timer.cupy_call, cub, want_index,
+                   cupy.asnumpy, as_gkeys)
+    return row
 
 
-def _as_array(cupy_array):
-    from histkit.gpu.device import DeviceArray
-
-    class _Borrowed:
-        handle = int(cupy_array.data.ptr)
-
-    return DeviceArray(_Borrowed(), int(cupy_array.size), np.dtype(cupy_array.dtype))
+def _as_array(cupy_array) -> SimpleNamespace:
+    """A CuPy array seen as the kernel wrappers see outputs: something with .ptr."""
+    return SimpleNamespace(ptr=int(cupy_array.data.ptr))
 
 
-def _cub_radix_pairs(cupy, keys, bits: int, want_index):
+def _cub_radix_pairs(cupy, keys, bits: int):
+    """CUB DeviceRadixSort of (key, int32 index) pairs on the low `bits` bits;
+    the call returns the sorted indices."""
     from cuda.compute import SortOrder, make_radix_sort
 
     values = cupy.arange(keys.size, dtype=cupy.int32)
@@ -307,11 +300,8 @@ def _cub_radix_pairs(cupy, keys, bits: int, want_index):
 
     def run():
         sorter(temp_storage=temp, **arguments)
+        return out_values
 
-    run()
-    cupy.cuda.Device().synchronize()
-    if not np.array_equal(cupy.asnumpy(out_values), want_index):
-        raise AssertionError("CUB radix sort result differs from the stable oracle")
     return run
 
 
@@ -371,8 +361,16 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False) -> int:
     results["roofline"] = rooflines(cupy, timer, n)
     print(f"rooflines: read {results['roofline']['read_TBps']:.2f} TB/s, "
           f"copy {results['roofline']['copy_TBps']:.2f} TB/s", flush=True)
-    results["histogram"] = histogram_rows(cupy, torch, timer, n, HISTOGRAM_BINS, DISTRIBUTIONS)
-    results["sort"] = sort_rows(cupy, torch, timer, n, SORT_BINS, DISTRIBUTIONS)
+    results["histogram"], results["sort"] = [], []
+    for num_bins in HISTOGRAM_BINS:
+        for distribution in DISTRIBUTIONS:
+            results["histogram"].append(histogram_row(cupy, torch, timer, n, num_bins,
+                                                      distribution))
+            print(_format_row(results["histogram"][-1]), flush=True)
+    for num_bins in SORT_BINS:
+        for distribution in DISTRIBUTIONS:
+            results["sort"].append(sort_row(cupy, torch, timer, n, num_bins, distribution))
+            print(_format_row(results["sort"][-1], "Gkeys_per_s", "G keys/s"), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"

@@ -10,6 +10,7 @@ copy of the kernel sources.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -129,8 +130,6 @@ def compile_cubin(source_name: str, defines: dict[str, str], arch: str) -> bytes
     except Exception as error:  # NVRTCError: its message is the compile log
         raise KernelCompileError(source_name, str(error), _option_words(defines, arch),
                                  source) from error
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache costs a recompile, no more
         _write_entry(path, payload)
-    except OSError:
-        pass  # a read-only cache costs a recompile next time, nothing more
     return payload

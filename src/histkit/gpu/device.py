@@ -67,7 +67,8 @@ class Runtime:
         try:
             from cuda.core import Device
         except ImportError as error:
-            raise GpuUnavailableError(f"cuda-python (cuda.core) is not installed: {error}") from None
+            raise GpuUnavailableError(
+                f"cuda-python (cuda.core) is not installed: {error}") from None
         try:
             self.device = Device()
             self.device.set_current()
