@@ -41,10 +41,9 @@ def main() -> None:
         if kernel == "stable-sort":
             keep: list = []
             out_keys, out_index = cupy.empty_like(keys), cupy.empty(N, dtype=cupy.int64)
-            cursors, length, segments, _ = kernels.stable_segments(
-                rt, device_keys, num_bins, first_bad, keep)
-            kernels.scatter_stable(rt, device_keys, num_bins, cursors, length, segments,
-                                   _as_array(out_keys), _as_array(out_index))
+            plan = kernels.stable_count(rt, device_keys, num_bins, first_bad, keep)
+            kernels.stable_scatter(rt, device_keys, num_bins, plan, _as_array(out_keys),
+                                   _as_array(out_index))
         else:
             hist = rt.zeros(num_bins, np.uint64)
             launch = kernels.fast_histogram if kernel == "fast" else kernels.atomic_histogram

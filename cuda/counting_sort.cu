@@ -24,6 +24,18 @@
 // warp's per-bin counters / cursors for its current segment in shared memory
 // (num_bins u64 per warp) instead of reading and writing them in global
 // memory for every 32 keys.
+//
+// The tiled stable scatter, for num_bins <= TILE_MAX_BINS (also judged by
+// oracles.counting_sort: keys and original indices equal):
+//   count_tiles           per-(bin, tile) counts, bin-major, for tiles of
+//                         TILE_KEYS consecutive keys; the host scans them as
+//                         above, giving each (bin, tile) its output start;
+//   scatter_tiles_stable  ranks a tile's keys stably in shared memory (each
+//                         warp walks its own slice of the tile in input order with __match_any_sync, then bins are offset
+//                         warp by warp), stages the tile in bin order, and
+//                         writes each bin's run to consecutive output slots,
+//                         so neighbouring threads store to neighbouring
+//                         addresses.
 #include "common.cuh"
 
 #define HK_NO_BIN 0xffffffffffffffffULL  // dead lanes: matches no real bin
@@ -197,5 +209,158 @@ extern "C" __global__ void scatter_segments_stable_shared(const hk_key* keys, i6
             __syncwarp();
         }
         __syncwarp();  // the table is rewritten for the next segment
+    }
+}
+
+// --- tiled stable scatter ---------------------------------------------------
+
+#ifndef TILE_WARPS
+#define TILE_WARPS 8
+#endif
+#ifndef TILE_ITEMS
+#define TILE_ITEMS 8  // rounds of 32 keys per warp per tile
+#endif
+#define TILE_THREADS (TILE_WARPS * 32)
+#define TILE_KEYS (TILE_THREADS * TILE_ITEMS)
+#define TILE_MAX_BINS TILE_THREADS  // one thread per bin when offsetting
+#define NO_BIN32 0xffffffffu
+
+__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
+// Exclusive prefix sum of one value per thread over a TILE_THREADS block.
+__device__ unsigned tile_exclusive_sum(unsigned value) {
+    __shared__ unsigned warp_offsets[TILE_WARPS];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned inclusive = warp_inclusive_sum(value);
+    if (lane == 31) warp_offsets[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const unsigned mine = lane < TILE_WARPS ? warp_offsets[lane] : 0;
+        const unsigned running = warp_inclusive_sum(mine);
+        if (lane < TILE_WARPS) warp_offsets[lane] = running - mine;
+    }
+    __syncthreads();
+    const unsigned exclusive = warp_offsets[warp] + inclusive - value;
+    __syncthreads();  // warp_offsets is reused by the next call
+    return exclusive;
+}
+
+extern "C" __global__ void __launch_bounds__(TILE_THREADS)
+count_tiles(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles, u64* tile_counts,
+            u64* first_bad) {
+    __shared__ unsigned counts[TILE_MAX_BINS];
+    const unsigned lane = threadIdx.x & 31;
+    for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        for (unsigned b = threadIdx.x; b < num_bins; b += TILE_THREADS) counts[b] = 0;
+        __syncthreads();
+        const i64 base = tile * TILE_KEYS;
+        for (int k = 0; k < TILE_ITEMS; ++k) {
+            const i64 i = base + (i64)k * TILE_THREADS + threadIdx.x;
+            unsigned b = NO_BIN32;
+            if (i < n) {
+                const u64 bin = hk_bin(keys[i]);
+                if (bin < num_bins) {
+                    b = (unsigned)bin;
+                } else {
+                    hk_note_bad_key(first_bad, i);
+                }
+            }
+            // Lanes holding the same bin add once: one hot bin costs one
+            // shared atomic per warp, not 32.
+            const unsigned peers = __match_any_sync(0xffffffffu, b);
+            if (b != NO_BIN32 && lane == (unsigned)(__ffs(peers) - 1))
+                atomicAdd(&counts[b], (unsigned)__popc(peers));
+        }
+        __syncthreads();
+        for (unsigned b = threadIdx.x; b < num_bins; b += TILE_THREADS)
+            tile_counts[(i64)b * num_tiles + tile] = counts[b];
+        __syncthreads();
+    }
+}
+
+// Keys were validated by count_tiles; tile_offsets[b * num_tiles + t] is the
+// output slot of the first key of bin b in tile t.
+extern "C" __global__ void __launch_bounds__(TILE_THREADS)
+scatter_tiles_stable(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles,
+                     const u64* tile_offsets, hk_key* out_keys, i64* out_index) {
+    __shared__ unsigned warp_counts[TILE_WARPS][TILE_MAX_BINS];
+    __shared__ unsigned bin_start[TILE_MAX_BINS];
+    __shared__ hk_key staged_keys[TILE_KEYS];
+    __shared__ unsigned short staged_pos[TILE_KEYS];
+    __shared__ unsigned staged;  // keys staged in this tile
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        const i64 base = tile * TILE_KEYS;
+        const int tile_n = (int)min((i64)TILE_KEYS, n - base);
+        for (unsigned b = lane; b < num_bins; b += 32) warp_counts[warp][b] = 0;
+        __syncwarp();
+
+        // 1. Each warp ranks its slice (TILE_ITEMS rounds of 32 consecutive
+        //    keys) in input order: rank = keys of the same bin before it in
+        //    this warp's slice.
+        hk_key held[TILE_ITEMS];
+        unsigned bins[TILE_ITEMS], ranks[TILE_ITEMS];
+#pragma unroll
+        for (int k = 0; k < TILE_ITEMS; ++k) {
+            const int pos = (int)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
+            const bool live = pos < tile_n;
+            held[k] = live ? keys[base + pos] : (hk_key)0;
+            // A bad key (count_tiles reported it; the host stops before this
+            // kernel) is skipped rather than written out of bounds.
+            bins[k] = live && hk_bin(held[k]) < num_bins ? (unsigned)hk_bin(held[k]) : NO_BIN32;
+            const unsigned peers = __match_any_sync(0xffffffffu, bins[k]);
+            const unsigned leader = __ffs(peers) - 1;
+            unsigned before = 0;
+            if (bins[k] != NO_BIN32 && lane == leader) {
+                before = warp_counts[warp][bins[k]];
+                warp_counts[warp][bins[k]] = before + __popc(peers);
+            }
+            before = __shfl_sync(0xffffffffu, before, leader);
+            ranks[k] = before + __popc(peers & lanes_below());
+            __syncwarp();
+        }
+        __syncthreads();
+
+        // 2. Thread b owns bin b: the warps' counts become offsets within the
+        //    bin, and the bins' totals become each bin's start in the tile.
+        unsigned total = 0;
+        if (threadIdx.x < num_bins) {
+            for (int w = 0; w < TILE_WARPS; ++w) {
+                const unsigned c = warp_counts[w][threadIdx.x];
+                warp_counts[w][threadIdx.x] = total;
+                total += c;
+            }
+        }
+        const unsigned start = tile_exclusive_sum(total);
+        if (threadIdx.x < num_bins) bin_start[threadIdx.x] = start;
+        if (threadIdx.x == num_bins - 1) staged = start + total;
+        __syncthreads();
+
+        // 3. Stage the tile in bin order (stable within each bin).
+#pragma unroll
+        for (int k = 0; k < TILE_ITEMS; ++k) {
+            if (bins[k] == NO_BIN32) continue;
+            const unsigned local = bin_start[bins[k]] + warp_counts[warp][bins[k]] + ranks[k];
+            staged_keys[local] = held[k];
+            staged_pos[local] = (unsigned short)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
+        }
+        __syncthreads();
+
+        // 4. Each bin's run goes to consecutive output slots.
+        for (int p = threadIdx.x; p < (int)staged; p += TILE_THREADS) {
+            const hk_key key = staged_keys[p];
+            const unsigned b = (unsigned)hk_bin(key);
+            const u64 dst = tile_offsets[(i64)b * num_tiles + tile] + (u64)(p - (int)bin_start[b]);
+            out_keys[dst] = key;
+            out_index[dst] = base + staged_pos[p];
+        }
+        __syncthreads();  // the shared arrays are refilled for the next tile
     }
 }

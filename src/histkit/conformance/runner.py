@@ -177,18 +177,18 @@ class CaseRun:
         out_keys, out_index = self._sort_outputs()
         first_bad = self.first_bad()
         keep: list = []
-        cursors, length, segments, geometries = kernels.stable_segments(
-            self.rt, self.keys, self.case.num_bins, first_bad, keep)
-        geometries.append(kernels.scatter_stable(self.rt, self.keys, self.case.num_bins,
-                                                 cursors, length, segments, out_keys,
-                                                 out_index))
+        plan = kernels.stable_count(self.rt, self.keys, self.case.num_bins, first_bad, keep)
+        geometries = [*plan.geometries,
+                      kernels.stable_scatter(self.rt, self.keys, self.case.num_bins, plan,
+                                             out_keys, out_index)]
         got_keys, got_index = self.read(out_keys), self.read(out_index)
         self.no_bad_key(first_bad)
         want_keys, want_index = self.sorted
         cell = checks.equal(got_keys, want_keys, "sorted key")
         if cell.status == "pass":
             cell = checks.equal(got_index, want_index, "original index")
-        return cell, f"segments of {length} keys; " + " + ".join(map(str, geometries))
+        parts = "tiles" if plan.tiled else "segments"
+        return cell, f"{parts} of {plan.part_length} keys; " + " + ".join(map(str, geometries))
 
     def sort_atomic_cursor(self):
         if self.case.n > SORT_MAX_N:

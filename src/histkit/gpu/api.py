@@ -154,11 +154,9 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
     keep_alive: list = []
     if n:
         if stable:
-            cursors, length, segments, _ = kernels.stable_segments(
-                rt, source.keys, num_bins, first_bad, keep_alive)
+            plan = kernels.stable_count(rt, source.keys, num_bins, first_bad, keep_alive)
             _raise_if_bad(rt, first_bad, source.keys, num_bins)
-            kernels.scatter_stable(rt, source.keys, num_bins, cursors, length, segments,
-                                   out_keys, out_index)
+            kernels.stable_scatter(rt, source.keys, num_bins, plan, out_keys, out_index)
         else:
             hist = rt.zeros(num_bins, np.uint64)
             cursor = rt.empty(num_bins, np.uint64)

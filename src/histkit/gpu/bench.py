@@ -247,10 +247,9 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
 
     def ours():
         keep: list = []
-        cursors, length, segments, _ = kernels.stable_segments(
-            rt, device_keys, num_bins, first_bad, keep)
-        kernels.scatter_stable(rt, device_keys, num_bins, cursors, length, segments,
-                               _as_array(out_keys), _as_array(out_index))
+        plan = kernels.stable_count(rt, device_keys, num_bins, first_bad, keep)
+        kernels.stable_scatter(rt, device_keys, num_bins, plan, _as_array(out_keys),
+                               _as_array(out_index))
 
     ours()
     rt.sync("stable sort")

@@ -201,6 +201,25 @@ def segment_length(n: int, num_bins: int) -> int:
 # Bins up to which a warp keeps its segment's counters in shared memory.
 SHARED_TABLE_BINS = 1024
 SEGMENT_BLOCK = 256  # 8 warps
+# The tiled stable sort (counting_sort.cu's TILE_* defaults).
+TILE_THREADS = 256
+TILE_KEYS = TILE_THREADS * 8
+TILE_MAX_BINS = TILE_THREADS
+
+
+@dataclass
+class StablePlan:
+    """What the stable count pass left for the scatter pass.
+
+    cursors[b * parts + p] is the output slot of the first key of bin b in
+    part p of the input (a tile, or a warp's segment).
+    """
+
+    tiled: bool
+    cursors: DeviceArray
+    part_length: int
+    parts: int
+    geometries: list
 
 
 def _segment_kernel(rt: Runtime, keys: Keys, num_bins: int, name: str):
@@ -211,30 +230,51 @@ def _segment_kernel(rt: Runtime, keys: Keys, num_bins: int, name: str):
     return rt.kernel("counting_sort.cu", name, keys.defines()), 0
 
 
-def stable_segments(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
-                    keep_alive: list) -> tuple[DeviceArray, int, int, list[Geometry]]:
-    """Count keys per (bin, segment) and scan that table: the stable cursors."""
-    length = segment_length(keys.n, num_bins)
-    segments = -(-keys.n // length)
-    counts = rt.zeros(num_bins * segments, np.uint64)
-    cursors = rt.empty(num_bins * segments, np.uint64)
+def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
+                 keep_alive: list) -> StablePlan:
+    """Count keys per (bin, part) and scan that table: the stable cursors.
+
+    Up to TILE_MAX_BINS bins the parts are tiles ranked in shared memory;
+    above, warp-owned segments whose length keeps the table near N entries.
+    """
+    tiled = num_bins <= TILE_MAX_BINS
+    length = TILE_KEYS if tiled else segment_length(keys.n, num_bins)
+    parts = -(-keys.n // length)
+    counts = rt.empty(num_bins * parts, np.uint64) if tiled else rt.zeros(num_bins * parts,
+                                                                            np.uint64)
+    cursors = rt.empty(num_bins * parts, np.uint64)
     keep_alive.append(counts)
-    kernel, shared = _segment_kernel(rt, keys, num_bins, "count_segments")
-    geometry = Geometry("count_segments" + ("_shared" if shared else ""),
-                        _blocks_for(segments * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
-                        SEGMENT_BLOCK, shared)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
-              counts.ptr, first_bad.ptr)
-    scans = exclusive_scan(rt, counts.ptr, num_bins * segments, cursors.ptr, keep_alive)
-    return cursors, length, segments, [geometry, *scans]
+    if tiled:
+        kernel = rt.kernel("counting_sort.cu", "count_tiles", keys.defines())
+        blocks = _blocks_for(parts, 1, rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, 0))
+        geometry = Geometry("count_tiles", blocks, TILE_THREADS)
+    else:
+        kernel, shared = _segment_kernel(rt, keys, num_bins, "count_segments")
+        geometry = Geometry("count_segments" + ("_shared" if shared else ""),
+                            _blocks_for(parts * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
+                            SEGMENT_BLOCK, shared)
+    extra = () if tiled else (np.int64(length),)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), *extra, np.int64(parts), counts.ptr,
+              first_bad.ptr)
+    scans = exclusive_scan(rt, counts.ptr, num_bins * parts, cursors.ptr, keep_alive)
+    return StablePlan(tiled, cursors, length, parts, [geometry, *scans])
 
 
-def scatter_stable(rt: Runtime, keys: Keys, num_bins: int, cursors: DeviceArray, length: int,
-                   segments: int, out_keys: DeviceArray, out_index: DeviceArray) -> Geometry:
+def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
+                   out_keys: DeviceArray, out_index: DeviceArray) -> Geometry:
+    """Write keys and original indices in stable order (keys already validated)."""
+    if plan.tiled:
+        kernel = rt.kernel("counting_sort.cu", "scatter_tiles_stable", keys.defines())
+        blocks = _blocks_for(plan.parts, 1,
+                             rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, 0))
+        geometry = Geometry("scatter_tiles_stable", blocks, TILE_THREADS)
+        rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(plan.parts),
+                  plan.cursors.ptr, out_keys.ptr, out_index.ptr)
+        return geometry
     kernel, shared = _segment_kernel(rt, keys, num_bins, "scatter_segments_stable")
     geometry = Geometry("scatter_segments_stable" + ("_shared" if shared else ""),
-                        _blocks_for(segments * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
+                        _blocks_for(plan.parts * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
                         SEGMENT_BLOCK, shared)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(length), np.int64(segments),
-              cursors.ptr, out_keys.ptr, out_index.ptr)
+    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(plan.part_length),
+              np.int64(plan.parts), plan.cursors.ptr, out_keys.ptr, out_index.ptr)
     return geometry
