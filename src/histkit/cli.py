@@ -26,7 +26,7 @@ def _verify(args) -> int:
 def _bench(args) -> int:
     from histkit.gpu.bench import run_gpu_bench
 
-    return run_gpu_bench(out_dir=args.out, quick=args.quick)
+    return run_gpu_bench(out_dir=args.out, quick=args.quick, only=args.only)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="GPU benchmark against CUB, CuPy and PyTorch")
     bench.add_argument("--out", default="bench/results", help="folder for the JSON and plot")
-    bench.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    bench.add_argument("--quick", action="store_true", help="2^24 keys instead of 2^28")
+    bench.add_argument("--only", choices=("histogram", "sort"),
+                       help="run one half of the benchmark")
     bench.set_defaults(run=_bench)
     return parser
 

@@ -341,7 +341,8 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False) -> int:
+def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
+                  only: str | None = None) -> int:
     try:
         import cupy
     except ImportError:
@@ -361,19 +362,22 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False) -> int:
     print(f"rooflines: read {results['roofline']['read_TBps']:.2f} TB/s, "
           f"copy {results['roofline']['copy_TBps']:.2f} TB/s", flush=True)
     results["histogram"], results["sort"] = [], []
-    for num_bins in HISTOGRAM_BINS:
+    for num_bins in HISTOGRAM_BINS if only in (None, "histogram") else ():
         for distribution in DISTRIBUTIONS:
             results["histogram"].append(histogram_row(cupy, torch, timer, n, num_bins,
                                                       distribution))
             print(_format_row(results["histogram"][-1]), flush=True)
-    for num_bins in SORT_BINS:
+    for num_bins in SORT_BINS if only in (None, "sort") else ():
         for distribution in DISTRIBUTIONS:
             results["sort"].append(sort_row(cupy, torch, timer, n, num_bins, distribution))
             print(_format_row(results["sort"][-1], "Gkeys_per_s", "G keys/s"), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"
+    if only:
+        stem += f"-{only}"
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
-    plot(results, out / f"{stem}.png")
+    if results["histogram"]:
+        plot(results, out / f"{stem}.png")
     print(f"wrote {out / stem}.json and .png")
     return 0
