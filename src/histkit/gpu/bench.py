@@ -379,5 +379,5 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     if results["histogram"]:
         plot(results, out / f"{stem}.png")
-    print(f"wrote {out / stem}.json and .png")
+    print(f"wrote {out / stem}.json" + (" and .png" if results["histogram"] else ""))
     return 0
