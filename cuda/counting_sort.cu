@@ -1,8 +1,8 @@
 // Counting sort: count, exclusive scan (exclusive_scan.cu), scatter.
 //
 // The chapter's scatter (7.3), judged by oracles.counting_sort as "sorted and
-// a permutation", its stability violations counted and reported:
-//   count_keys             global-atomic histogram of the keys;
+// a permutation", its stability violations counted and reported. It counts
+// with atomic_histogram.cu, then
 //   scatter_atomic_cursor  pos = atomicAdd(&cursor[bin], 1). The order in which
 //                          lanes of different warps win the cursor is the
 //                          hardware's, so equal keys may leave input order.
@@ -31,7 +31,8 @@
 //                         TILE_KEYS consecutive keys; the host scans them as
 //                         above, giving each (bin, tile) its output start;
 //   scatter_tiles_stable  ranks a tile's keys stably in shared memory (each
-//                         warp walks its own slice of the tile in input order with __match_any_sync, then bins are offset
+//                         warp walks its own slice of the tile in input
+//                         order with __match_any_sync, then bins are offset
 //                         warp by warp), stages the tile in bin order, and
 //                         writes each bin's run to consecutive output slots,
 //                         so neighbouring threads store to neighbouring
@@ -54,19 +55,8 @@ __device__ __forceinline__ unsigned same_bin_lanes(u64 b, u64 num_bins) {
     return __match_any_sync(0xffffffffu, b);
 }
 
-extern "C" __global__ void count_keys(const hk_key* keys, i64 n, u64 num_bins, u64* hist,
-                                      u64* first_bad) {
-    for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
-        u64 b = hk_bin(keys[i]);
-        if (b >= num_bins) {
-            hk_note_bad_key(first_bad, i);
-            continue;
-        }
-        atomicAdd(&hist[b], 1ULL);
-    }
-}
-
-// Keys were validated by count_keys; cursor starts as the exclusive scan.
+// Keys were validated by the count (atomic_histogram.cu); cursor starts as the
+// exclusive scan of the counts.
 extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64* cursor,
                                                  hk_key* out_keys, i64* out_index) {
     for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
@@ -77,29 +67,83 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64*
     }
 }
 
+// --- warp-owned segments ----------------------------------------------------
+
+// One segment's column of the bin-major (bin, segment) table, in global
+// memory, or a warp's private copy of it in shared memory.
+struct GlobalColumn {
+    u64* first;  // &table[segment]
+    i64 stride;  // num_segments
+    __device__ __forceinline__ u64& operator[](u64 b) const { return first[b * stride]; }
+};
+
+struct SharedColumn {
+    u64* table;
+    __device__ __forceinline__ u64& operator[](u64 b) const { return table[b]; }
+};
+
+// The calling warp counts keys[begin:end) into `counts`, 32 keys a round.
+template <typename Column>
+__device__ __forceinline__ void count_segment(const hk_key* keys, i64 begin, i64 end,
+                                              u64 num_bins, Column counts, u64* first_bad) {
+    const unsigned lane = threadIdx.x & 31;
+    for (i64 base = begin; base < end; base += 32) {
+        const i64 i = base + lane;
+        u64 b = HK_NO_BIN;
+        if (i < end) {
+            b = hk_bin(keys[i]);
+            if (b >= num_bins) {
+                hk_note_bad_key(first_bad, i);
+                b = HK_NO_BIN;
+            }
+        }
+        const unsigned peers = same_bin_lanes(b, num_bins);
+        if (b != HK_NO_BIN && lane == (unsigned)(__ffs(peers) - 1)) counts[b] += __popc(peers);
+        __syncwarp();  // the next leader of this bin may be another lane
+    }
+}
+
+// The calling warp writes keys[begin:end) in input order: a lane's slot is its
+// bin's cursor plus its peers in lower lanes; the lowest peer moves the cursor.
+template <typename Column>
+__device__ __forceinline__ void scatter_segment(const hk_key* keys, i64 begin, i64 end,
+                                                u64 num_bins, Column cursor, hk_key* out_keys,
+                                                i64* out_index) {
+    const unsigned lane = threadIdx.x & 31;
+    for (i64 base = begin; base < end; base += 32) {
+        const i64 i = base + lane;
+        hk_key key = 0;
+        u64 b = HK_NO_BIN;
+        if (i < end) {
+            key = keys[i];
+            b = hk_bin(key);
+            if (b >= num_bins) b = HK_NO_BIN;
+        }
+        const unsigned peers = same_bin_lanes(b, num_bins);
+        const unsigned leader = __ffs(peers) - 1;
+        u64 start = 0;
+        if (b != HK_NO_BIN && lane == leader) {
+            start = cursor[b];
+            cursor[b] = start + __popc(peers);
+        }
+        start = __shfl_sync(0xffffffffu, start, leader);
+        if (b != HK_NO_BIN) {
+            const u64 pos = start + __popc(peers & lanes_below());
+            out_keys[pos] = key;
+            out_index[pos] = i;
+        }
+        __syncwarp();
+    }
+}
+
 extern "C" __global__ void count_segments(const hk_key* keys, i64 n, u64 num_bins,
                                           i64 segment_len, i64 num_segments, u64* seg_counts,
                                           u64* first_bad) {
-    const unsigned lane = threadIdx.x & 31;
     const i64 warps = hk_thread_count() >> 5;
     for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
         const i64 begin = seg * segment_len;
-        const i64 end = min(n, begin + segment_len);
-        for (i64 base = begin; base < end; base += 32) {
-            const i64 i = base + lane;
-            u64 b = HK_NO_BIN;
-            if (i < end) {
-                b = hk_bin(keys[i]);
-                if (b >= num_bins) {
-                    hk_note_bad_key(first_bad, i);
-                    b = HK_NO_BIN;
-                }
-            }
-            const unsigned peers = same_bin_lanes(b, num_bins);
-            if (b != HK_NO_BIN && lane == (unsigned)(__ffs(peers) - 1))
-                seg_counts[b * num_segments + seg] += __popc(peers);
-            __syncwarp();  // the next leader of this bin may be another lane
-        }
+        count_segment(keys, begin, min(n, begin + segment_len), num_bins,
+                      GlobalColumn{seg_counts + seg, num_segments}, first_bad);
     }
 }
 
@@ -107,36 +151,11 @@ extern "C" __global__ void scatter_segments_stable(const hk_key* keys, i64 n, u6
                                                    i64 segment_len, i64 num_segments,
                                                    u64* seg_cursor, hk_key* out_keys,
                                                    i64* out_index) {
-    const unsigned lane = threadIdx.x & 31;
     const i64 warps = hk_thread_count() >> 5;
     for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
         const i64 begin = seg * segment_len;
-        const i64 end = min(n, begin + segment_len);
-        for (i64 base = begin; base < end; base += 32) {
-            const i64 i = base + lane;
-            hk_key key = 0;
-            u64 b = HK_NO_BIN;
-            if (i < end) {
-                key = keys[i];
-                b = hk_bin(key);
-                if (b >= num_bins) b = HK_NO_BIN;
-            }
-            const unsigned peers = same_bin_lanes(b, num_bins);
-            const unsigned leader = __ffs(peers) - 1;
-            u64 start = 0;
-            if (b != HK_NO_BIN && lane == leader) {
-                u64* cursor = &seg_cursor[b * num_segments + seg];
-                start = *cursor;
-                *cursor = start + __popc(peers);
-            }
-            start = __shfl_sync(0xffffffffu, start, leader);
-            if (b != HK_NO_BIN) {
-                const u64 pos = start + __popc(peers & lanes_below());
-                out_keys[pos] = key;
-                out_index[pos] = i;
-            }
-            __syncwarp();
-        }
+        scatter_segment(keys, begin, min(n, begin + segment_len), num_bins,
+                        GlobalColumn{seg_cursor + seg, num_segments}, out_keys, out_index);
     }
 }
 
@@ -144,29 +163,16 @@ extern "C" __global__ void count_segments_shared(const hk_key* keys, i64 n, u64 
                                                  i64 segment_len, i64 num_segments,
                                                  u64* seg_counts, u64* first_bad) {
     extern __shared__ u64 tables[];
-    u64* table = tables + (threadIdx.x >> 5) * num_bins;
+    const SharedColumn counts{tables + (threadIdx.x >> 5) * num_bins};
     const unsigned lane = threadIdx.x & 31;
     const i64 warps = hk_thread_count() >> 5;
     for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        for (u64 b = lane; b < num_bins; b += 32) table[b] = 0;
+        for (u64 b = lane; b < num_bins; b += 32) counts[b] = 0;
         __syncwarp();
         const i64 begin = seg * segment_len;
-        const i64 end = min(n, begin + segment_len);
-        for (i64 base = begin; base < end; base += 32) {
-            const i64 i = base + lane;
-            u64 b = HK_NO_BIN;
-            if (i < end) {
-                b = hk_bin(keys[i]);
-                if (b >= num_bins) {
-                    hk_note_bad_key(first_bad, i);
-                    b = HK_NO_BIN;
-                }
-            }
-            const unsigned peers = same_bin_lanes(b, num_bins);
-            if (b != HK_NO_BIN && lane == (unsigned)(__ffs(peers) - 1)) table[b] += __popc(peers);
-            __syncwarp();
-        }
-        for (u64 b = lane; b < num_bins; b += 32) seg_counts[b * num_segments + seg] = table[b];
+        count_segment(keys, begin, min(n, begin + segment_len), num_bins, counts, first_bad);
+        const GlobalColumn out{seg_counts + seg, num_segments};
+        for (u64 b = lane; b < num_bins; b += 32) out[b] = counts[b];
         __syncwarp();
     }
 }
@@ -176,38 +182,16 @@ extern "C" __global__ void scatter_segments_stable_shared(const hk_key* keys, i6
                                                           i64 num_segments, u64* seg_cursor,
                                                           hk_key* out_keys, i64* out_index) {
     extern __shared__ u64 tables[];
-    u64* table = tables + (threadIdx.x >> 5) * num_bins;
+    const SharedColumn cursor{tables + (threadIdx.x >> 5) * num_bins};
     const unsigned lane = threadIdx.x & 31;
     const i64 warps = hk_thread_count() >> 5;
     for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        for (u64 b = lane; b < num_bins; b += 32) table[b] = seg_cursor[b * num_segments + seg];
+        const GlobalColumn start{seg_cursor + seg, num_segments};
+        for (u64 b = lane; b < num_bins; b += 32) cursor[b] = start[b];
         __syncwarp();
         const i64 begin = seg * segment_len;
-        const i64 end = min(n, begin + segment_len);
-        for (i64 base = begin; base < end; base += 32) {
-            const i64 i = base + lane;
-            hk_key key = 0;
-            u64 b = HK_NO_BIN;
-            if (i < end) {
-                key = keys[i];
-                b = hk_bin(key);
-                if (b >= num_bins) b = HK_NO_BIN;
-            }
-            const unsigned peers = same_bin_lanes(b, num_bins);
-            const unsigned leader = __ffs(peers) - 1;
-            u64 start = 0;
-            if (b != HK_NO_BIN && lane == leader) {
-                start = table[b];
-                table[b] = start + __popc(peers);
-            }
-            start = __shfl_sync(0xffffffffu, start, leader);
-            if (b != HK_NO_BIN) {
-                const u64 pos = start + __popc(peers & lanes_below());
-                out_keys[pos] = key;
-                out_index[pos] = i;
-            }
-            __syncwarp();
-        }
+        scatter_segment(keys, begin, min(n, begin + segment_len), num_bins, cursor, out_keys,
+                        out_index);
         __syncwarp();  // the table is rewritten for the next segment
     }
 }

@@ -196,13 +196,10 @@ class CaseRun:
         if self.case.n == 0:
             return Cell("pass", "empty"), ""
         out_keys, out_index = self._sort_outputs()
-        hist = self.fresh(self.case.num_bins, np.uint64)
-        cursor = self.fresh(self.case.num_bins, np.uint64, zero=False)
         first_bad = self.first_bad()
         keep: list = []
-        geometries = [kernels.count_keys(self.rt, self.keys, self.case.num_bins, hist, first_bad)]
-        geometries += kernels.exclusive_scan(self.rt, hist.ptr, self.case.num_bins, cursor.ptr,
-                                             keep)
+        cursor, geometries = kernels.atomic_cursor_count(self.rt, self.keys, self.case.num_bins,
+                                                         first_bad, keep)
         geometries.append(kernels.scatter_atomic_cursor(self.rt, self.keys, cursor, out_keys,
                                                         out_index))
         got_keys, got_index = self.read(out_keys), self.read(out_index)

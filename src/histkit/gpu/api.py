@@ -158,13 +158,10 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
             _raise_if_bad(rt, first_bad, source.keys, num_bins)
             kernels.stable_scatter(rt, source.keys, num_bins, plan, out_keys, out_index)
         else:
-            hist = rt.zeros(num_bins, np.uint64)
-            cursor = rt.empty(num_bins, np.uint64)
-            kernels.count_keys(rt, source.keys, num_bins, hist, first_bad)
+            cursor, _ = kernels.atomic_cursor_count(rt, source.keys, num_bins, first_bad,
+                                                    keep_alive)
             _raise_if_bad(rt, first_bad, source.keys, num_bins)
-            kernels.exclusive_scan(rt, hist.ptr, num_bins, cursor.ptr, keep_alive)
             kernels.scatter_atomic_cursor(rt, source.keys, cursor, out_keys, out_index)
-            keep_alive += [hist, cursor]
     rt.sync("counting_sort")
     return _hand_back(rt, source, out_keys), _hand_back(rt, source, out_index)
 

@@ -45,22 +45,25 @@ def _blocks_for(items: int, block: int, cap: int) -> int:
     return max(1, min(-(-items // block), cap))
 
 
-def atomic_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                     first_bad: DeviceArray) -> Geometry:
-    kernel = rt.kernel("atomic_histogram.cu", "atomic_histogram", keys.defines())
-    geometry = Geometry("atomic_histogram",
-                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bins: int,
+                        hist: DeviceArray, first_bad: DeviceArray) -> Geometry:
+    """The chapter's launch shape: blocks of 256, grid-stride over the keys."""
+    kernel = rt.kernel(source, name, keys.defines())
+    geometry = Geometry(name, _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
     rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
     return geometry
+
+
+def atomic_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                     first_bad: DeviceArray) -> Geometry:
+    return _one_key_per_thread(rt, "atomic_histogram.cu", "atomic_histogram", keys, num_bins,
+                               hist, first_bad)
 
 
 def naive_histogram_grid(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                          first_bad: DeviceArray) -> Geometry:
-    kernel = rt.kernel("naive_histogram.cu", "naive_histogram_grid", keys.defines())
-    geometry = Geometry("naive_histogram_grid",
-                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
-    return geometry
+    return _one_key_per_thread(rt, "naive_histogram.cu", "naive_histogram_grid", keys, num_bins,
+                               hist, first_bad)
 
 
 def naive_histogram_one_warp(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -170,13 +173,15 @@ def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int,
     return geometries + [geometry]
 
 
-def count_keys(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-               first_bad: DeviceArray) -> Geometry:
-    kernel = rt.kernel("counting_sort.cu", "count_keys", keys.defines())
-    geometry = Geometry("count_keys", _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8),
-                        CHAPTER_BLOCK)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
-    return geometry
+def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
+                        keep_alive: list) -> tuple[DeviceArray, list[Geometry]]:
+    """The chapter's count and scan: per-bin cursors starting at each bin's offset."""
+    hist = rt.zeros(num_bins, np.uint64)
+    cursor = rt.empty(num_bins, np.uint64)
+    keep_alive.append(hist)
+    geometries = [atomic_histogram(rt, keys, num_bins, hist, first_bad)]
+    geometries += exclusive_scan(rt, hist.ptr, num_bins, cursor.ptr, keep_alive)
+    return cursor, geometries
 
 
 def scatter_atomic_cursor(rt: Runtime, keys: Keys, cursor: DeviceArray, out_keys: DeviceArray,

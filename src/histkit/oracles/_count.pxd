@@ -65,6 +65,21 @@ cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t workers,
     return <Py_ssize_t>((<double>n * w) / workers) if w < workers else n
 
 
+cdef inline Py_ssize_t count_one_by_one(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
+                                        Py_ssize_t stop, int64_t* hist,
+                                        uint64_t num_bins) noexcept nogil:
+    """The plain loop: the tail of the unrolled ones, and where they stopped at a bad
+    key (so the first bad index is found exactly). Returns -1 or that index."""
+    cdef Py_ssize_t i
+    cdef uint64_t b
+    for i in range(start, stop):
+        b = load_key(keys, step, i)
+        if b >= num_bins:
+            return i
+        hist[b] += 1
+    return -1
+
+
 cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
                                    Py_ssize_t stop, int64_t* hist,
                                    uint64_t num_bins) noexcept nogil:
@@ -89,13 +104,7 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
             hist[b1] += 1
         i += 2
         at += 2 * step
-    while i < stop:
-        b0 = load_key(keys, step, i)
-        if b0 >= num_bins:
-            return i
-        hist[b0] += 1
-        i += 1
-    return -1
+    return count_one_by_one(keys, step, i, stop, hist, num_bins)
 
 
 cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
@@ -126,13 +135,7 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
         h3[b3] += 1
         i += 4
         at += step4
-    while i < stop:
-        b0 = load_key(keys, step, i)
-        if b0 >= num_bins:
-            return i
-        hist[b0] += 1
-        i += 1
-    return -1
+    return count_one_by_one(keys, step, i, stop, hist, num_bins)
 
 
 cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
