@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.gpu import kernels
-from histkit.gpu.device import KEY_C_TYPES, DeviceArray, Runtime, runtime
+from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.kernels import NO_BAD_KEY, Keys
 from histkit.oracles._inputs import as_key_array, bad_key_error, positive_int
 
@@ -187,4 +187,4 @@ def exclusive_scan(counts):
     return _hand_back(rt, source, out)
 
 
-__all__ = ["KEY_C_TYPES", "METHODS", "counting_sort", "exclusive_scan", "histogram"]
+__all__ = ["METHODS", "counting_sort", "exclusive_scan", "histogram"]
