@@ -1,0 +1,83 @@
+"""The conformance rules can fail: each check is fed a kernel result that
+breaks it and one that keeps it. No GPU needed."""
+
+import numpy as np
+
+from histkit.conformance import checks
+from histkit.conformance.cases import EDGE_SIZES, all_cases
+
+
+def test_equal_names_the_first_differing_bin():
+    cell = checks.equal(np.array([1, 2, 3, 4]), np.array([1, 2, 9, 0]))
+    assert cell.status == "FAIL"
+    assert "2 differing; first at 2: got 3, expected 9" in cell.detail
+    assert checks.equal(np.arange(5), np.arange(5)).status == "pass"
+
+
+def test_equal_fails_on_a_shape_mismatch():
+    assert checks.equal(np.arange(3), np.arange(4)).status == "FAIL"
+
+
+def test_racy_histogram_above_exact_is_a_failure_not_a_finding():
+    cell = checks.at_most_exact(np.array([5, 1]), np.array([4, 3]))
+    assert cell.status == "FAIL" and "bin 0 counted 5 > exact 4" in cell.detail
+
+
+def test_racy_histogram_below_exact_is_a_finding_with_the_loss():
+    cell = checks.at_most_exact(np.array([1, 1]), np.array([4, 3]))
+    assert cell.status == "finding"
+    assert cell.figures == {"lost": 5, "total": 7}
+
+
+def test_privatized_fails_when_its_atomic_count_differs_from_the_model():
+    exact = np.array([2, 2])
+    assert checks.privatized(exact, exact, 12, 12).status == "pass"
+    cell = checks.privatized(exact, exact, 11, 12)
+    assert cell.status == "FAIL" and "issued 11 global atomics; the model says 12" in cell.detail
+
+
+def test_stability_violations_count_equal_neighbours_out_of_order():
+    keys = np.array([0, 0, 0, 1, 1])
+    assert checks.stability_violations(keys, np.array([0, 2, 1, 3, 4])) == 1
+    assert checks.stability_violations(keys, np.array([0, 1, 2, 4, 3])) == 1
+    assert checks.stability_violations(keys, np.array([0, 1, 2, 3, 4])) == 0
+
+
+def test_atomic_cursor_sort_reports_instability_as_a_finding():
+    keys = np.array([1, 0, 1, 0])
+    want = np.sort(keys)
+    cell = checks.atomic_cursor_sort(want, np.array([3, 1, 0, 2]), keys, want)
+    assert cell.status == "finding" and cell.figures == {"stability_violations": 1}
+    assert checks.atomic_cursor_sort(want, np.array([1, 3, 0, 2]), keys, want).status == "pass"
+
+
+def test_atomic_cursor_sort_fails_on_a_repeated_index():
+    keys = np.array([1, 0, 1, 0])
+    want = np.sort(keys)
+    cell = checks.atomic_cursor_sort(want, np.array([1, 1, 0, 2]), keys, want)
+    assert cell.status == "FAIL" and "not a permutation" in cell.detail
+
+
+def test_atomic_cursor_sort_fails_when_a_key_does_not_match_its_index():
+    keys = np.array([1, 0, 1, 0])
+    want = np.sort(keys)
+    cell = checks.atomic_cursor_sort(want, np.array([1, 0, 3, 2]), keys, want)
+    assert cell.status == "FAIL"
+
+
+def test_cases_have_unique_names_and_cover_the_edge_sizes():
+    cases = all_cases(quick=False)
+    assert len({c.name for c in cases}) == len(cases)
+    sizes = {c.n for c in cases}
+    assert set(EDGE_SIZES) <= sizes and (1 << 28) in sizes and max(sizes) > 2**31
+
+
+def test_case_keys_are_reproducible_and_in_range():
+    for case in all_cases(quick=True):
+        if case.n > 5000:
+            continue
+        keys = case.keys()
+        assert keys.dtype == np.dtype(case.dtype) and len(keys) == case.n
+        assert np.array_equal(keys, case.keys())
+        if case.n:
+            assert keys.min() >= 0 and keys.max() < case.num_bins
