@@ -128,11 +128,15 @@ def test_torch_keys_stay_on_the_device_and_come_back_as_torch():
         gpu.histogram(keys.float(), 300)
 
 
-@needs_gpu
-def test_bad_arguments_raise_like_the_oracles():
+def test_bad_arguments_raise_like_the_oracles_with_or_without_a_gpu():
+    # Host input is checked before the GPU is touched.
     with pytest.raises(ValueError, match="num_bins must be >= 1"):
         gpu.histogram(np.arange(3), 0)
     with pytest.raises(ValueError, match="method must be one of"):
         gpu.histogram(np.arange(3), 3, method="fastest")
     with pytest.raises(TypeError, match="integer dtype"):
         gpu.histogram(np.array([0.5]), 3)
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.counting_sort(np.array([True]), 2)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        gpu.counting_sort(np.zeros((2, 2), dtype=np.int32), 2)
