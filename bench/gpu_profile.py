@@ -2,7 +2,7 @@
 
     ncu --clock-control none --section SpeedOfLight --section Occupancy \\
         --section WarpStateStats --section MemoryWorkloadAnalysis \\
-        -k regex:"fast_histogram|atomic_histogram|segments" python bench/gpu_profile.py
+        -k regex:"fast_histogram|partition|ranges" python bench/gpu_profile.py
 
 Each case prints its name first, so the ncu report can be read in order.
 N = 2^26 int32 keys: large enough to fill the chip, small enough that ncu's
@@ -21,13 +21,14 @@ from histkit.gpu.device import runtime
 N = 1 << 26
 CASES = [
     ("fast", "uniform", 65536),
-    ("fast", "round-robin", 65536),
-    ("fast", "uniform", 1 << 20),
-    ("atomic", "uniform", 1 << 20),
-    ("fast", "uniform", 256),
+    ("partitioned", "uniform", 1 << 20),
+    ("partitioned", "onebin", 1 << 20),
+    ("partitioned", "zipf", 1 << 20),
     ("stable-sort", "uniform", 256),
     ("stable-sort", "uniform", 65536),
 ]
+HISTOGRAMS = {"fast": kernels.fast_histogram, "atomic": kernels.atomic_histogram,
+              "partitioned": kernels.partitioned_histogram}
 
 
 def main() -> None:
@@ -46,8 +47,7 @@ def main() -> None:
                                    _as_array(out_index))
         else:
             hist = rt.zeros(num_bins, np.uint64)
-            launch = kernels.fast_histogram if kernel == "fast" else kernels.atomic_histogram
-            print(launch(rt, device_keys, num_bins, hist, first_bad), flush=True)
+            print(HISTOGRAMS[kernel](rt, device_keys, num_bins, hist, first_bad), flush=True)
         rt.sync(kernel)
 
 

@@ -7,53 +7,27 @@
 //                          lanes of different warps win the cursor is the
 //                          hardware's, so equal keys may leave input order.
 //
-// The stable scatter, judged by oracles.counting_sort: keys and original
-// indices equal. Each warp owns one contiguous segment of the input and walks
-// it in order, 32 keys at a time:
-//   count_segments           per-(bin, segment) counts, stored bin-major:
-//                            counts[bin * num_segments + segment];
-//   (the host scans that whole array: bin-major order is exactly the stable
-//    output order -- bin first, then segment, i.e. input order)
-//   scatter_segments_stable  lanes holding the same bin find each other with
-//                            __match_any_sync; a lane's slot is its bin's
-//                            cursor plus the number of peers in lower lanes,
-//                            and the lowest peer advances the cursor. Only this
-//                            warp touches its segment's cursors, so the output
-//                            is exactly the stable order on every input.
-// With num_bins small enough (the host decides), the *_shared variants keep a
-// warp's per-bin counters / cursors for its current segment in shared memory
-// (num_bins u64 per warp) instead of reading and writing them in global
-// memory for every 32 keys.
-//
-// The tiled stable scatter, for num_bins <= TILE_MAX_BINS (also judged by
-// oracles.counting_sort: keys and original indices equal):
-//   count_tiles           per-(bin, tile) counts, bin-major, for tiles of
-//                         TILE_KEYS consecutive keys; the host scans them as
-//                         above, giving each (bin, tile) its output start;
-//   scatter_tiles_stable  ranks a tile's keys stably in shared memory (each
-//                         warp walks its own slice of the tile in input
-//                         order with __match_any_sync, then bins are offset
-//                         warp by warp), stages the tile in bin order, and
-//                         writes each bin's run to consecutive output slots,
-//                         so neighbouring threads store to neighbouring
-//                         addresses.
+// The stable sort, judged by oracles.counting_sort: keys and original indices
+// equal. It is a least-significant-digit radix sort on the key's bin, one
+// 8-bit digit per pass (one pass when num_bins <= 256); each pass is a stable
+// counting sort by its digit, so after the last pass equal bins keep input
+// order. Block g owns one run of consecutive tiles (TILE_KEYS keys each), so
+// the (digit, block) table has 256 x gridDim entries, not 256 per tile:
+//   count_ranges           per-(digit, block) counts, digit-major:
+//                          counts[digit * gridDim.x + block];
+//   (the host scans that table: digit-major order is exactly the stable
+//    output order -- digit first, then block, i.e. input order)
+//   scatter_ranges_stable  walks its tiles in order. Each tile is ranked
+//                          stably in shared memory (each warp walks its own
+//                          slice in input order, peers found by ballots, then
+//                          digits are offset warp by warp), staged in digit
+//                          order, and each digit's run goes to consecutive
+//                          output slots from the block's running cursor, so
+//                          neighbouring threads store to neighbouring
+//                          addresses.
+// A pass after the first carries the previous pass's original indices along
+// (in_index); the first pass makes them from the key's position.
 #include "common.cuh"
-
-#define HK_NO_BIN 0xffffffffffffffffULL  // dead lanes: matches no real bin
-
-__device__ __forceinline__ unsigned lanes_below() {
-    unsigned mask;
-    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
-    return mask;
-}
-
-// Lanes holding the same bin (dead lanes hold HK_NO_BIN and match each other).
-// A 32-bit match is cheaper; it is exact whenever every bin fits 32 bits.
-__device__ __forceinline__ unsigned same_bin_lanes(u64 b, u64 num_bins) {
-    if (num_bins < 0xffffffffULL)
-        return __match_any_sync(0xffffffffu, b == HK_NO_BIN ? 0xffffffffu : (unsigned)b);
-    return __match_any_sync(0xffffffffu, b);
-}
 
 // Keys were validated by the count (atomic_histogram.cu); cursor starts as the
 // exclusive scan of the counts.
@@ -67,136 +41,7 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64*
     }
 }
 
-// --- warp-owned segments ----------------------------------------------------
-
-// One segment's column of the bin-major (bin, segment) table, in global
-// memory, or a warp's private copy of it in shared memory.
-struct GlobalColumn {
-    u64* first;  // &table[segment]
-    i64 stride;  // num_segments
-    __device__ __forceinline__ u64& operator[](u64 b) const { return first[b * stride]; }
-};
-
-struct SharedColumn {
-    u64* table;
-    __device__ __forceinline__ u64& operator[](u64 b) const { return table[b]; }
-};
-
-// The calling warp counts keys[begin:end) into `counts`, 32 keys a round.
-template <typename Column>
-__device__ __forceinline__ void count_segment(const hk_key* keys, i64 begin, i64 end,
-                                              u64 num_bins, Column counts, u64* first_bad) {
-    const unsigned lane = threadIdx.x & 31;
-    for (i64 base = begin; base < end; base += 32) {
-        const i64 i = base + lane;
-        u64 b = HK_NO_BIN;
-        if (i < end) {
-            b = hk_bin(keys[i]);
-            if (b >= num_bins) {
-                hk_note_bad_key(first_bad, i);
-                b = HK_NO_BIN;
-            }
-        }
-        const unsigned peers = same_bin_lanes(b, num_bins);
-        if (b != HK_NO_BIN && lane == (unsigned)(__ffs(peers) - 1)) counts[b] += __popc(peers);
-        __syncwarp();  // the next leader of this bin may be another lane
-    }
-}
-
-// The calling warp writes keys[begin:end) in input order: a lane's slot is its
-// bin's cursor plus its peers in lower lanes; the lowest peer moves the cursor.
-template <typename Column>
-__device__ __forceinline__ void scatter_segment(const hk_key* keys, i64 begin, i64 end,
-                                                u64 num_bins, Column cursor, hk_key* out_keys,
-                                                i64* out_index) {
-    const unsigned lane = threadIdx.x & 31;
-    for (i64 base = begin; base < end; base += 32) {
-        const i64 i = base + lane;
-        hk_key key = 0;
-        u64 b = HK_NO_BIN;
-        if (i < end) {
-            key = keys[i];
-            b = hk_bin(key);
-            if (b >= num_bins) b = HK_NO_BIN;
-        }
-        const unsigned peers = same_bin_lanes(b, num_bins);
-        const unsigned leader = __ffs(peers) - 1;
-        u64 start = 0;
-        if (b != HK_NO_BIN && lane == leader) {
-            start = cursor[b];
-            cursor[b] = start + __popc(peers);
-        }
-        start = __shfl_sync(0xffffffffu, start, leader);
-        if (b != HK_NO_BIN) {
-            const u64 pos = start + __popc(peers & lanes_below());
-            out_keys[pos] = key;
-            out_index[pos] = i;
-        }
-        __syncwarp();
-    }
-}
-
-extern "C" __global__ void count_segments(const hk_key* keys, i64 n, u64 num_bins,
-                                          i64 segment_len, i64 num_segments, u64* seg_counts,
-                                          u64* first_bad) {
-    const i64 warps = hk_thread_count() >> 5;
-    for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        const i64 begin = seg * segment_len;
-        count_segment(keys, begin, min(n, begin + segment_len), num_bins,
-                      GlobalColumn{seg_counts + seg, num_segments}, first_bad);
-    }
-}
-
-extern "C" __global__ void scatter_segments_stable(const hk_key* keys, i64 n, u64 num_bins,
-                                                   i64 segment_len, i64 num_segments,
-                                                   u64* seg_cursor, hk_key* out_keys,
-                                                   i64* out_index) {
-    const i64 warps = hk_thread_count() >> 5;
-    for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        const i64 begin = seg * segment_len;
-        scatter_segment(keys, begin, min(n, begin + segment_len), num_bins,
-                        GlobalColumn{seg_cursor + seg, num_segments}, out_keys, out_index);
-    }
-}
-
-extern "C" __global__ void count_segments_shared(const hk_key* keys, i64 n, u64 num_bins,
-                                                 i64 segment_len, i64 num_segments,
-                                                 u64* seg_counts, u64* first_bad) {
-    extern __shared__ u64 tables[];
-    const SharedColumn counts{tables + (threadIdx.x >> 5) * num_bins};
-    const unsigned lane = threadIdx.x & 31;
-    const i64 warps = hk_thread_count() >> 5;
-    for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        for (u64 b = lane; b < num_bins; b += 32) counts[b] = 0;
-        __syncwarp();
-        const i64 begin = seg * segment_len;
-        count_segment(keys, begin, min(n, begin + segment_len), num_bins, counts, first_bad);
-        const GlobalColumn out{seg_counts + seg, num_segments};
-        for (u64 b = lane; b < num_bins; b += 32) out[b] = counts[b];
-        __syncwarp();
-    }
-}
-
-extern "C" __global__ void scatter_segments_stable_shared(const hk_key* keys, i64 n,
-                                                          u64 num_bins, i64 segment_len,
-                                                          i64 num_segments, u64* seg_cursor,
-                                                          hk_key* out_keys, i64* out_index) {
-    extern __shared__ u64 tables[];
-    const SharedColumn cursor{tables + (threadIdx.x >> 5) * num_bins};
-    const unsigned lane = threadIdx.x & 31;
-    const i64 warps = hk_thread_count() >> 5;
-    for (i64 seg = hk_thread_index() >> 5; seg < num_segments; seg += warps) {
-        const GlobalColumn start{seg_cursor + seg, num_segments};
-        for (u64 b = lane; b < num_bins; b += 32) cursor[b] = start[b];
-        __syncwarp();
-        const i64 begin = seg * segment_len;
-        scatter_segment(keys, begin, min(n, begin + segment_len), num_bins, cursor, out_keys,
-                        out_index);
-        __syncwarp();  // the table is rewritten for the next segment
-    }
-}
-
-// --- tiled stable scatter ---------------------------------------------------
+// --- stable LSD passes over tiles -------------------------------------------
 
 #ifndef TILE_WARPS
 #define TILE_WARPS 8
@@ -206,8 +51,29 @@ extern "C" __global__ void scatter_segments_stable_shared(const hk_key* keys, i6
 #endif
 #define TILE_THREADS (TILE_WARPS * 32)
 #define TILE_KEYS (TILE_THREADS * TILE_ITEMS)
-#define TILE_MAX_BINS TILE_THREADS  // one thread per bin when offsetting
-#define NO_BIN32 0xffffffffu
+#define DIGIT_BITS 8
+#define MAX_DIGITS (1 << DIGIT_BITS)
+#define NO_DIGIT 0xffffffffu
+
+#if TILE_THREADS < MAX_DIGITS
+#error "the tile offsets digits with one thread per digit"
+#endif
+
+__device__ __forceinline__ unsigned lanes_below() {
+    unsigned mask;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
+    return mask;
+}
+
+__device__ __forceinline__ unsigned digit_of(u64 bin, unsigned shift) {
+    return (unsigned)(bin >> shift) & (MAX_DIGITS - 1);
+}
+
+// This block's tiles: [first, last), one run of the input.
+__device__ __forceinline__ void block_tiles(i64 num_tiles, i64* first, i64* last) {
+    *first = num_tiles * blockIdx.x / gridDim.x;
+    *last = num_tiles * (blockIdx.x + 1) / gridDim.x;
+}
 
 __device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
     const unsigned lane = threadIdx.x & 31;
@@ -236,75 +102,121 @@ __device__ unsigned tile_exclusive_sum(unsigned value) {
     return exclusive;
 }
 
+// Lanes holding this lane's digit (dead lanes, NO_DIGIT, match only each
+// other): one ballot per digit bit, far cheaper than __match_any_sync.
+__device__ __forceinline__ unsigned same_digit_lanes(unsigned digit) {
+    const unsigned live = __ballot_sync(0xffffffffu, digit != NO_DIGIT);
+    unsigned peers = digit != NO_DIGIT ? live : ~live;
+#pragma unroll
+    for (int bit = 0; bit < DIGIT_BITS; ++bit) {
+        const unsigned set = __ballot_sync(0xffffffffu, (digit >> bit) & 1u);
+        peers &= (digit >> bit) & 1u ? set : ~set;
+    }
+    return peers;
+}
+
+// Every pass checks keys against num_bins (only the first can meet a bad
+// one); num_digits = digits this pass can see, at most MAX_DIGITS. Lane l
+// counts into its own copy of the digit counters; the copies are padded by
+// one word so that lanes with equal digits sit on different banks.
 extern "C" __global__ void __launch_bounds__(TILE_THREADS)
-count_tiles(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles, u64* tile_counts,
-            u64* first_bad) {
-    __shared__ unsigned counts[TILE_MAX_BINS];
+count_ranges(const hk_key* keys, i64 n, u64 num_bins, unsigned shift, unsigned num_digits,
+             i64 num_tiles, u64* range_counts, u64* first_bad) {
+    __shared__ unsigned copies[32][MAX_DIGITS + 1];
     const unsigned lane = threadIdx.x & 31;
-    for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        for (unsigned b = threadIdx.x; b < num_bins; b += TILE_THREADS) counts[b] = 0;
-        __syncthreads();
-        const i64 base = tile * TILE_KEYS;
+    for (unsigned j = threadIdx.x; j < 32 * (MAX_DIGITS + 1); j += TILE_THREADS)
+        (&copies[0][0])[j] = 0;
+    __syncthreads();
+    i64 first, last;
+    block_tiles(num_tiles, &first, &last);
+    const i64 end = min(n, last * TILE_KEYS);
+    for (i64 base = first * TILE_KEYS + threadIdx.x; base < end; base += TILE_KEYS) {
+        hk_key held[TILE_ITEMS];
+#pragma unroll
         for (int k = 0; k < TILE_ITEMS; ++k) {
-            const i64 i = base + (i64)k * TILE_THREADS + threadIdx.x;
-            unsigned b = NO_BIN32;
-            if (i < n) {
-                const u64 bin = hk_bin(keys[i]);
-                if (bin < num_bins) {
-                    b = (unsigned)bin;
-                } else {
-                    hk_note_bad_key(first_bad, i);
-                }
-            }
-            // Lanes holding the same bin add once: one hot bin costs one
-            // shared atomic per warp, not 32.
-            const unsigned peers = __match_any_sync(0xffffffffu, b);
-            if (b != NO_BIN32 && lane == (unsigned)(__ffs(peers) - 1))
-                atomicAdd(&counts[b], (unsigned)__popc(peers));
+            const i64 i = base + (i64)k * TILE_THREADS;
+            held[k] = i < end ? keys[i] : (hk_key)0;
         }
-        __syncthreads();
-        for (unsigned b = threadIdx.x; b < num_bins; b += TILE_THREADS)
-            tile_counts[(i64)b * num_tiles + tile] = counts[b];
-        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TILE_ITEMS; ++k) {
+            const i64 i = base + (i64)k * TILE_THREADS;
+            if (i >= end) continue;
+            const u64 bin = hk_bin(held[k]);
+            if (bin < num_bins) {
+                atomicAdd(&copies[lane][digit_of(bin, shift)], 1u);
+            } else {
+                hk_note_bad_key(first_bad, i);
+            }
+        }
+    }
+    __syncthreads();
+    for (unsigned d = threadIdx.x; d < num_digits; d += TILE_THREADS) {
+        unsigned total = 0;
+        for (int c = 0; c < 32; ++c) total += copies[c][d];
+        range_counts[(i64)d * gridDim.x + blockIdx.x] = total;
     }
 }
 
-// Keys were validated by count_tiles; tile_offsets[b * num_tiles + t] is the
-// output slot of the first key of bin b in tile t.
-extern "C" __global__ void __launch_bounds__(TILE_THREADS)
-scatter_tiles_stable(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles,
-                     const u64* tile_offsets, hk_key* out_keys, i64* out_index) {
-    __shared__ unsigned warp_counts[TILE_WARPS][TILE_MAX_BINS];
-    __shared__ unsigned bin_start[TILE_MAX_BINS];
+// This warp's slice of a tile: TILE_ITEMS rounds of 32 consecutive keys.
+__device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
+                                           hk_key (&slice)[TILE_ITEMS]) {
+    const i64 base =
+        tile * TILE_KEYS + (threadIdx.x >> 5) * (TILE_ITEMS * 32) + (threadIdx.x & 31);
+#pragma unroll
+    for (int k = 0; k < TILE_ITEMS; ++k) {
+        const i64 i = base + k * 32;
+        slice[k] = i < n ? keys[i] : (hk_key)0;
+    }
+}
+
+// Keys were validated by the first count_ranges; range_offsets[d * gridDim.x
+// + g] is the output slot of block g's first key of digit d. in_index == 0
+// means the keys are in input order (the first pass).
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, 4)
+scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bins,
+                      unsigned shift, unsigned num_digits, i64 num_tiles,
+                      const u64* range_offsets, hk_key* out_keys, i64* out_index) {
+    __shared__ unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
+    __shared__ unsigned digit_start[MAX_DIGITS];
+    __shared__ u64 cursor[MAX_DIGITS];  // next output slot of each digit
     __shared__ hk_key staged_keys[TILE_KEYS];
     __shared__ unsigned short staged_pos[TILE_KEYS];
     __shared__ unsigned staged;  // keys staged in this tile
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+    if (threadIdx.x < num_digits)
+        cursor[threadIdx.x] = range_offsets[(i64)threadIdx.x * gridDim.x + blockIdx.x];
+    i64 first, last;
+    block_tiles(num_tiles, &first, &last);
+    // Keys of the next tile are loaded while this one is ranked and written.
+    hk_key next[TILE_ITEMS];
+    if (first < last) load_slice(keys, n, first, next);
+    for (i64 tile = first; tile < last; ++tile) {
         const i64 base = tile * TILE_KEYS;
         const int tile_n = (int)min((i64)TILE_KEYS, n - base);
-        for (unsigned b = lane; b < num_bins; b += 32) warp_counts[warp][b] = 0;
+        for (unsigned d = lane; d < num_digits; d += 32) warp_counts[warp][d] = 0;
         __syncwarp();
 
         // 1. Each warp ranks its slice (TILE_ITEMS rounds of 32 consecutive
-        //    keys) in input order: rank = keys of the same bin before it in
+        //    keys) in input order: rank = keys of the same digit before it in
         //    this warp's slice.
         hk_key held[TILE_ITEMS];
-        unsigned bins[TILE_ITEMS], ranks[TILE_ITEMS];
+        unsigned digits[TILE_ITEMS], ranks[TILE_ITEMS];
+#pragma unroll
+        for (int k = 0; k < TILE_ITEMS; ++k) held[k] = next[k];
+        if (tile + 1 < last) load_slice(keys, n, tile + 1, next);
 #pragma unroll
         for (int k = 0; k < TILE_ITEMS; ++k) {
             const int pos = (int)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
-            const bool live = pos < tile_n;
-            held[k] = live ? keys[base + pos] : (hk_key)0;
-            // A bad key (count_tiles reported it; the host stops before this
+            const u64 bin = hk_bin(held[k]);
+            // A bad key (count_ranges reported it; the host stops before this
             // kernel) is skipped rather than written out of bounds.
-            bins[k] = live && hk_bin(held[k]) < num_bins ? (unsigned)hk_bin(held[k]) : NO_BIN32;
-            const unsigned peers = __match_any_sync(0xffffffffu, bins[k]);
+            digits[k] = pos < tile_n && bin < num_bins ? digit_of(bin, shift) : NO_DIGIT;
+            const unsigned peers = same_digit_lanes(digits[k]);
             const unsigned leader = __ffs(peers) - 1;
             unsigned before = 0;
-            if (bins[k] != NO_BIN32 && lane == leader) {
-                before = warp_counts[warp][bins[k]];
-                warp_counts[warp][bins[k]] = before + __popc(peers);
+            if (digits[k] != NO_DIGIT && lane == leader) {
+                before = warp_counts[warp][digits[k]];
+                warp_counts[warp][digits[k]] = before + __popc(peers);
             }
             before = __shfl_sync(0xffffffffu, before, leader);
             ranks[k] = before + __popc(peers & lanes_below());
@@ -312,10 +224,11 @@ scatter_tiles_stable(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles,
         }
         __syncthreads();
 
-        // 2. Thread b owns bin b: the warps' counts become offsets within the
-        //    bin, and the bins' totals become each bin's start in the tile.
+        // 2. Thread d owns digit d: the warps' counts become offsets within
+        //    the digit, and the digits' totals become each digit's start in
+        //    the tile.
         unsigned total = 0;
-        if (threadIdx.x < num_bins) {
+        if (threadIdx.x < num_digits) {
             for (int w = 0; w < TILE_WARPS; ++w) {
                 const unsigned c = warp_counts[w][threadIdx.x];
                 warp_counts[w][threadIdx.x] = total;
@@ -323,28 +236,31 @@ scatter_tiles_stable(const hk_key* keys, i64 n, u64 num_bins, i64 num_tiles,
             }
         }
         const unsigned start = tile_exclusive_sum(total);
-        if (threadIdx.x < num_bins) bin_start[threadIdx.x] = start;
-        if (threadIdx.x == num_bins - 1) staged = start + total;
+        if (threadIdx.x < num_digits) digit_start[threadIdx.x] = start;
+        if (threadIdx.x == num_digits - 1) staged = start + total;
         __syncthreads();
 
-        // 3. Stage the tile in bin order (stable within each bin).
+        // 3. Stage the tile in digit order (stable within each digit).
 #pragma unroll
         for (int k = 0; k < TILE_ITEMS; ++k) {
-            if (bins[k] == NO_BIN32) continue;
-            const unsigned local = bin_start[bins[k]] + warp_counts[warp][bins[k]] + ranks[k];
+            if (digits[k] == NO_DIGIT) continue;
+            const unsigned local =
+                digit_start[digits[k]] + warp_counts[warp][digits[k]] + ranks[k];
             staged_keys[local] = held[k];
             staged_pos[local] = (unsigned short)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
         }
         __syncthreads();
 
-        // 4. Each bin's run goes to consecutive output slots.
+        // 4. Each digit's run goes to consecutive output slots.
         for (int p = threadIdx.x; p < (int)staged; p += TILE_THREADS) {
             const hk_key key = staged_keys[p];
-            const unsigned b = (unsigned)hk_bin(key);
-            const u64 dst = tile_offsets[(i64)b * num_tiles + tile] + (u64)(p - (int)bin_start[b]);
+            const unsigned d = digit_of(hk_bin(key), shift);
+            const u64 dst = cursor[d] + (u64)(p - (int)digit_start[d]);
+            const i64 src = base + staged_pos[p];
             out_keys[dst] = key;
-            out_index[dst] = base + staged_pos[p];
+            out_index[dst] = in_index ? in_index[src] : src;
         }
-        __syncthreads();  // the shared arrays are refilled for the next tile
+        __syncthreads();  // every thread has read cursor and the staged tile
+        if (threadIdx.x < num_digits) cursor[threadIdx.x] += total;
     }
 }

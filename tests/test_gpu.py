@@ -15,7 +15,10 @@ needs_gpu = pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")
 pytestmark = pytest.mark.gpu
 
 CASES = [("uniform", 100_003, 256), ("onebin", 65_537, 16), ("zipf", 1 << 20, 4096),
-         ("sorted", 33, 10), ("round-robin", 1 << 18, 65536), ("uniform", 5000, 1 << 20)]
+         ("sorted", 33, 10), ("round-robin", 1 << 18, 65536), ("uniform", 5000, 1 << 20),
+         # many bins: the partitioned kernel, and two or three sort digits
+         ("uniform", 3_000_017, 1 << 20), ("zipf", 500_001, 3 * 16384 + 5),
+         ("onebin", 1 << 20, 1 << 20), ("sorted", 70_000, 257), ("uniform", 100_000, 1 << 22)]
 
 
 @pytest.mark.skipif(REASON is None, reason="a GPU is present")
@@ -26,7 +29,7 @@ def test_without_a_gpu_calls_raise_gpu_unavailable_naming_why():
 
 
 @needs_gpu
-@pytest.mark.parametrize("method", ["auto", "atomic", "privatized"])
+@pytest.mark.parametrize("method", ["auto", "atomic", "privatized", "partitioned"])
 @pytest.mark.parametrize("distribution,n,num_bins", CASES)
 def test_exact_methods_equal_the_oracle(method, distribution, n, num_bins):
     keys = make_keys(distribution, n, num_bins, seed=n)
@@ -47,6 +50,25 @@ def test_every_key_dtype_and_misaligned_start(dtype):
 
 
 @needs_gpu
+def test_partitioned_names_its_bin_limit():
+    with pytest.raises(ValueError, match=r"num_bins <= 4194304; got 4194305"):
+        gpu.histogram(np.arange(10), (1 << 22) + 1, method="partitioned")
+    keys = np.array([0, (1 << 22) + 3], np.int64)  # auto falls back to the fast kernel
+    np.testing.assert_array_equal(gpu.histogram(keys, (1 << 22) + 4),
+                                  oracles.histogram(keys, (1 << 22) + 4))
+
+
+@needs_gpu
+@pytest.mark.parametrize("num_bins", [1 << 20, 40_000])
+def test_partitioned_bad_key_in_a_later_tile_raises_the_first_index(num_bins):
+    keys = make_keys("uniform", 100_000, num_bins, seed=9)
+    keys[99_999] = -5
+    keys[60_000] = num_bins
+    with pytest.raises(ValueError, match=rf"index 60000 is {num_bins}, outside"):
+        gpu.histogram(keys, num_bins, method="partitioned")
+
+
+@needs_gpu
 def test_naive_method_never_overcounts():
     keys = make_keys("onebin", 1 << 20, 8, seed=0)
     got = gpu.histogram(keys, 8, method="naive")
@@ -54,7 +76,7 @@ def test_naive_method_never_overcounts():
 
 
 @needs_gpu
-@pytest.mark.parametrize("method", ["auto", "atomic", "privatized", "naive"])
+@pytest.mark.parametrize("method", ["auto", "atomic", "privatized", "partitioned", "naive"])
 def test_an_out_of_range_key_raises_the_oracles_error(method):
     keys = make_keys("uniform", 300_000, 50, seed=1)
     keys[123_456] = 50
@@ -67,6 +89,18 @@ def test_an_out_of_range_key_raises_the_oracles_error(method):
 @pytest.mark.parametrize("distribution,n,num_bins", CASES)
 def test_stable_counting_sort_equals_the_oracle(distribution, n, num_bins):
     keys = make_keys(distribution, n, num_bins, seed=n)
+    got_keys, got_index = gpu.counting_sort(keys, num_bins)
+    want_keys, want_index = oracles.counting_sort(keys, num_bins)
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_index, want_index)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("num_bins", [200, 1000, 70_000])
+def test_stable_sort_of_every_dtype_over_one_to_three_digits(dtype, num_bins):
+    high = min(num_bins, int(np.iinfo(dtype).max) + 1)
+    keys = np.random.default_rng(num_bins).integers(0, high, 50_001).astype(dtype)
     got_keys, got_index = gpu.counting_sort(keys, num_bins)
     want_keys, want_index = oracles.counting_sort(keys, num_bins)
     np.testing.assert_array_equal(got_keys, want_keys)

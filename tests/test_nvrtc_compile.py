@@ -25,6 +25,7 @@ SOURCES = {
     "exclusive_scan.cu": [{}],
     "counting_sort.cu": [{}],
     "fast_histogram.cu": [{"COPIES": "32"}, {"COPIES": "4"}, {"COPIES": "1", "COALESCED": "1"}],
+    "partitioned_histogram.cu": [{}],
 }
 
 

@@ -32,7 +32,9 @@ KERNELS = (
     "naive-grid",
     "atomic",
     "privatized",
-    "fast(auto)",
+    "fast",
+    "partitioned",
+    "auto",
     "exclusive-scan",
     "sort-stable",
     "sort-atomic-cursor",
@@ -156,6 +158,16 @@ class CaseRun:
         got, geometry = self.histogram_with(kernels.fast_histogram)
         return checks.equal(got, self.exact), geometry
 
+    def partitioned(self):
+        if self.case.num_bins > kernels.MAX_PARTITIONED_BINS:
+            return Cell("skip", f"num_bins > {kernels.MAX_PARTITIONED_BINS}"), ""
+        got, geometry = self.histogram_with(kernels.partitioned_histogram)
+        return checks.equal(got, self.exact), geometry
+
+    def auto(self):
+        got, geometry = self.histogram_with(kernels.auto_histogram)
+        return checks.equal(got, self.exact), geometry
+
     def exclusive_scan(self):
         counts = self.rt.to_device(self.exact.astype(np.uint64))
         out = self.fresh(len(self.exact), np.uint64, zero=False)
@@ -178,17 +190,16 @@ class CaseRun:
         first_bad = self.first_bad()
         keep: list = []
         plan = kernels.stable_count(self.rt, self.keys, self.case.num_bins, first_bad, keep)
-        geometries = [*plan.geometries,
-                      kernels.stable_scatter(self.rt, self.keys, self.case.num_bins, plan,
-                                             out_keys, out_index)]
+        scatters = kernels.stable_scatter(self.rt, self.keys, self.case.num_bins, plan,
+                                          out_keys, out_index)
         got_keys, got_index = self.read(out_keys), self.read(out_index)
         self.no_bad_key(first_bad)
         want_keys, want_index = self.sorted
         cell = checks.equal(got_keys, want_keys, "sorted key")
         if cell.status == "pass":
             cell = checks.equal(got_index, want_index, "original index")
-        parts = "tiles" if plan.tiled else "segments"
-        return cell, f"{parts} of {plan.part_length} keys; " + " + ".join(map(str, geometries))
+        plan.geometries += scatters
+        return cell, plan.describe()
 
     def sort_atomic_cursor(self):
         if self.case.n > SORT_MAX_N:
@@ -213,7 +224,9 @@ ROWS = {
     "naive-grid": CaseRun.naive_grid,
     "atomic": CaseRun.atomic,
     "privatized": CaseRun.privatized,
-    "fast(auto)": CaseRun.fast,
+    "fast": CaseRun.fast,
+    "partitioned": CaseRun.partitioned,
+    "auto": CaseRun.auto,
     "exclusive-scan": CaseRun.exclusive_scan,
     "sort-stable": CaseRun.sort_stable,
     "sort-atomic-cursor": CaseRun.sort_atomic_cursor,

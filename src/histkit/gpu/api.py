@@ -19,7 +19,7 @@ from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.kernels import NO_BAD_KEY, Keys
 from histkit.oracles._inputs import as_key_array, bad_key_error, positive_int
 
-METHODS = ("auto", "atomic", "privatized", "naive")
+METHODS = ("auto", "atomic", "privatized", "partitioned", "naive")
 
 
 @dataclass
@@ -111,8 +111,9 @@ def histogram(keys, num_bins: int, method: str = "auto"):
     """Histogram of keys on the GPU (int64 counts).
 
     method: "atomic" (one global atomicAdd per key), "privatized" (the
-    chapter's shared-memory kernel), "naive" (the chapter's racy non-atomic
-    kernel: it LOSES updates, on purpose) or "auto" (the fastest exact kernel).
+    chapter's shared-memory kernel), "partitioned" (two passes, for many
+    bins: up to 2^22), "naive" (the chapter's racy non-atomic kernel: it
+    LOSES updates, on purpose) or "auto" (the fastest exact kernel).
     """
     num_bins = positive_int(num_bins, "num_bins")
     if method not in METHODS:
@@ -130,8 +131,10 @@ def histogram(keys, num_bins: int, method: str = "auto"):
         elif method == "privatized":
             geometry = kernels.privatized_geometry(rt, source.keys.n, num_bins)
             kernels.privatized_histogram(rt, source.keys, num_bins, hist, first_bad, geometry)
+        elif method == "partitioned":
+            kernels.partitioned_histogram(rt, source.keys, num_bins, hist, first_bad)
         else:
-            kernels.fast_histogram(rt, source.keys, num_bins, hist, first_bad)
+            kernels.auto_histogram(rt, source.keys, num_bins, hist, first_bad)
     _raise_if_bad(rt, first_bad, source.keys, num_bins)
     return _hand_back(rt, source, hist)
 

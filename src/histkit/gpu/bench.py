@@ -189,7 +189,10 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     rt.memset(first_bad.ptr, 0xFF, 8)
     device_keys = _keys_of(keys)
 
-    ours = {"histkit auto": kernels.fast_histogram, "histkit atomic": kernels.atomic_histogram}
+    ours = {"histkit auto": kernels.auto_histogram, "histkit fast": kernels.fast_histogram,
+            "histkit atomic": kernels.atomic_histogram}
+    if num_bins <= kernels.MAX_PARTITIONED_BINS:
+        ours["histkit partitioned"] = kernels.partitioned_histogram
     try:
         geometry = kernels.privatized_geometry(rt, n, num_bins)
         ours["histkit privatized"] = functools.partial(_privatized, geometry=geometry)

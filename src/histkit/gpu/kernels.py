@@ -147,6 +147,58 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     return geometry
 
 
+# partitioned_histogram.cu's PART_* constants.
+PARTITION_BINS = 1 << 14
+PARTITION_TILE = 1024 * 8
+PARTITION_THREADS = 1024
+PARTITION_COUNT_THREADS = 512
+MAX_PARTITIONS = 256
+MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
+# From here up, method="auto" partitions (bench/NOTES.md has the crossover).
+PARTITION_MIN_BINS = 1 << 17
+
+
+def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                          first_bad: DeviceArray) -> Geometry:
+    """Partition keys by their bin's high bits, then count each partition in shared memory."""
+    if num_bins > MAX_PARTITIONED_BINS:
+        raise ValueError(f"the partitioned kernel takes num_bins <= {MAX_PARTITIONED_BINS}; "
+                         f"got {num_bins}; use method='auto' or 'atomic'")
+    parts = -(-num_bins // PARTITION_BINS)
+    tiles = -(-keys.n // PARTITION_TILE)
+    low_bins = rt.empty(keys.n, np.uint16)
+    counts = rt.empty(parts * tiles, np.uint64)
+    starts = rt.empty(parts * tiles, np.uint32)
+    positions = rt.empty(parts * tiles, np.uint64)
+    keep_alive = [low_bins, counts, starts, positions]
+
+    partition = rt.kernel("partitioned_histogram.cu", "partition_tiles", keys.defines())
+    resident = rt.resident_blocks(partition, PARTITION_THREADS, 0)
+    split = Geometry("partition_tiles", _blocks_for(tiles, 1, rt.sm_count * resident),
+                     PARTITION_THREADS)
+    rt.launch(partition, split, *_args(keys, num_bins), np.uint32(parts), np.int64(tiles),
+              low_bins.ptr, counts.ptr, starts.ptr, first_bad.ptr)
+    exclusive_scan(rt, counts.ptr, parts * tiles, positions.ptr, keep_alive)
+
+    count = rt.kernel("partitioned_histogram.cu", "count_partitions", keys.defines())
+    shared = PARTITION_BINS * 4
+    blocks = rt.sm_count * rt.resident_blocks(count, PARTITION_COUNT_THREADS, shared)
+    # Shared counters are 32-bit: no block may count 2^32 keys.
+    blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+    merge = Geometry("count_partitions", blocks, PARTITION_COUNT_THREADS, shared)
+    rt.launch(count, merge, low_bins.ptr, np.int64(tiles), np.uint32(parts), counts.ptr,
+              positions.ptr, starts.ptr, hist.ptr)
+    return Geometry(f"{split} + count_partitions", merge.grid, merge.block, shared)
+
+
+def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                   first_bad: DeviceArray) -> Geometry:
+    """method="auto": the fastest exact kernel for this many bins."""
+    if PARTITION_MIN_BINS <= num_bins <= MAX_PARTITIONED_BINS:
+        return partitioned_histogram(rt, keys, num_bins, hist, first_bad)
+    return fast_histogram(rt, keys, num_bins, hist, first_bad)
+
+
 def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int,
                    keep_alive: list) -> list[Geometry]:
     """out[i] = sum(counts[:i]) over uint64 counts, any n (tiles scanned recursively)."""
@@ -194,92 +246,109 @@ def scatter_atomic_cursor(rt: Runtime, keys: Keys, cursor: DeviceArray, out_keys
     return geometry
 
 
-def segment_length(n: int, num_bins: int) -> int:
-    """Keys per warp-owned segment: the (bin, segment) table stays near N entries."""
-    budget = max(1 << 22, n // 4)
-    length = 2048
-    while num_bins * -(-n // length) > budget and length < n:
-        length *= 2
-    return length
-
-
-# Bins up to which a warp keeps its segment's counters in shared memory.
-SHARED_TABLE_BINS = 1024
-SEGMENT_BLOCK = 256  # 8 warps
-# The tiled stable sort (counting_sort.cu's TILE_* defaults).
+# The stable sort's tiles and digits (counting_sort.cu's TILE_* and DIGIT_BITS).
 TILE_THREADS = 256
 TILE_KEYS = TILE_THREADS * 8
-TILE_MAX_BINS = TILE_THREADS
+DIGIT_BITS = 8
+
+
+def digit_shifts(num_bins: int) -> tuple[int, ...]:
+    """The shift of each LSD pass: one 8-bit digit of the bin per pass."""
+    shifts = [0]
+    while (num_bins - 1) >> (shifts[-1] + DIGIT_BITS):
+        shifts.append(shifts[-1] + DIGIT_BITS)
+    return tuple(shifts)
 
 
 @dataclass
 class StablePlan:
-    """What the stable count pass left for the scatter pass.
+    """What the first stable count left for the scatter passes.
 
-    cursors[b * parts + p] is the output slot of the first key of bin b in
-    part p of the input (a tile, or a warp's segment).
+    offsets[d * blocks + g] is the output slot of block g's first key of
+    digit d in the first pass; block g owns tiles [tiles * g // blocks,
+    tiles * (g + 1) // blocks).
     """
 
-    tiled: bool
-    cursors: DeviceArray
-    part_length: int
-    parts: int
+    shifts: tuple[int, ...]
+    blocks: int
+    tiles: int
+    offsets: DeviceArray
     geometries: list
+    keep_alive: list
+
+    def describe(self) -> str:
+        passes = len(self.shifts)
+        return (f"{passes} digit pass{'es' if passes > 1 else ''} over tiles of {TILE_KEYS} "
+                f"keys; " + " + ".join(map(str, self.geometries)))
 
 
-def _segment_kernel(rt: Runtime, keys: Keys, num_bins: int, name: str):
-    """The shared-table variant of a segment kernel when the table fits."""
-    if num_bins <= SHARED_TABLE_BINS:
-        shared = SEGMENT_BLOCK // WARP * num_bins * 8
-        return rt.kernel("counting_sort.cu", f"{name}_shared", keys.defines()), shared
-    return rt.kernel("counting_sort.cu", name, keys.defines()), 0
+def _digits(num_bins: int, shift: int) -> int:
+    return min(1 << DIGIT_BITS, ((num_bins - 1) >> shift) + 1)
+
+
+def _count_digits(rt: Runtime, keys: Keys, num_bins: int, shift: int, blocks: int, tiles: int,
+                  first_bad: DeviceArray, keep_alive: list) -> tuple[DeviceArray, list]:
+    """Per-(digit, block) counts, scanned digit-major: each block's cursors."""
+    digits = _digits(num_bins, shift)
+    counts = rt.empty(digits * blocks, np.uint64)
+    offsets = rt.empty(digits * blocks, np.uint64)
+    keep_alive += [counts, offsets]
+    geometry = Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS)
+    rt.launch(rt.kernel("counting_sort.cu", "count_ranges", keys.defines()), geometry,
+              *_args(keys, num_bins), np.uint32(shift), np.uint32(digits), np.int64(tiles),
+              counts.ptr, first_bad.ptr)
+    scans = exclusive_scan(rt, counts.ptr, digits * blocks, offsets.ptr, keep_alive)
+    return offsets, [geometry, *scans]
 
 
 def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
                  keep_alive: list) -> StablePlan:
-    """Count keys per (bin, part) and scan that table: the stable cursors.
-
-    Up to TILE_MAX_BINS bins the parts are tiles ranked in shared memory;
-    above, warp-owned segments whose length keeps the table near N entries.
-    """
-    tiled = num_bins <= TILE_MAX_BINS
-    length = TILE_KEYS if tiled else segment_length(keys.n, num_bins)
-    parts = -(-keys.n // length)
-    counts = rt.empty(num_bins * parts, np.uint64) if tiled else rt.zeros(num_bins * parts,
-                                                                            np.uint64)
-    cursors = rt.empty(num_bins * parts, np.uint64)
-    keep_alive.append(counts)
-    if tiled:
-        kernel = rt.kernel("counting_sort.cu", "count_tiles", keys.defines())
-        blocks = _blocks_for(parts, 1, rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, 0))
-        geometry = Geometry("count_tiles", blocks, TILE_THREADS)
-    else:
-        kernel, shared = _segment_kernel(rt, keys, num_bins, "count_segments")
-        geometry = Geometry("count_segments" + ("_shared" if shared else ""),
-                            _blocks_for(parts * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
-                            SEGMENT_BLOCK, shared)
-    extra = () if tiled else (np.int64(length),)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), *extra, np.int64(parts), counts.ptr,
-              first_bad.ptr)
-    scans = exclusive_scan(rt, counts.ptr, num_bins * parts, cursors.ptr, keep_alive)
-    return StablePlan(tiled, cursors, length, parts, [geometry, *scans])
+    """The first pass's count (it checks every key) and its cursors."""
+    tiles = -(-keys.n // TILE_KEYS)
+    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
+    blocks = _blocks_for(tiles, 1, rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
+    # A block counts its keys in 32-bit shared counters.
+    blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
+    # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.
+    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1))
+    offsets, geometries = _count_digits(rt, keys, num_bins, shifts[0], blocks, tiles,
+                                        first_bad, keep_alive)
+    return StablePlan(shifts, blocks, tiles, offsets, geometries, keep_alive)
 
 
 def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
-                   out_keys: DeviceArray, out_index: DeviceArray) -> Geometry:
-    """Write keys and original indices in stable order (keys already validated)."""
-    if plan.tiled:
-        kernel = rt.kernel("counting_sort.cu", "scatter_tiles_stable", keys.defines())
-        blocks = _blocks_for(plan.parts, 1,
-                             rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, 0))
-        geometry = Geometry("scatter_tiles_stable", blocks, TILE_THREADS)
-        rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(plan.parts),
-                  plan.cursors.ptr, out_keys.ptr, out_index.ptr)
-        return geometry
-    kernel, shared = _segment_kernel(rt, keys, num_bins, "scatter_segments_stable")
-    geometry = Geometry("scatter_segments_stable" + ("_shared" if shared else ""),
-                        _blocks_for(plan.parts * WARP, SEGMENT_BLOCK, rt.sm_count * 8),
-                        SEGMENT_BLOCK, shared)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(plan.part_length),
-              np.int64(plan.parts), plan.cursors.ptr, out_keys.ptr, out_index.ptr)
-    return geometry
+                   out_keys: DeviceArray, out_index: DeviceArray) -> list[Geometry]:
+    """Write keys and original indices in stable order (keys already validated).
+
+    Passes ping-pong between the outputs and one pair of temporaries, arranged
+    so that the last pass writes the outputs.
+    """
+    kernel = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
+    passes = len(plan.shifts)
+    spare_keys = spare_index = None
+    if passes > 1:
+        spare_keys = rt.empty(keys.n, keys.dtype)
+        spare_index = rt.empty(keys.n, np.int64)
+        plan.keep_alive += [spare_keys, spare_index]
+    no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
+    plan.keep_alive.append(no_bad)
+    rt.memset(no_bad.ptr, 0xFF, 8)
+    source_keys, source_index = keys.ptr, 0
+    offsets = plan.offsets
+    geometries: list[Geometry] = []
+    for number, shift in enumerate(plan.shifts):
+        if number:
+            current = Keys(source_keys, keys.n, keys.dtype)
+            offsets, counted = _count_digits(rt, current, num_bins, shift, plan.blocks,
+                                             plan.tiles, no_bad, plan.keep_alive)
+            geometries += counted
+        to_outputs = (passes - 1 - number) % 2 == 0
+        target_keys, target_index = ((out_keys, out_index) if to_outputs
+                                     else (spare_keys, spare_index))
+        geometry = Geometry(f"scatter_ranges_stable[shift={shift}]", plan.blocks, TILE_THREADS)
+        rt.launch(kernel, geometry, source_keys, source_index, *_args(keys, num_bins)[1:],
+                  np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(plan.tiles),
+                  offsets.ptr, target_keys.ptr, target_index.ptr)
+        geometries.append(geometry)
+        source_keys, source_index = target_keys.ptr, target_index.ptr
+    return geometries

@@ -1,0 +1,234 @@
+// Partitioned histogram, for bin counts too large for shared memory (picked
+// by gpu.histogram(method="auto") from PARTITION_MIN_BINS bins up).
+//
+// Why: with 2^20 bins no private copy fits a block, and one global atomic per
+// key saturates the L2's atomic units long before DRAM is busy (ncu: "Mem
+// Busy" ~95% with DRAM at ~9%). Instead, two passes that never issue a
+// global atomic per key:
+//   partition_tiles   reads each tile of PART_TILE keys once, and writes the
+//                     low PART_LOW_BITS bits of each key's bin (2 bytes) to the
+//                     same tile's place in low_bins, grouped by partition
+//                     (bin >> PART_LOW_BITS). part_counts / part_starts
+//                     [partition * num_tiles + tile] say how many keys of a
+//                     partition a tile holds and where they start in it.
+//   (the host scans part_counts: part_pos is each (partition, tile) segment's
+//    place in one partition-major sequence of all valid keys)
+//   count_partitions  block g takes an equal share of that sequence -- so
+//                     skewed inputs keep every block busy -- and counts it in
+//                     a shared histogram of one partition's PART_BINS bins,
+//                     merged into the global histogram (one atomic per
+//                     non-zero bin) whenever its share moves to the next
+//                     partition.
+// Traffic: 4 + 2 + 2 bytes per int32 key instead of 4, with no per-key global
+// atomic. Judged by oracles.histogram: equal, bin by bin.
+#include "common.cuh"
+
+#ifndef PART_LOW_BITS
+#define PART_LOW_BITS 14
+#endif
+#define PART_BINS (1u << PART_LOW_BITS)  // bins of one partition
+#define MAX_PARTS 256                    // so num_bins <= 2^(PART_LOW_BITS + 8)
+#define PART_THREADS 1024
+#define PART_ITEMS 8
+#define PART_TILE (PART_THREADS * PART_ITEMS)
+#define NO_PART 0xffffffffu
+#define NO_LOW 0xffffu  // a dead lane's low bin: no real one (PART_BINS <= 2^15)
+#ifndef ENTRY_COST
+#define ENTRY_COST 64  // work of visiting one (partition, tile) entry, in keys
+#endif
+
+#if PART_LOW_BITS > 15
+#error "low bins are 16-bit and 0xffff marks a dead lane"
+#endif
+
+__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
+// Warp 0 turns count[0, num_parts) into exclusive starts, 8 parts per lane.
+__device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned* start,
+                                                 unsigned num_parts) {
+    if (threadIdx.x >= 32) return;
+    const unsigned first = threadIdx.x * (MAX_PARTS / 32);
+    unsigned mine = 0;
+    for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) mine += count[p];
+    unsigned running = warp_inclusive_sum(mine) - mine;
+    for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) {
+        start[p] = running;
+        running += count[p];
+    }
+}
+
+// A key is held as (partition << 16 | low bin): two values in one register.
+extern "C" __global__ void __launch_bounds__(PART_THREADS, 2)
+partition_tiles(const hk_key* keys, i64 n, u64 num_bins, unsigned num_parts, i64 num_tiles,
+                unsigned short* low_bins, u64* part_counts, unsigned* part_starts,
+                u64* first_bad) {
+    __shared__ unsigned count[MAX_PARTS];
+    __shared__ unsigned start[MAX_PARTS];
+    __shared__ unsigned short staged[PART_TILE];
+    const unsigned lane = threadIdx.x & 31;
+    for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        for (unsigned p = threadIdx.x; p < num_parts; p += PART_THREADS) count[p] = 0;
+        __syncthreads();
+        const i64 base = tile * PART_TILE + threadIdx.x;
+        unsigned held[PART_ITEMS];
+#pragma unroll
+        for (int k = 0; k < PART_ITEMS; ++k) {
+            const i64 i = base + k * PART_THREADS;
+            held[k] = NO_PART;
+            if (i < n) {
+                const u64 bin = hk_bin(keys[i]);
+                if (bin < num_bins) {
+                    held[k] = (unsigned)(bin >> PART_LOW_BITS) << 16 |
+                              (unsigned)(bin & (PART_BINS - 1));
+                } else {
+                    hk_note_bad_key(first_bad, i);
+                }
+            }
+        }
+        // A key's slot within its partition's run of this tile. Order inside
+        // a run does not matter to a histogram, so a shared atomic per key
+        // hands out slots; a warp whose keys share one partition (one hot
+        // bin, sorted input) takes its 32 slots with one atomic instead of
+        // 32 on the same counter.
+        unsigned slot[PART_ITEMS];
+#pragma unroll
+        for (int k = 0; k < PART_ITEMS; ++k) {
+            const unsigned part = held[k] == NO_PART ? NO_PART : held[k] >> 16;
+            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
+            if (__all_sync(0xffffffffu, part == part0)) {
+                unsigned first = 0;
+                if (lane == 0 && part0 != NO_PART) first = atomicAdd(&count[part0], 32u);
+                slot[k] = __shfl_sync(0xffffffffu, first, 0) + lane;
+            } else {
+                slot[k] = part != NO_PART ? atomicAdd(&count[part], 1u) : 0;
+            }
+        }
+        __syncthreads();
+        starts_of_counts(count, start, num_parts);
+        __syncthreads();
+        for (unsigned p = threadIdx.x; p < num_parts; p += PART_THREADS) {
+            part_counts[(i64)p * num_tiles + tile] = count[p] + ENTRY_COST;
+            part_starts[(i64)p * num_tiles + tile] = start[p];
+        }
+#pragma unroll
+        for (int k = 0; k < PART_ITEMS; ++k) {
+            if (held[k] != NO_PART)
+                staged[start[held[k] >> 16] + slot[k]] = (unsigned short)(held[k] & 0xffffu);
+        }
+        __syncthreads();
+        // Valid keys fill the front of the tile; bad keys (reported) are not
+        // copied, and the host raises before anyone reads the histogram.
+        const unsigned valid = start[num_parts - 1] + count[num_parts - 1];
+        for (unsigned j = threadIdx.x; j < valid; j += PART_THREADS)
+            low_bins[tile * PART_TILE + j] = staged[j];
+        __syncthreads();  // count, start and staged are reused by the next tile
+    }
+}
+
+// Largest e with pos[e] <= value (pos is non-decreasing and pos[0] == 0).
+__device__ i64 last_at_or_below(const u64* pos, i64 entries, u64 value) {
+    i64 lo = 0, hi = entries - 1;
+    while (lo < hi) {
+        const i64 mid = lo + (hi - lo + 1) / 2;
+        if (pos[mid] <= value) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+#define COUNT_THREADS 512  // three blocks (and their 64 KB of bins) per SM
+
+#ifndef COUNT_UNROLL
+#define COUNT_UNROLL 4  // loads in flight per lane
+#endif
+
+// Loads one round of a segment: COUNT_UNROLL keys per lane, NO_LOW past hi.
+__device__ __forceinline__ void load_round(const unsigned short* segment, u64 round, u64 hi,
+                                           unsigned (&low)[COUNT_UNROLL]) {
+    const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < COUNT_UNROLL; ++u) {
+        const u64 j = round + u * 32 + lane;
+        low[u] = j < hi ? __ldcs(segment + j) : NO_LOW;
+    }
+}
+
+// The calling warp adds segment[lo, hi) to the shared bins, loading the next
+// round while it counts this one; a round where all 32 lanes hold the same
+// bin costs one shared atomic.
+__device__ __forceinline__ void count_segment(const unsigned short* segment, u64 lo, u64 hi,
+                                              unsigned* bins) {
+    const unsigned lane = threadIdx.x & 31;
+    unsigned low[COUNT_UNROLL], next[COUNT_UNROLL];
+    load_round(segment, lo, hi, next);
+    for (u64 round = lo; round < hi; round += 32 * COUNT_UNROLL) {
+#pragma unroll
+        for (int u = 0; u < COUNT_UNROLL; ++u) low[u] = next[u];
+        if (round + 32 * COUNT_UNROLL < hi) load_round(segment, round + 32 * COUNT_UNROLL, hi, next);
+#pragma unroll
+        for (int u = 0; u < COUNT_UNROLL; ++u) {
+            const unsigned lane0 = __shfl_sync(0xffffffffu, low[u], 0);
+            if (__all_sync(0xffffffffu, low[u] == lane0)) {
+                if (lane == 0 && lane0 != NO_LOW) atomicAdd(&bins[lane0], 32u);
+            } else if (low[u] != NO_LOW) {
+                atomicAdd(&bins[low[u]], 1u);
+            }
+        }
+    }
+}
+
+// part_counts holds each entry's keys + ENTRY_COST: the scan (part_pos)
+// places entries on a scale of work, where an empty (partition, tile) entry
+// still costs a little, so a block whose share is many sparse partitions
+// does not walk far more entries than the others.
+extern "C" __global__ void __launch_bounds__(COUNT_THREADS, 3)
+count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_parts,
+                 const u64* part_counts, const u64* part_pos, const unsigned* part_starts,
+                 u64* hist) {
+    extern __shared__ unsigned bins[];  // PART_BINS counters (more than 48 KB: dynamic)
+    const i64 entries = (i64)num_parts * num_tiles;
+    const u64 work = part_pos[entries - 1] + part_counts[entries - 1];
+    const u64 a = work * blockIdx.x / gridDim.x, b = work * (blockIdx.x + 1) / gridDim.x;
+    if (a == b) return;  // the whole block leaves together
+    const i64 e_first = last_at_or_below(part_pos, entries, a);
+    const i64 e_last = last_at_or_below(part_pos, entries, b - 1);
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (i64 part = e_first / num_tiles; part <= e_last / num_tiles; ++part) {
+        for (unsigned j = threadIdx.x; j < PART_BINS; j += blockDim.x) bins[j] = 0;
+        __syncthreads();
+        const i64 begin = max(e_first, part * num_tiles);
+        const i64 end = min(e_last + 1, (part + 1) * num_tiles);
+        // Warp w takes entries begin + w, begin + w + warps, ... (a long
+        // run of full entries, as with one hot bin, spreads over the warps),
+        // 32 at a time: lane j fetches the j-th one's place, so one round
+        // trip serves 32 segments.
+        const i64 stride = (i64)warps * 32;
+        for (i64 batch = begin + warp; batch < end; batch += stride) {
+            u64 my_lo = 0, my_hi = 0, my_at = 0;
+            const i64 e = batch + (i64)lane * warps;
+            if (e < end) {
+                const u64 pos = part_pos[e] + ENTRY_COST, len = part_counts[e] - ENTRY_COST;
+                my_lo = max(pos, a) - pos;
+                my_hi = min(pos + len, b) > pos ? min(pos + len, b) - pos : 0;
+                my_at = (u64)(e - part * num_tiles) * PART_TILE + part_starts[e];
+            }
+            const int in_batch = (int)min((i64)32, (end - batch + warps - 1) / warps);
+            for (int j = 0; j < in_batch; ++j) {
+                const u64 lo = __shfl_sync(0xffffffffu, my_lo, j);
+                const u64 hi = __shfl_sync(0xffffffffu, my_hi, j);
+                const u64 at = __shfl_sync(0xffffffffu, my_at, j);
+                if (lo < hi) count_segment(low_bins + at, lo, hi, bins);
+            }
+        }
+        __syncthreads();
+        for (unsigned j = threadIdx.x; j < PART_BINS; j += blockDim.x)
+            if (bins[j]) atomicAdd(&hist[(u64)part * PART_BINS + j], (u64)bins[j]);
+        __syncthreads();  // bins are cleared for the next partition
+    }
+}
