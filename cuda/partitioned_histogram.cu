@@ -232,3 +232,17 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
         __syncthreads();  // bins are cleared for the next partition
     }
 }
+
+// For method="auto": SAMPLE_RUNS runs of 32 consecutive keys, spread evenly
+// over the input, as bins (NOT_SAMPLED past the end), for the host to judge
+// whether the fast kernel's global atomics would be scattered (see
+// histkit.gpu.kernels.auto_histogram). One warp per run.
+#define NOT_SAMPLED 0xffffffffffffffffULL
+extern "C" __global__ void sample_runs(const hk_key* keys, i64 n, i64 runs, u64* bins) {
+    const i64 run = hk_thread_index() >> 5;
+    const unsigned lane = threadIdx.x & 31;
+    if (run >= runs) return;
+    const i64 start = runs > 1 ? max((i64)0, n - 32) * run / (runs - 1) : 0;
+    const i64 i = start + lane;
+    bins[run * 32 + lane] = i < n ? hk_bin(keys[i]) : NOT_SAMPLED;
+}

@@ -59,6 +59,14 @@ def test_partitioned_names_its_bin_limit():
 
 
 @needs_gpu
+@pytest.mark.parametrize("distribution", ["uniform", "sorted"])
+def test_auto_on_many_bins_and_keys_equals_the_oracle_whichever_kernel_it_samples(distribution):
+    keys = make_keys(distribution, 1 << 22, 1 << 20, seed=8)
+    np.testing.assert_array_equal(gpu.histogram(keys, 1 << 20),
+                                  oracles.histogram(keys, 1 << 20))
+
+
+@needs_gpu
 @pytest.mark.parametrize("num_bins", [1 << 20, 40_000])
 def test_partitioned_bad_key_in_a_later_tile_raises_the_first_index(num_bins):
     keys = make_keys("uniform", 100_000, num_bins, seed=9)

@@ -3,8 +3,10 @@
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from histkit.distributions import make_keys
 from histkit.gpu import kernels
 
 CUDA = Path(__file__).resolve().parents[1] / "cuda"
@@ -40,3 +42,27 @@ def test_python_constants_match_the_cuda_defines():
     tile_threads = 32 * cuda_define("counting_sort.cu", "TILE_WARPS")
     assert tile_threads == kernels.TILE_THREADS
     assert tile_threads * cuda_define("counting_sort.cu", "TILE_ITEMS") == kernels.TILE_KEYS
+
+
+def runs_of(keys, width=32):
+    keys = np.asarray(keys, np.uint64)
+    return keys[: len(keys) // width * width].reshape(-1, width)
+
+
+@pytest.mark.parametrize("distribution,scattered", [("uniform", True), ("onebin", False),
+                                                    ("zipf", False), ("sorted", False),
+                                                    ("round-robin", False)])
+def test_auto_partitions_only_keys_that_scatter_global_atomics(distribution, scattered):
+    num_bins, shared_bins = 1 << 20, 58_112
+    keys = make_keys(distribution, 1 << 16, num_bins, seed=3)
+    if distribution == "sorted":  # a long sorted input: equal neighbours
+        keys = np.repeat(keys[:: 256][:256], 256)
+    share = kernels.scattered_share(runs_of(keys), shared_bins, num_bins)
+    assert (share > kernels.SCATTERED) == scattered, share
+
+
+def test_keys_in_shared_memory_or_out_of_range_count_as_not_scattered():
+    runs = np.array([[5] * 16 + [70_000 + 4 * j for j in range(16)]], np.uint64)
+    assert kernels.scattered_share(runs, 1_000, 1 << 20) == 0.5
+    assert kernels.scattered_share(runs, 100_000, 1 << 20) == 0.0
+    assert kernels.scattered_share(runs, 1_000, 60_000) == 0.0

@@ -154,8 +154,13 @@ PARTITION_THREADS = 1024
 PARTITION_COUNT_THREADS = 512
 MAX_PARTITIONS = 256
 MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
-# From here up, method="auto" partitions (bench/NOTES.md has the crossover).
+# method="auto" considers partitioning between these bin counts, for inputs
+# of at least PARTITION_MIN_KEYS keys, when the sampled share of scattered
+# global atomics passes SCATTERED (bench/NOTES.md has the measurements).
 PARTITION_MIN_BINS = 1 << 17
+PARTITION_MAX_AUTO_BINS = 1 << 21
+PARTITION_MIN_KEYS = 1 << 22
+SCATTERED = 0.5
 
 
 def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -191,10 +196,48 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     return Geometry(f"{split} + count_partitions", merge.grid, merge.block, shared)
 
 
+SAMPLE_RUNS = 64
+
+
+def scattered_global_share(rt: Runtime, keys: Keys, num_bins: int) -> float:
+    """How scattered the fast kernel's global atomics would be, from a sample.
+
+    SAMPLE_RUNS runs of 32 consecutive keys: per run, the distinct 32-byte
+    sectors of the global histogram (4 bins each) that its keys past the
+    shared bins would hit, over 32. Near 1 for uniform keys over many bins (one
+    L2 atomic per key, the slow case); near 0 when keys repeat (hot bins,
+    sorted input), sit in shared memory, or walk neighbouring bins
+    (round-robin), where the fast kernel is the faster one.
+    """
+    sample = rt.empty(SAMPLE_RUNS * WARP, np.uint64)
+    kernel = rt.kernel("partitioned_histogram.cu", "sample_runs", keys.defines())
+    rt.launch(kernel, Geometry("sample_runs", SAMPLE_RUNS * WARP // 256, 256), keys.ptr,
+              np.int64(keys.n), np.int64(SAMPLE_RUNS), sample.ptr)
+    bins = rt.copy_to_host(sample.ptr, np.empty(SAMPLE_RUNS * WARP, np.uint64))
+    return scattered_share(bins.reshape(SAMPLE_RUNS, WARP), fast_layout(rt, num_bins)[1],
+                           num_bins)
+
+
+def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """Distinct global-histogram sectors per key over runs of consecutive bins."""
+    sectors = 0
+    for run in runs:
+        global_bins = run[(run >= shared_bins) & (run < num_bins)]
+        sectors += len(np.unique(global_bins >> 2))
+    return sectors / runs.size
+
+
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray) -> Geometry:
-    """method="auto": the fastest exact kernel for this many bins."""
-    if PARTITION_MIN_BINS <= num_bins <= MAX_PARTITIONED_BINS:
+    """method="auto": the fastest exact kernel for this input.
+
+    Up to PARTITION_MIN_BINS bins, the fast kernel. Above, the partitioned
+    kernel wins only where the fast kernel's global atomics would be
+    scattered (uniform keys); a sample of the keys decides (bench/NOTES.md).
+    """
+    if (PARTITION_MIN_BINS <= num_bins <= PARTITION_MAX_AUTO_BINS
+            and keys.n >= PARTITION_MIN_KEYS
+            and scattered_global_share(rt, keys, num_bins) > SCATTERED):
         return partitioned_histogram(rt, keys, num_bins, hist, first_bad)
     return fast_histogram(rt, keys, num_bins, hist, first_bad)
 
