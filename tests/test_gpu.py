@@ -59,7 +59,7 @@ def test_partitioned_names_its_bin_limit():
 
 
 @needs_gpu
-@pytest.mark.parametrize("distribution", ["uniform", "sorted"])
+@pytest.mark.parametrize("distribution", ["uniform", "onebin", "sorted"])
 def test_auto_on_many_bins_and_keys_equals_the_oracle_whichever_kernel_it_samples(distribution):
     keys = make_keys(distribution, 1 << 22, 1 << 20, seed=8)
     np.testing.assert_array_equal(gpu.histogram(keys, 1 << 20),

@@ -24,7 +24,9 @@ SOURCES = {
     "privatized_histogram.cu": [{}, {"COUNT_GLOBAL_ATOMICS": "1"}],
     "exclusive_scan.cu": [{}],
     "counting_sort.cu": [{}],
-    "fast_histogram.cu": [{"COPIES": "32"}, {"COPIES": "4"}, {"COPIES": "1", "COALESCED": "1"}],
+    "fast_histogram.cu": [{"COPIES": "32"}, {"COPIES": "4"}, {"COPIES": "1", "COALESCED": "1"},
+                          {"COPIES": "1", "COALESCED": "1", "HOLD_RUNS": "1"},
+                          {"COPIES": "32", "HOLD_RUNS": "1"}],
     "partitioned_histogram.cu": [{}],
 }
 

@@ -125,8 +125,12 @@ def fast_layout(rt: Runtime, num_bins: int) -> tuple[int, int]:
 
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                   first_bad: DeviceArray) -> Geometry:
-    """Vector loads, private shared copies, global atomics past shared memory."""
+                   first_bad: DeviceArray, hold_runs: bool = False) -> Geometry:
+    """Vector loads, private shared copies, global atomics past shared memory.
+
+    hold_runs: each thread adds a run of one global bin once (for one hot bin
+    past shared memory; fast_histogram.cu's HOLD_RUNS).
+    """
     if num_bins >= 2**32:
         return atomic_histogram(rt, keys, num_bins, hist, first_bad)
     copies, shared_bins = fast_layout(rt, num_bins)
@@ -134,13 +138,14 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     # Mostly global bins: coalesced scalar reads keep a warp's atomics on
     # neighbouring addresses (see fast_histogram.cu).
     coalesced = "1" if shared_bins < num_bins // 2 else "0"
+    hold = "1" if hold_runs else "0"
     kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
-                       keys.defines(COPIES=str(copies), COALESCED=coalesced))
+                       keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
     resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
     blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
     geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
-                        f"COALESCED={coalesced}]", blocks,
+                        f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
                         FAST_BLOCK, shared)
     rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
               np.uint64(shared_bins), hist.ptr, first_bad.ptr)
@@ -154,13 +159,14 @@ PARTITION_THREADS = 1024
 PARTITION_COUNT_THREADS = 512
 MAX_PARTITIONS = 256
 MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
-# method="auto" considers partitioning between these bin counts, for inputs
-# of at least PARTITION_MIN_KEYS keys, when the sampled share of scattered
-# global atomics passes SCATTERED (bench/NOTES.md has the measurements).
+# method="auto" samples the keys (auto_choice) between these bin counts, for
+# inputs of at least PARTITION_MIN_KEYS keys (bench/NOTES.md has the
+# measurements).
 PARTITION_MIN_BINS = 1 << 17
 PARTITION_MAX_AUTO_BINS = 1 << 21
 PARTITION_MIN_KEYS = 1 << 22
 SCATTERED = 0.5
+HOT_GLOBAL = 0.5
 
 
 def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -199,23 +205,48 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
 SAMPLE_RUNS = 64
 
 
-def scattered_global_share(rt: Runtime, keys: Keys, num_bins: int) -> float:
-    """How scattered the fast kernel's global atomics would be, from a sample.
-
-    SAMPLE_RUNS runs of 32 consecutive keys: per run, the distinct 32-byte
-    sectors of the global histogram (4 bins each) that its keys past the
-    shared bins would hit, over 32. Near 1 for uniform keys over many bins (one
-    L2 atomic per key, the slow case); near 0 when keys repeat (hot bins,
-    sorted input), sit in shared memory, or walk neighbouring bins
-    (round-robin), where the fast kernel is the faster one.
-    """
+def sample_runs(rt: Runtime, keys: Keys) -> np.ndarray:
+    """SAMPLE_RUNS runs of 32 consecutive keys' bins, spread over the input."""
     sample = rt.empty(SAMPLE_RUNS * WARP, np.uint64)
     kernel = rt.kernel("partitioned_histogram.cu", "sample_runs", keys.defines())
     rt.launch(kernel, Geometry("sample_runs", SAMPLE_RUNS * WARP // 256, 256), keys.ptr,
               np.int64(keys.n), np.int64(SAMPLE_RUNS), sample.ptr)
     bins = rt.copy_to_host(sample.ptr, np.empty(SAMPLE_RUNS * WARP, np.uint64))
-    return scattered_share(bins.reshape(SAMPLE_RUNS, WARP), fast_layout(rt, num_bins)[1],
-                           num_bins)
+    return bins.reshape(SAMPLE_RUNS, WARP)
+
+
+def auto_choice(runs: np.ndarray, shared_bins: int, num_bins: int) -> str:
+    """The kernel for these keys: "partitioned", "fast-hold" or "fast".
+
+    Judged from runs of consecutive keys' bins. Scattered global atomics (more
+    than SCATTERED distinct 32-byte sectors of the global histogram per
+    sampled key, as with uniform keys over many bins: one L2 atomic per key)
+    bind the fast kernel: partition. One global bin taking more than
+    HOT_GLOBAL of the sample (every warp's atomic queues on one address):
+    the fast kernel holding runs in registers. Otherwise -- keys that repeat
+    within runs (sorted, hot bins in shared memory) or walk neighbouring bins
+    (round-robin) -- the fast kernel.
+    """
+    if scattered_share(runs, shared_bins, num_bins) > SCATTERED:
+        return "partitioned"
+    if hot_global_share(runs, shared_bins, num_bins) > HOT_GLOBAL:
+        return "fast-hold"
+    return "fast"
+
+
+def _global_bins(runs: np.ndarray, shared_bins: int, num_bins: int) -> np.ndarray:
+    """The sample with bins not counted in global memory replaced by NOT_GLOBAL."""
+    return np.where((runs >= shared_bins) & (runs < num_bins), runs, NOT_GLOBAL)
+
+
+NOT_GLOBAL = np.iinfo(np.uint64).max
+
+
+def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """The share of the sample taken by its most frequent global bin."""
+    bins = _global_bins(runs, shared_bins, num_bins).ravel()
+    values, counts = np.unique(bins[bins != NOT_GLOBAL], return_counts=True)
+    return float(counts.max() / runs.size) if len(values) else 0.0
 
 
 def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
@@ -223,27 +254,27 @@ def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
 
     Vectorised (one sort of the whole sample): auto pays this on every call.
     """
-    not_global = np.iinfo(np.uint64).max
-    is_global = (runs >= shared_bins) & (runs < num_bins)
-    sectors = np.sort(np.where(is_global, runs >> np.uint64(2), not_global), axis=1)
+    bins = _global_bins(runs, shared_bins, num_bins)
+    sectors = np.sort(np.where(bins != NOT_GLOBAL, bins >> np.uint64(2), NOT_GLOBAL), axis=1)
     starts = np.ones_like(sectors, dtype=bool)
     starts[:, 1:] = sectors[:, 1:] != sectors[:, :-1]
-    return float(np.count_nonzero(starts & (sectors != not_global)) / runs.size)
+    return float(np.count_nonzero(starts & (sectors != NOT_GLOBAL)) / runs.size)
 
 
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray) -> Geometry:
     """method="auto": the fastest exact kernel for this input.
 
-    Up to PARTITION_MIN_BINS bins, the fast kernel. Above, the partitioned
-    kernel wins only where the fast kernel's global atomics would be
-    scattered (uniform keys); a sample of the keys decides (bench/NOTES.md).
+    Below PARTITION_MIN_BINS bins (or keys), the fast kernel. Above, a sample
+    of the keys picks the kernel (auto_choice; bench/NOTES.md has the
+    measurements behind it).
     """
-    if (PARTITION_MIN_BINS <= num_bins <= PARTITION_MAX_AUTO_BINS
-            and keys.n >= PARTITION_MIN_KEYS
-            and scattered_global_share(rt, keys, num_bins) > SCATTERED):
+    choice = "fast"
+    if PARTITION_MIN_BINS <= num_bins <= PARTITION_MAX_AUTO_BINS and keys.n >= PARTITION_MIN_KEYS:
+        choice = auto_choice(sample_runs(rt, keys), fast_layout(rt, num_bins)[1], num_bins)
+    if choice == "partitioned":
         return partitioned_histogram(rt, keys, num_bins, hist, first_bad)
-    return fast_histogram(rt, keys, num_bins, hist, first_bad)
+    return fast_histogram(rt, keys, num_bins, hist, first_bad, hold_runs=choice == "fast-hold")
 
 
 def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int,
