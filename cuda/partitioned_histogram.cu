@@ -1,5 +1,6 @@
-// Partitioned histogram, for bin counts too large for shared memory (picked
-// by gpu.histogram(method="auto") from PARTITION_MIN_BINS bins up).
+// Partitioned histogram, for bin counts too large for shared memory
+// (method="partitioned"; method="auto" picks it when a sample of the keys
+// shows that the fast kernel's global atomics would scatter).
 //
 // Why: with 2^20 bins no private copy fits a block, and one global atomic per
 // key saturates the L2's atomic units long before DRAM is busy (ncu: "Mem
@@ -10,7 +11,8 @@
 //                     same tile's place in low_bins, grouped by partition
 //                     (bin >> PART_LOW_BITS). part_counts / part_starts
 //                     [partition * num_tiles + tile] say how many keys of a
-//                     partition a tile holds and where they start in it.
+//                     partition a tile holds (plus ENTRY_COST, see
+//                     count_partitions) and where they start in it.
 //   (the host scans part_counts: part_pos is each (partition, tile) segment's
 //    place in one partition-major sequence of all valid keys)
 //   count_partitions  block g takes an equal share of that sequence -- so
@@ -41,15 +43,6 @@
 #error "low bins are 16-bit and 0xffff marks a dead lane"
 #endif
 
-__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
-    const unsigned lane = threadIdx.x & 31;
-    for (int d = 1; d < 32; d <<= 1) {
-        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
-        if (lane >= d) value += up;
-    }
-    return value;
-}
-
 // Warp 0 turns count[0, num_parts) into exclusive starts, 8 parts per lane.
 __device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned* start,
                                                  unsigned num_parts) {
@@ -57,7 +50,7 @@ __device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned
     const unsigned first = threadIdx.x * (MAX_PARTS / 32);
     unsigned mine = 0;
     for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) mine += count[p];
-    unsigned running = warp_inclusive_sum(mine) - mine;
+    unsigned running = hk_warp_inclusive_sum(mine) - mine;
     for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) {
         start[p] = running;
         running += count[p];
