@@ -33,14 +33,3 @@ __device__ __forceinline__ i64 hk_thread_index() {
 __device__ __forceinline__ i64 hk_thread_count() {
     return (i64)gridDim.x * blockDim.x;
 }
-
-// Sum of value over lanes 0 .. this lane of a full warp (all 32 lanes call).
-template <typename T>
-__device__ __forceinline__ T hk_warp_inclusive_sum(T value) {
-    const unsigned lane = threadIdx.x & 31;
-    for (int d = 1; d < 32; d <<= 1) {
-        const T up = __shfl_up_sync(0xffffffffu, value, d);
-        if (lane >= d) value += up;
-    }
-    return value;
-}

@@ -75,16 +75,25 @@ __device__ __forceinline__ void block_tiles(i64 num_tiles, i64* first, i64* last
     *last = num_tiles * (blockIdx.x + 1) / gridDim.x;
 }
 
+__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
 // Exclusive prefix sum of one value per thread over a TILE_THREADS block.
 __device__ unsigned tile_exclusive_sum(unsigned value) {
     __shared__ unsigned warp_offsets[TILE_WARPS];
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned inclusive = hk_warp_inclusive_sum(value);
+    const unsigned inclusive = warp_inclusive_sum(value);
     if (lane == 31) warp_offsets[warp] = inclusive;
     __syncthreads();
     if (warp == 0) {
         const unsigned mine = lane < TILE_WARPS ? warp_offsets[lane] : 0;
-        const unsigned running = hk_warp_inclusive_sum(mine);
+        const unsigned running = warp_inclusive_sum(mine);
         if (lane < TILE_WARPS) warp_offsets[lane] = running - mine;
     }
     __syncthreads();

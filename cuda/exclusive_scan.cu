@@ -18,6 +18,15 @@
 #endif
 #define SCAN_TILE (SCAN_THREADS * SCAN_ITEMS)
 
+__device__ __forceinline__ u64 warp_inclusive_scan(u64 value) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        u64 up = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
 // Exclusive scan of one value per thread across the block; *block_total gets
 // the block's sum.
 __device__ u64 block_exclusive_scan(u64 value, u64* block_total) {
@@ -25,12 +34,12 @@ __device__ u64 block_exclusive_scan(u64 value, u64* block_total) {
     __shared__ u64 total;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned warps = SCAN_THREADS / 32;
-    u64 inclusive = hk_warp_inclusive_sum(value);
+    u64 inclusive = warp_inclusive_scan(value);
     if (lane == 31) warp_offsets[warp] = inclusive;
     __syncthreads();
     if (warp == 0) {
         u64 warp_sum = lane < warps ? warp_offsets[lane] : 0;
-        u64 running = hk_warp_inclusive_sum(warp_sum);
+        u64 running = warp_inclusive_scan(warp_sum);
         if (lane < warps) warp_offsets[lane] = running - warp_sum;
         if (lane == 31) total = running;
     }

@@ -43,6 +43,15 @@
 #error "low bins are 16-bit and 0xffff marks a dead lane"
 #endif
 
+__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
+        if (lane >= d) value += up;
+    }
+    return value;
+}
+
 // Warp 0 turns count[0, num_parts) into exclusive starts, 8 parts per lane.
 __device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned* start,
                                                  unsigned num_parts) {
@@ -50,7 +59,7 @@ __device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned
     const unsigned first = threadIdx.x * (MAX_PARTS / 32);
     unsigned mine = 0;
     for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) mine += count[p];
-    unsigned running = hk_warp_inclusive_sum(mine) - mine;
+    unsigned running = warp_inclusive_sum(mine) - mine;
     for (unsigned p = first; p < first + MAX_PARTS / 32 && p < num_parts; ++p) {
         start[p] = running;
         running += count[p];
