@@ -234,12 +234,12 @@ def auto_choice(runs: np.ndarray, shared_bins: int, num_bins: int) -> str:
     return "fast"
 
 
+NOT_GLOBAL = np.iinfo(np.uint64).max
+
+
 def _global_bins(runs: np.ndarray, shared_bins: int, num_bins: int) -> np.ndarray:
     """The sample with bins not counted in global memory replaced by NOT_GLOBAL."""
     return np.where((runs >= shared_bins) & (runs < num_bins), runs, NOT_GLOBAL)
-
-
-NOT_GLOBAL = np.iinfo(np.uint64).max
 
 
 def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
@@ -403,14 +403,13 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     """
     kernel = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
     passes = len(plan.shifts)
-    spare_keys = spare_index = None
+    spare_keys = spare_index = no_bad = None
     if passes > 1:
         spare_keys = rt.empty(keys.n, keys.dtype)
         spare_index = rt.empty(keys.n, np.int64)
-        plan.keep_alive += [spare_keys, spare_index]
-    no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
-    plan.keep_alive.append(no_bad)
-    rt.memset(no_bad.ptr, 0xFF, 8)
+        no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
+        plan.keep_alive += [spare_keys, spare_index, no_bad]
+        rt.memset(no_bad.ptr, 0xFF, 8)
     source_keys, source_index = keys.ptr, 0
     offsets = plan.offsets
     geometries: list[Geometry] = []
