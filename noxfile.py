@@ -63,14 +63,22 @@ def gpu(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def sanitize(session: nox.Session) -> None:
-    """compute-sanitizer: memcheck over every kernel, racecheck over the shared-memory ones."""
+    """compute-sanitizer memcheck, racecheck and synccheck over every kernel on small cases."""
     _install_offline(session)
     # API errors are not reported: cuda.core probes for a current context at
     # start-up, which the driver answers with an (expected) error code.
-    for tool in ("memcheck", "racecheck"):
+    tools = session.posargs or ["memcheck", "racecheck", "synccheck"]
+    for tool in tools:
         session.run("compute-sanitizer", "--tool", tool, "--report-api-errors", "no",
                     "--error-exitcode", "1", "python", "-m", "histkit.conformance.sanitize",
                     tool, external=True)
+
+
+@nox.session(venv_backend="none", default=False)
+def mutants(session: nox.Session) -> None:
+    """Planted bugs (mutants/mutants.toml) against the suite; writes mutants-results.json."""
+    _install_offline(session)
+    session.run("python", "-m", "histkit.conformance.mutation", "run", *session.posargs)
 
 
 @nox.session(name="bench-gpu", venv_backend="none", default=False)

@@ -2,7 +2,9 @@
 // bin rule and the report of out-of-range keys.
 //
 // Each .cu file includes only this header, so it compiles on its own with
-// NVRTC (no system headers) and every compile-time constant has a default.
+// NVRTC (no system headers). Every compile-time constant is passed by the
+// host (histkit/gpu/contract.py) as a -D define; the #ifndef defaults here
+// and in the .cu files only serve standalone compiles.
 #pragma once
 
 #ifndef KEY_T
@@ -15,7 +17,9 @@ typedef long long i64;
 
 // first_bad starts at this value; a kernel that meets keys outside
 // [0, num_bins) lowers it to the smallest such index.
+#ifndef HK_NO_BAD_KEY
 #define HK_NO_BAD_KEY 0xffffffffffffffffULL
+#endif
 
 // A key's bin as an unsigned 64-bit number. A negative signed key wraps to a
 // huge value, so the single test `bin >= num_bins` rejects negative and
@@ -33,3 +37,24 @@ __device__ __forceinline__ i64 hk_thread_index() {
 __device__ __forceinline__ i64 hk_thread_count() {
     return (i64)gridDim.x * blockDim.x;
 }
+
+// Global atomicAdds that a -DCOUNT_GLOBAL_ATOMICS build also counts. The
+// count is taken inside the call that issues the atomic, so a kernel cannot
+// skip an atomic and still count it (the conformance probe cannot lie).
+struct HkGlobalAdds {
+    u64 issued = 0;
+    __device__ __forceinline__ void add(u64* address, u64 value) {
+        atomicAdd(address, value);
+#ifdef COUNT_GLOBAL_ATOMICS
+        ++issued;
+#endif
+    }
+    // One atomic per thread on the counter, after its last add.
+    __device__ __forceinline__ void report(u64* counter) {
+#ifdef COUNT_GLOBAL_ATOMICS
+        if (issued) atomicAdd(counter, issued);
+#else
+        (void)counter;
+#endif
+    }
+};

@@ -51,7 +51,9 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64*
 #endif
 #define TILE_THREADS (TILE_WARPS * 32)
 #define TILE_KEYS (TILE_THREADS * TILE_ITEMS)
+#ifndef DIGIT_BITS
 #define DIGIT_BITS 8
+#endif
 #define MAX_DIGITS (1 << DIGIT_BITS)
 #define NO_DIGIT 0xffffffffu
 

@@ -29,9 +29,15 @@
 #define PART_LOW_BITS 14
 #endif
 #define PART_BINS (1u << PART_LOW_BITS)  // bins of one partition
+#ifndef MAX_PARTS
 #define MAX_PARTS 256                    // so num_bins <= 2^(PART_LOW_BITS + 8)
+#endif
+#ifndef PART_THREADS
 #define PART_THREADS 1024
+#endif
+#ifndef PART_ITEMS
 #define PART_ITEMS 8
+#endif
 #define PART_TILE (PART_THREADS * PART_ITEMS)
 #define NO_PART 0xffffffffu
 #define NO_LOW 0xffffu  // a dead lane's low bin: no real one (PART_BINS <= 2^15)
@@ -144,7 +150,9 @@ __device__ i64 last_at_or_below(const u64* pos, i64 entries, u64 value) {
     return lo;
 }
 
+#ifndef COUNT_THREADS
 #define COUNT_THREADS 512  // three blocks (and their 64 KB of bins) per SM
+#endif
 
 #ifndef COUNT_UNROLL
 #define COUNT_UNROLL 4  // loads in flight per lane

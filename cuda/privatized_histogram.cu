@@ -6,7 +6,9 @@
 // included: num_blocks * num_bins global atomics, whatever the data.
 //
 // Built with -DCOUNT_GLOBAL_ATOMICS the kernel also counts the global merge
-// atomics it issues into *global_atomics (the conformance suite's probe).
+// atomics it issues into *global_atomics (the conformance suite's probe),
+// counted by HkGlobalAdds as each atomic is issued. Users get the plain build;
+// the suite judges both.
 // Judged by oracles.histogram (equal) and oracles.privatized_histogram (the
 // global-atomic count for the same geometry).
 //
@@ -31,15 +33,7 @@ extern "C" __global__ void privatized_histogram(const hk_key* keys, i64 n, u64 n
     }
     __syncthreads();
 
-    u64 issued = 0;
-    for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) {
-        atomicAdd(&hist[b], (u64)local_hist[b]);
-        ++issued;
-    }
-#ifdef COUNT_GLOBAL_ATOMICS
-    if (issued) atomicAdd(global_atomics, issued);
-#else
-    (void)issued;
-    (void)global_atomics;
-#endif
+    HkGlobalAdds merge;
+    for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) merge.add(&hist[b], (u64)local_hist[b]);
+    merge.report(global_atomics);
 }

@@ -2,9 +2,11 @@
 breaks it and one that keeps it. No GPU needed."""
 
 import numpy as np
+import pytest
 
+from histkit import oracles
 from histkit.conformance import checks
-from histkit.conformance.cases import EDGE_SIZES, all_cases
+from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, plant_bad_keys
 
 
 def test_equal_names_the_first_differing_bin():
@@ -79,5 +81,39 @@ def test_case_keys_are_reproducible_and_in_range():
         keys = case.keys()
         assert keys.dtype == np.dtype(case.dtype) and len(keys) == case.n
         assert np.array_equal(keys, case.keys())
-        if case.n:
+        if case.n and not case.bad:
             assert keys.min() >= 0 and keys.max() < case.num_bins
+
+
+@pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad],
+                         ids=lambda c: c.name)
+def test_bad_key_cases_hold_out_of_range_keys_the_oracle_reports(case):
+    keys = case.keys()
+    bad = np.flatnonzero((keys.astype(np.float64) < 0) | (keys.astype(np.float64) >= case.num_bins))
+    assert bad.size >= {"several": 3, "spread": 2, "negative": 2}.get(case.bad, 1)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, case.num_bins)
+    assert caught.value.index == bad[0]
+    if case.bad == "negative":
+        assert (keys[bad] < 0).all()
+
+
+def test_the_lowest_bad_key_of_several_is_not_the_first_planted():
+    keys = np.zeros(300, np.int32)
+    plant_bad_keys(keys, "several", 10, seed=0)
+    assert list(np.flatnonzero(keys >= 10)) == [107, 201, 299]
+
+
+def test_guard_keys_are_out_of_range_whenever_the_dtype_allows():
+    assert Case("uniform", 10, 100, dtype="int8").guard_value() == 100
+    assert Case("uniform", 10, 256, dtype="uint8").guard_value() == 255
+
+
+def test_cases_reach_every_new_dimension_in_quick_mode():
+    cases = all_cases(quick=True)
+    assert {c.grid for c in cases} >= {1, 2, 3}
+    assert {c.offset for c in cases if c.dtype == "int8"} >= {1, 5, 15}
+    assert {c.bad for c in cases} >= {"first", "last", "several", "spread", "negative"}
+    signed_negative = {c.dtype for c in cases if c.bad == "negative"}
+    assert signed_negative == {"int8", "int16", "int32", "int64"}
+    assert any(c.dtype == "uint8" and c.num_bins == 256 and not c.bad for c in cases)

@@ -5,7 +5,8 @@ Skips (with the reason) where cuda-python or NVRTC is not installed.
 
 import pytest
 
-from histkit.gpu.device import KEY_C_TYPES
+from histkit.gpu import contract, registry
+from histkit.gpu.contract import KEY_C_TYPES
 
 compiler = pytest.importorskip("histkit.gpu.compiler")
 
@@ -18,17 +19,19 @@ except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
 pytestmark = [pytest.mark.nvrtc,
               pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
 
-SOURCES = {
-    "naive_histogram.cu": [{}],
-    "atomic_histogram.cu": [{}],
-    "privatized_histogram.cu": [{}, {"COUNT_GLOBAL_ATOMICS": "1"}],
-    "exclusive_scan.cu": [{}],
-    "counting_sort.cu": [{}],
-    "fast_histogram.cu": [{"COPIES": "32"}, {"COPIES": "4"}, {"COPIES": "1", "COALESCED": "1"},
-                          {"COPIES": "1", "COALESCED": "1", "HOLD_RUNS": "1"},
-                          {"COPIES": "32", "HOLD_RUNS": "1"}],
-    "partitioned_histogram.cu": [{}],
-}
+def builds() -> dict[str, list[dict]]:
+    """Every source of the registry with every define set its launchers build."""
+    found: dict[str, list[dict]] = {}
+    for kernel in registry.KERNELS:
+        for define_set in kernel.builds:
+            if define_set not in found.setdefault(kernel.source, []):
+                found[kernel.source].append(define_set)
+        for used in kernel.uses:
+            found.setdefault(used, [{}])
+    return found
+
+
+SOURCES = builds()
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +44,8 @@ def private_cache(tmp_path, monkeypatch):
 def test_every_kernel_compiles_for_every_key_type(source, arch):
     for defines in SOURCES[source]:
         for c_type in KEY_C_TYPES.values():
-            cubin = compiler.compile_cubin(source, {"KEY_T": c_type, **defines}, arch)
+            cubin = compiler.compile_cubin(
+                source, contract.defines_for(source, {"KEY_T": c_type, **defines}), arch)
             assert cubin[:4] == b"\x7fELF", f"{source} {defines} {c_type}: not a cubin"
 
 

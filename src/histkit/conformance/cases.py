@@ -1,7 +1,18 @@
-"""Named, seeded conformance cases: distribution x N x K.
+"""Named, seeded conformance cases.
 
-Every case regenerates the same keys from (distribution, n, num_bins, seed),
-so a failure report is enough to reproduce it.
+A case is (distribution, N, K, seed, dtype) plus the dimensions that reach a
+kernel's less travelled paths:
+
+- ``offset``: the keys start ``offset`` elements into their allocation (a
+  misaligned start for 16-byte vector loads); the elements before and after
+  the keys hold guard keys, so a kernel that reads outside [0, N) miscounts;
+- ``grid``: a forced block count (1, 2, 3, ...): grid-stride loops, blocks
+  that own several tiles and carries between tiles at small N;
+- ``bad``: out-of-range keys planted by a named pattern; the rule is then the
+  oracle's error: the first bad index, exactly.
+
+Every case regenerates the same keys from its fields, so its name is enough
+to reproduce it.
 """
 
 from __future__ import annotations
@@ -17,6 +28,8 @@ EDGE_SIZES = (0, 1, 31, 32, 33, 255, 256, 257)  # the block is 256: block +/- 1
 MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
+GUARD = 64  # guard keys after (and, with an offset, before) the keys
+BAD_PATTERNS = ("first", "last", "several", "spread", "negative")
 
 
 @dataclass(frozen=True)
@@ -26,30 +39,150 @@ class Case:
     num_bins: int
     seed: int = 0
     dtype: str = "int32"
+    offset: int = 0
+    grid: int | None = None
+    bad: str | None = None
 
     @property
     def name(self) -> str:
-        return f"{self.distribution}/N={self.n}/K={self.num_bins}/{self.dtype}"
+        name = f"{self.distribution}/N={self.n}/K={self.num_bins}/{self.dtype}"
+        if self.offset:
+            name += f"/offset={self.offset}"
+        if self.grid is not None:
+            name += f"/grid={self.grid}"
+        if self.bad:
+            name += f"/bad={self.bad}"
+        return name
 
     def keys(self) -> np.ndarray:
+        dtype = np.dtype(self.dtype)
         if self.n >= HUGE:
-            return _huge_keys(self)
-        return make_keys(self.distribution, self.n, self.num_bins, self.seed, np.dtype(self.dtype))
+            # Drawn directly in the narrow dtype: no 8-byte-per-key intermediate.
+            rng = np.random.default_rng(self.seed)
+            keys = rng.integers(0, self.num_bins, size=self.n, dtype=dtype)
+        else:
+            # K may pass the dtype's largest key (int8 keys, K = 256): draw from what fits.
+            key_range = min(self.num_bins, int(np.iinfo(dtype).max) + 1)
+            keys = make_keys(self.distribution, self.n, key_range, self.seed, dtype)
+        if self.bad:
+            plant_bad_keys(keys, self.bad, self.num_bins, self.seed)
+        return keys
+
+    def guard_value(self) -> int:
+        """A key outside [0, K) where the dtype has one, else the dtype's largest."""
+        info = np.iinfo(np.dtype(self.dtype))
+        return self.num_bins if self.num_bins <= info.max else int(info.max)
 
 
-def _huge_keys(case: Case) -> np.ndarray:
-    # Drawn directly in the narrow dtype: no 8-byte-per-key intermediate.
-    rng = np.random.default_rng(case.seed)
-    return rng.integers(0, case.num_bins, size=case.n, dtype=np.dtype(case.dtype))
+def bad_values(dtype: np.dtype, num_bins: int) -> list[int]:
+    """Out-of-range keys this dtype can hold: K, K + 1, the largest, negatives."""
+    info = np.iinfo(dtype)
+    values = [v for v in (num_bins, num_bins + 1, int(info.max)) if num_bins <= v <= info.max]
+    if info.min < 0:
+        values += [-1, int(info.min)]
+    return list(dict.fromkeys(values))
+
+
+def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> None:
+    """Overwrite some keys with out-of-range ones, in place."""
+    n = len(keys)
+    values = bad_values(keys.dtype, num_bins)
+    if pattern == "negative":
+        values = [v for v in values if v < 0]
+    if not n or not values:
+        raise ValueError(f"no bad key of {keys.dtype} for K={num_bins} (pattern {pattern})")
+    rng = np.random.default_rng(seed + 1)
+    if pattern == "first":
+        where = [0]
+    elif pattern == "last":
+        where = [n - 1]
+    elif pattern == "several":  # the lowest of them is not the first one planted
+        where = [n - 1, 2 * n // 3 + 1, n // 3 + 7]
+    elif pattern in ("spread", "negative"):  # many, everywhere
+        where = sorted(rng.choice(n, size=max(2, n // 500), replace=False).tolist())
+    else:
+        raise ValueError(f"unknown bad-key pattern {pattern!r}; known: {BAD_PATTERNS}")
+    for k, i in enumerate(where):
+        keys[min(i, n - 1)] = values[k % len(values)]
+
+
+def _edge_cases() -> list[Case]:
+    return [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in EDGE_SIZES for k in (10, 256)]
+
+
+def _medium_cases() -> list[Case]:
+    cases = [Case(d, MEDIUM, k, seed=1) for d in DISTRIBUTIONS for k in (16, 256, 4096, 65536)]
+    cases += [Case("uniform", MEDIUM, 1 << 20, seed=1), Case("onebin", MEDIUM, 1 << 20, seed=1)]
+    return cases
+
+
+def _dtype_cases() -> list[Case]:
+    """Every key width, and the narrow ones over their whole valid range."""
+    cases = [Case(d, 4099, 100, seed=2, dtype=t)
+             for d in ("uniform", "onebin") for t in ("int8", "uint16", "int64", "uint64")]
+    cases += [Case("uniform", 4099, 100, seed=2, dtype=t) for t in ("uint8", "int16", "uint32")]
+    # uint8 keys up to 255, int8 up to 127, 16-bit up to their largest.
+    cases += [Case(d, 70_001, k, seed=5, dtype=t)
+              for t, k in (("uint8", 256), ("int8", 128), ("uint16", 65536), ("int16", 32768))
+              for d in ("uniform", "round-robin")]
+    return cases
+
+
+def _remainder_cases() -> list[Case]:
+    """Sizes that leave a remainder in every loop at the default geometry."""
+    sizes = (MEDIUM + 1, MEDIUM + 4 * 1024 + 3, 1_000_003, (1 << 22) + 1)
+    cases = [Case("uniform", n, 256, seed=6) for n in sizes]
+    cases += [Case("round-robin", n, 4096, seed=6, dtype="int8" if n % 2 else "int16")
+              for n in sizes[:3]]
+    # 2^22 + 1 keys over 2^20 bins: auto's default policy samples the keys.
+    cases += [Case(d, (1 << 22) + 1, 1 << 20, seed=6) for d in ("uniform", "onebin", "zipf")]
+    # many bins at small N: each branch of auto's sampled choice, 3-digit sorts
+    cases += [Case(d, 20_011, 1 << 20, seed=7) for d in ("uniform", "onebin", "sorted")]
+    cases += [Case("zipf", 100_003, 100_000, seed=7), Case("sorted", 300_007, 1 << 18, seed=7)]
+    # more than 4M bins: a three-level scan of the counts
+    cases += [Case("uniform", 100_000, (1 << 22) + 5, seed=7)]
+    return cases
+
+
+def _misaligned_cases() -> list[Case]:
+    offsets = {"int8": (1, 5, 15), "uint16": (1, 7), "int32": (1, 3), "int64": (1,)}
+    return [Case(d, 10_007 + off, 100, seed=8, dtype=t, offset=off)
+            for t, offs in offsets.items() for off in offs for d in ("uniform", "sorted")]
+
+
+def _forced_grid_cases() -> list[Case]:
+    shapes = [("uniform", 300_007, 256, "int32"), ("sorted", 300_007, 4096, "int32"),
+              ("onebin", 50_021, 100_000, "int32"), ("uniform", 70_001, 256, "int8"),
+              ("round-robin", 40_003, 300, "uint16"), ("zipf", 90_001, 70_000, "int64")]
+    return [Case(d, n, k, seed=9, dtype=t, grid=g)
+            for d, n, k, t in shapes for g in (1, 2, 3)]
+
+
+def _bad_key_cases() -> list[Case]:
+    cases = [Case("uniform", n, 256, seed=10, bad=p)
+             for p in ("first", "last", "several", "spread") for n in (1, 33, 100_003)
+             if not (n == 1 and p in ("several", "spread"))]
+    cases += [Case("uniform", 100_003, 256, seed=10, bad="several", grid=g) for g in (1, 3)]
+    cases += [Case("uniform", 30_011, 100, seed=10, dtype="int64", bad="spread", offset=1)]
+    # negative keys of every signed dtype; K = 2^bits for the narrow ones, so a
+    # zero-extended negative key would land in a valid bin
+    cases += [Case("uniform", 20_011, k, seed=11, dtype=t, bad="negative")
+              for t, k in (("int8", 256), ("int16", 65536), ("int32", 1000), ("int64", 1000))]
+    cases += [Case("uniform", 20_011, 100, seed=11, dtype=t, bad="spread")
+              for t in ("uint8", "uint16", "uint32", "uint64")]
+    return cases
 
 
 def all_cases(quick: bool = False) -> list[Case]:
-    cases = [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in EDGE_SIZES for k in (10, 256)]
-    cases += [Case(d, MEDIUM, k, seed=1) for d in DISTRIBUTIONS for k in (16, 256, 4096, 65536)]
-    cases += [Case("uniform", MEDIUM, 1 << 20, seed=1)]
-    cases += [Case(d, 4099, 100, seed=2, dtype=t)
-              for d in ("uniform", "onebin") for t in ("int8", "uint16", "int64", "uint64")]
+    cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
+             + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases())
     if not quick:
         cases += [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
-        cases += [Case("uniform", HUGE, 256, seed=4, dtype="uint8")]
+        cases += huge_cases()
     return cases
+
+
+def huge_cases() -> list[Case]:
+    """Past 2^31 keys (uint8, so the sorts' indices fit the H200's memory)."""
+    return [Case("uniform", HUGE, 256, seed=4, dtype="uint8"),
+            Case("uniform", HUGE, 200, seed=4, dtype="uint8", bad="last")]

@@ -1,34 +1,41 @@
-"""The conformance matrix (case x kernel) and the findings under it."""
+"""What a conformance run prints: one line per kernel column, then every
+failure in full and a sample of the findings (the JSON report has all)."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"}
+SHOWN_FINDINGS = 3  # per column
 
 
-def print_matrix(console: Console, report) -> None:
-    kernels = list(dict.fromkeys(r.kernel for r in report.results))
-    by_case: dict = {}
-    for result in report.results:
-        by_case.setdefault(result.case.name, {})[result.kernel] = result
-    table = Table(title="GPU conformance (pass / FAIL / finding / skip)")
-    table.add_column("case")
-    for kernel in kernels:
-        table.add_column(kernel, justify="center")
-    for case_name, row in by_case.items():
-        cells = []
-        for kernel in kernels:
-            status = row[kernel].cell.status if kernel in row else ""
-            cells.append(f"[{STYLE.get(status, '')}]{status}[/]" if status else "")
-        table.add_row(case_name, *cells)
+def print_report(console: Console, report, seconds: float | None = None) -> None:
+    names = list(dict.fromkeys(r.kernel for r in report.results))
+    table = Table(title="GPU conformance: cells per kernel column")
+    table.add_column("kernel column")
+    for status in STYLE:
+        table.add_column(status, justify="right")
+    for name in names:
+        cells = [r.cell.status for r in report.results if r.kernel == name]
+        table.add_row(name, *(f"[{STYLE[s]}]{cells.count(s)}[/]" if cells.count(s) else "0"
+                              for s in STYLE))
     console.print(table)
-    notes = [r for r in report.results if r.cell.status in ("FAIL", "finding")]
-    if notes:
-        console.print("[bold]Findings and failures[/]")
-    for r in notes:
-        console.print(f"  [{STYLE[r.cell.status]}]{r.cell.status}[/] {r.kernel} on "
-                      f"{r.case.name}: {r.cell.detail}")
+    failures = [r for r in report.results if r.cell.status == "FAIL"]
+    if failures:
+        console.print(f"[bold red]{len(failures)} FAIL[/]")
+    for r in failures:
+        console.print(f"  [bold red]FAIL[/] {escape(r.kernel)} on {escape(r.case.name)}: "
+                      f"{escape(r.cell.detail)}", soft_wrap=True)
+    for name in names:
+        findings = [r for r in report.results if r.kernel == name and r.cell.status == "finding"]
+        for r in findings[:SHOWN_FINDINGS]:
+            console.print(f"  [yellow]finding[/] {escape(name)} on {escape(r.case.name)}: "
+                          f"{escape(r.cell.detail)}", soft_wrap=True)
+        if len(findings) > SHOWN_FINDINGS:
+            console.print(f"  ... and {len(findings) - SHOWN_FINDINGS} more findings of "
+                          f"{escape(name)} (in the JSON report)")
     counts = {s: sum(r.cell.status == s for r in report.results) for s in STYLE}
-    console.print("totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    console.print("totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + took)

@@ -1,13 +1,14 @@
-"""Runs every kernel on every case, applies its rule, and reports.
+"""Runs every registry column (kernel row x variant) on every case, applies
+the rule of its kind, and reports.
 
 The oracles run on the host; the kernels on the device, fed the same keys
-(uploaded once per case). Nothing here decides what is correct: that is
-checks.py, against histkit.oracles.
+(uploaded once per case, between guard keys). Every output is allocated with
+guard elements after it that must come back untouched. Nothing here decides
+what is correct: that is checks.py, against histkit.oracles.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import platform
 import time
@@ -20,31 +21,27 @@ from rich.progress import Progress
 
 from histkit import __version__, oracles
 from histkit.conformance import checks
-from histkit.conformance.cases import LARGE, Case, all_cases
+from histkit.conformance.cases import GUARD, Case, all_cases
 from histkit.conformance.checks import Cell
-from histkit.conformance.report import print_matrix
-from histkit.gpu import kernels
-from histkit.gpu.device import Runtime, runtime
-from histkit.gpu.geometry import WARP
-from histkit.gpu.kernels import NO_BAD_KEY, Keys
+from histkit.conformance.report import print_report
+from histkit.gpu import registry
+from histkit.gpu.contract import NO_BAD_KEY
+from histkit.gpu.device import DeviceArray, Runtime, runtime
+from histkit.gpu.kernels import Keys, UnsupportedShape
+from histkit.gpu.registry import REPORTS_BAD_KEYS, Kernel, Variant
 
-KERNELS = (
-    "naive-one-warp",
-    "naive-grid",
-    "atomic",
-    "privatized",
-    "fast",
-    "partitioned",
-    "auto",
-    "exclusive-scan",
-    "sort-stable",
-    "sort-atomic-cursor",
-)
-# One warp walks the whole input alone: past this it is only slow, not new.
-ONE_WARP_MAX_N = 1 << 24
-# Sorting 2^31 keys needs 17 GB of int64 indices on each side; the 64-bit
-# index paths are covered by the histograms at that size.
-SORT_MAX_N = LARGE
+# One warp walks the whole input alone: past these it is only slow, not new.
+ONE_WARP_MAX_N = (1 << 20) + (1 << 13)
+NARROW_WAVE_MAX_N = 1 << 17
+POISON = 0xA5  # sort outputs start as this byte: an unwritten slot shows
+COUNTS_GUARD = 0x5A  # the byte after a scan's input counts
+
+
+def columns(rows=None) -> list[tuple[str, Kernel, Variant]]:
+    """Every (column name, kernel, variant) of the registry, or of the named rows."""
+    kernels = registry.KERNELS if rows is None else [registry.by_row(r) for r in rows]
+    return [(name, kernel, variant) for kernel in kernels
+            for name, variant in kernel.columns()]
 
 
 @dataclass
@@ -64,6 +61,10 @@ class Report:
     def passed(self) -> bool:
         return not any(r.cell.status == "FAIL" for r in self.results)
 
+    @property
+    def failures(self) -> list[Result]:
+        return [r for r in self.results if r.cell.status == "FAIL"]
+
     def to_json(self) -> dict:
         return {
             "histkit": __version__,
@@ -76,16 +77,27 @@ class Report:
         }
 
 
+class GuardViolation(AssertionError):
+    pass
+
+
 class CaseRun:
-    """One case: its keys on host and device, its oracle results (computed once)."""
+    """One case: its keys on host and device, and the oracle's answers (computed once)."""
 
     def __init__(self, rt: Runtime, case: Case):
         self.rt = rt
         self.case = case
         self.host = case.keys()
-        self.device_array = rt.to_device(self.host)
-        self.keys = Keys(self.device_array.ptr, len(self.host), self.host.dtype)
-        self.exact = oracles.histogram(self.host, case.num_bins)
+        dtype = self.host.dtype
+        padded = np.full(case.offset + case.n + GUARD, case.guard_value(), dtype=dtype)
+        padded[case.offset:case.offset + case.n] = self.host
+        self.device_array = rt.to_device(padded)
+        self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n, dtype)
+        self.bad: oracles.BadKeyError | None = None
+        try:
+            self.exact = oracles.histogram(self.host, case.num_bins)
+        except oracles.BadKeyError as error:
+            self.exact, self.bad = None, error
         self._sorted = None
 
     @property
@@ -94,163 +106,166 @@ class CaseRun:
             self._sorted = oracles.counting_sort(self.host, self.case.num_bins)
         return self._sorted
 
-    # --- helpers -----------------------------------------------------------
-    def fresh(self, n: int, dtype, zero: bool = True):
-        return self.rt.zeros(n, dtype) if zero else self.rt.empty(n, dtype)
+    # --- device buffers, each with GUARD elements after it ----------------------
+    def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
+        dtype = np.dtype(dtype)
+        whole = self.rt.empty(n + GUARD, dtype)
+        self.rt.memset(whole.ptr, fill, (n + GUARD) * dtype.itemsize)
+        return DeviceArray(whole.buffer, n, dtype)
 
-    def first_bad(self):
-        first_bad = self.rt.empty(1, np.uint64)
-        self.rt.memset(first_bad.ptr, 0xFF, 8)
-        return first_bad
+    def read(self, array: DeviceArray, fill: int = 0) -> np.ndarray:
+        whole = self.rt.copy_to_host(array.ptr, np.empty(array.n + GUARD, array.dtype))
+        guard = whole[array.n:].view(np.uint8)
+        if np.any(guard != fill):
+            first = int(np.flatnonzero(guard != fill)[0]) // array.dtype.itemsize
+            raise GuardViolation(f"wrote past the end of a {array.n}-element output "
+                                 f"(element {array.n + first})")
+        return whole[:array.n]
 
-    def read(self, array) -> np.ndarray:
-        return self.rt.copy_to_host(array.ptr, np.empty(array.n, array.dtype))
+    def first_bad_slot(self) -> DeviceArray:
+        return self.output(1, np.uint64, fill=0xFF)
 
-    def no_bad_key(self, first_bad) -> None:
-        index = int(self.read(first_bad)[0])
-        if index != NO_BAD_KEY:
-            raise AssertionError(f"kernel reported a bad key at {index} on valid input")
+    def reported_bad(self, slot: DeviceArray) -> int:
+        return int(self.read(slot, fill=0xFF)[0])
 
-    def histogram_with(self, launch) -> tuple[np.ndarray, str]:
-        hist = self.fresh(self.case.num_bins, np.uint64)
-        first_bad = self.first_bad()
-        geometry = launch(self.rt, self.keys, self.case.num_bins, hist, first_bad)
+    def bad_key_cell(self, reported: int) -> Cell | None:
+        """The bad-key rule: FAIL, or a pass cell for a bad-key case, or None (go on)."""
+        if self.bad is None:
+            if reported != NO_BAD_KEY:
+                return Cell("FAIL", f"reported a bad key at index {reported} on valid input")
+            return None
+        if reported == NO_BAD_KEY:
+            return Cell("FAIL", f"no bad key reported; the first is at index {self.bad.index} "
+                                f"(value {self.bad.value})")
+        if reported != self.bad.index:
+            return Cell("FAIL", f"reported the first bad key at index {reported}; it is at "
+                                f"{self.bad.index} (value {self.bad.value})")
+        return Cell("pass", f"first bad key at {reported}, as the oracle says")
+
+    # --- one judge per kind --------------------------------------------------------
+    def histogram_like(self, kernel: Kernel, variant: Variant, **extra):
+        hist = self.output(self.case.num_bins, np.uint64)
+        slot = self.first_bad_slot()
+        geometry = kernel.run(self.rt, self.keys, self.case.num_bins, hist, slot,
+                              grid=self.case.grid, **variant.options, **extra)
         counts = self.read(hist).astype(np.int64)
-        self.no_bad_key(first_bad)
-        return counts, str(geometry)
+        return counts, self.bad_key_cell(self.reported_bad(slot)), geometry
 
-    # --- one method per kernel row -----------------------------------------
-    def naive_one_warp(self):
-        if self.case.n > ONE_WARP_MAX_N:
-            return Cell("skip", f"one warp over N > {ONE_WARP_MAX_N} is only slow"), ""
-        got, geometry = self.histogram_with(kernels.naive_histogram_one_warp)
-        want = oracles.naive_wave_histogram(self.host, self.case.num_bins, WARP)
-        cell = checks.equal(got, want)
+    def judge_histogram(self, kernel, variant):
+        counts, cell, geometry = self.histogram_like(kernel, variant)
+        return cell or checks.equal(counts, self.exact), geometry
+
+    def judge_racy_histogram(self, kernel, variant):
+        counts, cell, geometry = self.histogram_like(kernel, variant)
+        return cell or checks.at_most_exact(counts, self.exact), geometry
+
+    def judge_wave(self, kernel, variant):
+        lanes = variant.options.get("lanes", 32)
+        limit = ONE_WARP_MAX_N if lanes == 32 else NARROW_WAVE_MAX_N
+        if self.case.n > limit:
+            return Cell("skip", f"one warp over N > {limit} is only slow"), ""
+        counts, cell, geometry = self.histogram_like(kernel, variant)
+        if cell:
+            return cell, geometry
+        want = oracles.naive_wave_histogram(self.host, self.case.num_bins, lanes)
+        cell = checks.equal(counts, want)
         if cell.status == "pass":
-            lost = int(self.exact.sum() - got.sum())
+            lost = int(self.exact.sum() - counts.sum())
             cell = Cell("pass", f"= wave model; lost {lost} of {self.case.n}", {"lost": lost})
         return cell, geometry
 
-    def naive_grid(self):
-        got, geometry = self.histogram_with(kernels.naive_histogram_grid)
-        return checks.at_most_exact(got, self.exact), geometry
-
-    def atomic(self):
-        got, geometry = self.histogram_with(kernels.atomic_histogram)
-        return checks.equal(got, self.exact), geometry
-
-    def privatized(self):
-        try:
-            geometry = kernels.privatized_geometry(self.rt, self.case.n, self.case.num_bins)
-        except ValueError as error:
-            return Cell("skip", str(error).split(";")[0]), ""
-        atomics = self.fresh(1, np.uint64)
-
-        def launch(rt, keys, num_bins, hist, first_bad):
-            return kernels.privatized_histogram(rt, keys, num_bins, hist, first_bad, geometry,
-                                                atomics_issued=atomics)
-
-        got, text = self.histogram_with(launch)
+    def judge_privatized(self, kernel, variant):
+        atomics = self.output(1, np.uint64)
+        counts, cell, geometry = self.histogram_like(kernel, variant, atomics=atomics)
+        if cell:
+            return cell, geometry
         _, model = oracles.privatized_histogram(self.host, self.case.num_bins,
                                                 geometry.block, geometry.grid)
-        return checks.privatized(got, self.exact, int(self.read(atomics)[0]), model), text
+        return checks.privatized(counts, self.exact, int(self.read(atomics)[0]), model), geometry
 
-    def fast(self):
-        got, geometry = self.histogram_with(kernels.fast_histogram)
-        cell = checks.equal(got, self.exact)
-        if cell.status != "pass":
-            return cell, geometry
-        # The variant auto picks for one hot bin past shared memory.
-        held, held_geometry = self.histogram_with(
-            functools.partial(kernels.fast_histogram, hold_runs=True))
-        return checks.equal(held, self.exact), f"{geometry} and {held_geometry}"
-
-    def partitioned(self):
-        if self.case.num_bins > kernels.MAX_PARTITIONED_BINS:
-            return Cell("skip", f"num_bins > {kernels.MAX_PARTITIONED_BINS}"), ""
-        got, geometry = self.histogram_with(kernels.partitioned_histogram)
-        return checks.equal(got, self.exact), geometry
-
-    def auto(self):
-        got, geometry = self.histogram_with(kernels.auto_histogram)
-        return checks.equal(got, self.exact), geometry
-
-    def exclusive_scan(self):
-        counts = self.rt.to_device(self.exact.astype(np.uint64))
-        out = self.fresh(len(self.exact), np.uint64, zero=False)
+    def judge_scan(self, kernel, variant):
+        # The counts' guard is non-zero: a scan that reads past its input miscounts.
+        padded = np.full(self.case.num_bins + GUARD, np.uint64(COUNTS_GUARD * 0x0101010101010101))
+        padded[:self.case.num_bins] = self.exact
+        counts = DeviceArray(self.rt.to_device(padded).buffer, self.case.num_bins, padded.dtype)
+        out = self.output(self.case.num_bins, np.uint64, fill=POISON)
         keep: list = []
-        geometries = kernels.exclusive_scan(self.rt, counts.ptr, len(self.exact), out.ptr, keep)
-        got = self.read(out).astype(np.int64)
+        geometries = kernel.run(self.rt, counts.ptr, self.case.num_bins, out.ptr, keep,
+                                **variant.options)
+        got = self.read(out, fill=POISON).astype(np.int64)
+        self.read(counts, fill=COUNTS_GUARD)  # nor may the scan write past its input
         want = oracles.exclusive_scan(self.exact)
         return checks.equal(got, want, "offset"), " + ".join(map(str, geometries))
 
-    def _sort_outputs(self):
-        return (self.fresh(self.case.n, self.host.dtype, zero=False),
-                self.fresh(self.case.n, np.int64, zero=False))
+    def _sort(self, kernel, variant):
+        n = self.case.n
+        out_keys = self.output(n, self.host.dtype, fill=POISON)
+        out_index = self.output(n, np.int64, fill=POISON)
+        slot = self.first_bad_slot()
+        keep: list = []
 
-    def sort_stable(self):
-        if self.case.n > SORT_MAX_N:
-            return Cell("skip", "sorting > 2^31 keys needs 17 GB of indices per side"), ""
+        def between() -> bool:
+            # Never scatter a bad-key case: a kernel that missed the bad key
+            # would write out of bounds.
+            return self.bad is None and self.reported_bad(slot) == NO_BAD_KEY
+
+        geometries = kernel.run(self.rt, self.keys, self.case.num_bins, out_keys, out_index,
+                                slot, keep, grid=self.case.grid, between=between,
+                                **variant.options)
+        geometry = " + ".join(map(str, geometries))
+        cell = self.bad_key_cell(self.reported_bad(slot))
+        if cell:
+            return None, None, cell, geometry
+        return (self.read(out_keys, fill=POISON), self.read(out_index, fill=POISON), None,
+                geometry)
+
+    def judge_stable_sort(self, kernel, variant):
         if self.case.n == 0:
             return Cell("pass", "empty"), ""
-        out_keys, out_index = self._sort_outputs()
-        first_bad = self.first_bad()
-        keep: list = []
-        plan = kernels.stable_count(self.rt, self.keys, self.case.num_bins, first_bad, keep)
-        scatters = kernels.stable_scatter(self.rt, self.keys, self.case.num_bins, plan,
-                                          out_keys, out_index)
-        got_keys, got_index = self.read(out_keys), self.read(out_index)
-        self.no_bad_key(first_bad)
+        got_keys, got_index, cell, geometry = self._sort(kernel, variant)
+        if cell:
+            return cell, geometry
         want_keys, want_index = self.sorted
         cell = checks.equal(got_keys, want_keys, "sorted key")
         if cell.status == "pass":
             cell = checks.equal(got_index, want_index, "original index")
-        plan.geometries += scatters
-        return cell, plan.describe()
+        return cell, geometry
 
-    def sort_atomic_cursor(self):
-        if self.case.n > SORT_MAX_N:
-            return Cell("skip", "sorting > 2^31 keys needs 17 GB of indices per side"), ""
+    def judge_sort(self, kernel, variant):
         if self.case.n == 0:
             return Cell("pass", "empty"), ""
-        out_keys, out_index = self._sort_outputs()
-        first_bad = self.first_bad()
-        keep: list = []
-        cursor, geometries = kernels.atomic_cursor_count(self.rt, self.keys, self.case.num_bins,
-                                                         first_bad, keep)
-        geometries.append(kernels.scatter_atomic_cursor(self.rt, self.keys, cursor, out_keys,
-                                                        out_index))
-        got_keys, got_index = self.read(out_keys), self.read(out_index)
-        self.no_bad_key(first_bad)
-        cell = checks.atomic_cursor_sort(got_keys, got_index, self.host, self.sorted[0])
-        return cell, " + ".join(map(str, geometries))
+        got_keys, got_index, cell, geometry = self._sort(kernel, variant)
+        if cell:
+            return cell, geometry
+        return checks.atomic_cursor_sort(got_keys, got_index, self.host, self.sorted[0]), geometry
+
+    def judge(self, kernel: Kernel, variant: Variant) -> tuple[Cell, str]:
+        if self.case.grid is not None and not kernel.takes_grid:
+            return Cell("skip", "fixed geometry: a forced grid does not apply"), ""
+        if self.bad is not None and kernel.kind not in REPORTS_BAD_KEYS:
+            return Cell("skip", f"{kernel.kind} kernels do not check keys"), ""
+        judge = getattr(self, "judge_" + kernel.kind.replace("-", "_"))
+        try:
+            cell, geometry = judge(kernel, variant)
+        except UnsupportedShape as error:
+            return Cell("skip", str(error).split(";")[0]), ""
+        except GuardViolation as error:
+            return Cell("FAIL", str(error)), ""
+        return cell, str(geometry)
 
 
-ROWS = {
-    "naive-one-warp": CaseRun.naive_one_warp,
-    "naive-grid": CaseRun.naive_grid,
-    "atomic": CaseRun.atomic,
-    "privatized": CaseRun.privatized,
-    "fast": CaseRun.fast,
-    "partitioned": CaseRun.partitioned,
-    "auto": CaseRun.auto,
-    "exclusive-scan": CaseRun.exclusive_scan,
-    "sort-stable": CaseRun.sort_stable,
-    "sort-atomic-cursor": CaseRun.sort_atomic_cursor,
-}
-
-
-def run_case(rt: Runtime, case: Case, kernel_names=KERNELS) -> list[Result]:
+def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
+    selected = selected or columns()
     try:
         run = CaseRun(rt, case)
     except Exception as error:  # the case itself could not be set up
         cell = Cell("FAIL", f"setting up case {case.name} failed: {type(error).__name__}: {error}")
-        return [Result(case, name, cell) for name in kernel_names]
+        return [Result(case, name, cell) for name, _, _ in selected]
     results = []
-    for name in kernel_names:
+    for name, kernel, variant in selected:
         start = time.perf_counter()
         try:
-            cell, geometry = ROWS[name](run)
+            cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
         if cell.status == "FAIL":
@@ -262,20 +277,26 @@ def run_case(rt: Runtime, case: Case, kernel_names=KERNELS) -> list[Result]:
 
 def run_conformance(console: Console | None = None, quick: bool = False,
                     json_path: str | Path | None = "conformance-results.json",
-                    cases: list[Case] | None = None) -> Report:
+                    cases: list[Case] | None = None, rows=None,
+                    stop_at_first_fail: bool = False) -> Report:
+    """The matrix: every case x every column (of `rows`, default all)."""
     console = console or Console()
     rt = runtime()
     cases = cases if cases is not None else all_cases(quick)
+    selected = columns(rows)
     report = Report()
     console.print(f"GPU conformance on {rt.device.name} ({rt.arch}, {rt.sm_count} SMs): "
-                  f"{len(cases)} cases x {len(KERNELS)} kernels")
-    with Progress(console=console, transient=True) as progress:
+                  f"{len(cases)} cases x {len(selected)} kernel columns")
+    start = time.perf_counter()
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("conformance", total=len(cases))
         for case in cases:
             progress.update(task, description=case.name)
-            report.results += run_case(rt, case)
+            report.results += run_case(rt, case, selected)
             progress.advance(task)
-    print_matrix(console, report)
+            if stop_at_first_fail and not report.passed:
+                break
+    print_report(console, report, time.perf_counter() - start)
     if json_path:
         Path(json_path).write_text(json.dumps(report.to_json(), indent=1, default=str))
         console.print(f"wrote {json_path}")

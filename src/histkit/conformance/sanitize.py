@@ -1,8 +1,12 @@
 """Entry point for ``nox -s sanitize``: every kernel on small cases, run under
-compute-sanitizer (memcheck or racecheck) by the session.
+compute-sanitizer (memcheck, racecheck or synccheck) by the session.
+
+    python -m histkit.conformance.sanitize TOOL [ROW ...]
 
 Small cases keep the instrumented run short while still covering the edge
-sizes (block +/- 1), both contention extremes and every key width.
+sizes (block +/- 1), both contention extremes, every key width, misaligned
+starts, bad keys and forced small grids (grid-stride loops and blocks that
+own several tiles), which is where barriers and bounds go missing.
 """
 
 from __future__ import annotations
@@ -14,20 +18,31 @@ from rich.console import Console
 from histkit.conformance.cases import DISTRIBUTIONS, Case
 from histkit.conformance.runner import run_conformance
 
+TOOLS = ("memcheck", "racecheck", "synccheck")
+
 
 def sanitizer_cases() -> list[Case]:
     cases = [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in (1, 33, 257, 5000)
              for k in (10, 256)]
     cases += [Case("uniform", 1 << 16, k, seed=1) for k in (4096, 65536, 1 << 20)]
     cases += [Case("uniform", 999, 100, seed=2, dtype=t) for t in ("int8", "uint64")]
+    cases += [Case("uniform", 20_003, k, seed=3, grid=g) for k in (256, 70_000) for g in (1, 3)]
+    cases += [Case("sorted", 9_001, 300, seed=3, dtype="int8", offset=3, grid=2),
+              Case("uniform", 5_003, 256, seed=3, bad="several", grid=2)]
     return cases
 
 
 def main(argv: list[str]) -> int:
     tool = argv[1] if len(argv) > 1 else "memcheck"
+    if tool not in TOOLS:
+        print(f"usage: python -m histkit.conformance.sanitize {{{','.join(TOOLS)}}} [ROW ...]",
+              file=sys.stderr)
+        return 2
+    rows = argv[2:] or None
     console = Console()
     console.print(f"compute-sanitizer {tool}: conformance on small cases")
-    report = run_conformance(console, json_path=f"sanitize-{tool}.json", cases=sanitizer_cases())
+    report = run_conformance(console, json_path=f"sanitize-{tool}.json", cases=sanitizer_cases(),
+                             rows=rows)
     return 0 if report.passed else 1
 
 

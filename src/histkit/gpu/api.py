@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histkit.gpu import kernels
+from histkit.gpu import registry
+from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
-from histkit.gpu.kernels import NO_BAD_KEY, Keys
+from histkit.gpu.kernels import Keys
 from histkit.oracles._inputs import as_key_array, bad_key_error, positive_int
 
-METHODS = ("auto", "atomic", "privatized", "partitioned", "naive")
+METHODS = registry.methods("histogram")
 
 
 @dataclass
@@ -124,17 +125,7 @@ def histogram(keys, num_bins: int, method: str = "auto"):
     hist = rt.zeros(num_bins, np.int64)
     first_bad = _first_bad(rt)
     if source.keys.n:
-        if method == "atomic":
-            kernels.atomic_histogram(rt, source.keys, num_bins, hist, first_bad)
-        elif method == "naive":
-            kernels.naive_histogram_grid(rt, source.keys, num_bins, hist, first_bad)
-        elif method == "privatized":
-            geometry = kernels.privatized_geometry(rt, source.keys.n, num_bins)
-            kernels.privatized_histogram(rt, source.keys, num_bins, hist, first_bad, geometry)
-        elif method == "partitioned":
-            kernels.partitioned_histogram(rt, source.keys, num_bins, hist, first_bad)
-        else:
-            kernels.auto_histogram(rt, source.keys, num_bins, hist, first_bad)
+        registry.serving("histogram", method).run(rt, source.keys, num_bins, hist, first_bad)
     _raise_if_bad(rt, first_bad, source.keys, num_bins)
     return _hand_back(rt, source, hist)
 
@@ -156,15 +147,9 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
     first_bad = _first_bad(rt)
     keep_alive: list = []
     if n:
-        if stable:
-            plan = kernels.stable_count(rt, source.keys, num_bins, first_bad, keep_alive)
-            _raise_if_bad(rt, first_bad, source.keys, num_bins)
-            kernels.stable_scatter(rt, source.keys, num_bins, plan, out_keys, out_index)
-        else:
-            cursor, _ = kernels.atomic_cursor_count(rt, source.keys, num_bins, first_bad,
-                                                    keep_alive)
-            _raise_if_bad(rt, first_bad, source.keys, num_bins)
-            kernels.scatter_atomic_cursor(rt, source.keys, cursor, out_keys, out_index)
+        registry.serving("counting_sort", bool(stable)).run(
+            rt, source.keys, num_bins, out_keys, out_index, first_bad, keep_alive,
+            between=lambda: _raise_if_bad(rt, first_bad, source.keys, num_bins))
     rt.sync("counting_sort")
     return _hand_back(rt, source, out_keys), _hand_back(rt, source, out_index)
 
@@ -185,7 +170,7 @@ def exclusive_scan(counts):
         if negative.size:
             raise ValueError(f"counts must be >= 0; count at index {negative[0]} is "
                              f"{host_counts[negative[0]]}")
-        kernels.exclusive_scan(rt, source.keys.ptr, n, out.ptr, keep_alive)
+        registry.serving("exclusive_scan").run(rt, source.keys.ptr, n, out.ptr, keep_alive)
     rt.sync("exclusive_scan")
     return _hand_back(rt, source, out)
 

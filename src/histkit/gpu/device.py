@@ -13,21 +13,10 @@ from functools import cache
 
 import numpy as np
 
+from histkit.gpu import contract
 from histkit.gpu.compiler import compile_cubin
 from histkit.gpu.errors import CudaError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
-
-# numpy dtype -> the C type the kernels are compiled for (-DKEY_T=...).
-KEY_C_TYPES = {
-    np.dtype(np.int8): "signed char",
-    np.dtype(np.int16): "short",
-    np.dtype(np.int32): "int",
-    np.dtype(np.int64): "long long",
-    np.dtype(np.uint8): "unsigned char",
-    np.dtype(np.uint16): "unsigned short",
-    np.dtype(np.uint32): "unsigned int",
-    np.dtype(np.uint64): "unsigned long long",
-}
 
 
 def check(result, call: str):
@@ -84,8 +73,10 @@ class Runtime:
 
     # --- modules ---------------------------------------------------------
     def kernel(self, source: str, name: str, defines: dict[str, str]):
+        """The entry `name` of cuda/`source`, built with the contract's defines + `defines`."""
         key = (source, name, tuple(sorted(defines.items())))
         if key not in self._kernels:
+            defines = contract.defines_for(source, defines)
             from cuda.core import ObjectCode
 
             cubin = compile_cubin(source, defines, self.arch)

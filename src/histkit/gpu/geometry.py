@@ -15,7 +15,3 @@ class Geometry:
     def __str__(self) -> str:
         return f"{self.kernel}<<<{self.grid}, {self.block}, {self.shared_bytes}>>>"
 
-
-# The chapter's numbers: one thread per key in blocks of 256, warps of 32.
-CHAPTER_BLOCK = 256
-WARP = 32

@@ -12,17 +12,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histkit.gpu.device import KEY_C_TYPES, DeviceArray, Runtime
-from histkit.gpu.geometry import CHAPTER_BLOCK, WARP, Geometry
+from histkit.gpu import contract
+from histkit.gpu.contract import (
+    CHAPTER_BLOCK,
+    FAST_BLOCK,
+    FAST_SHARED_BUDGET,
+    MAX_KEYS_PER_BLOCK,
+    NO_BAD_KEY,
+    WARP,
+)
+from histkit.gpu.device import DeviceArray, Runtime
+from histkit.gpu.geometry import Geometry
 
-NO_BAD_KEY = np.iinfo(np.uint64).max
-SCAN_TILE = 256 * 8  # SCAN_THREADS * SCAN_ITEMS in exclusive_scan.cu
-FAST_BLOCK = 1024
-# Per-block shared memory the fast kernel aims for: small enough that two
-# blocks of FAST_BLOCK threads share an SM.
-FAST_SHARED_BUDGET = 100 * 1024
-# Shared counters are 32-bit: no block may count 2^32 keys.
-MAX_KEYS_PER_BLOCK = 2**32 - 1
+__all__ = ["NO_BAD_KEY", "Keys"]  # and the launchers below
+
+SCAN_TILE = contract.SCAN_THREADS * contract.SCAN_ITEMS
+
+
+class UnsupportedShape(ValueError):
+    """This kernel cannot take this input's shape (too many bins for it, ...)."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,7 @@ class Keys:
     dtype: np.dtype
 
     def defines(self, **extra: str) -> dict[str, str]:
-        return {"KEY_T": KEY_C_TYPES[self.dtype], **extra}
+        return {**contract.key_defines(self.dtype), **extra}
 
 
 def _args(keys: Keys, num_bins: int):
@@ -45,25 +53,31 @@ def _blocks_for(items: int, block: int, cap: int) -> int:
     return max(1, min(-(-items // block), cap))
 
 
+def _grid_stride_blocks(rt: Runtime, n: int, grid: int | None) -> int:
+    """The chapter's grid (one key per thread, capped at 8 blocks per SM), or a forced one."""
+    return grid if grid is not None else _blocks_for(n, CHAPTER_BLOCK, rt.sm_count * 8)
+
+
 def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bins: int,
-                        hist: DeviceArray, first_bad: DeviceArray) -> Geometry:
+                        hist: DeviceArray, first_bad: DeviceArray,
+                        grid: int | None = None) -> Geometry:
     """The chapter's launch shape: blocks of 256, grid-stride over the keys."""
     kernel = rt.kernel(source, name, keys.defines())
-    geometry = Geometry(name, _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+    geometry = Geometry(name, _grid_stride_blocks(rt, keys.n, grid), CHAPTER_BLOCK)
     rt.launch(kernel, geometry, *_args(keys, num_bins), hist.ptr, first_bad.ptr)
     return geometry
 
 
 def atomic_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                     first_bad: DeviceArray) -> Geometry:
+                     first_bad: DeviceArray, grid: int | None = None) -> Geometry:
     return _one_key_per_thread(rt, "atomic_histogram.cu", "atomic_histogram", keys, num_bins,
-                               hist, first_bad)
+                               hist, first_bad, grid)
 
 
 def naive_histogram_grid(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                         first_bad: DeviceArray) -> Geometry:
+                         first_bad: DeviceArray, grid: int | None = None) -> Geometry:
     return _one_key_per_thread(rt, "naive_histogram.cu", "naive_histogram_grid", keys, num_bins,
-                               hist, first_bad)
+                               hist, first_bad, grid)
 
 
 def naive_histogram_one_warp(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -81,7 +95,7 @@ def privatized_geometry(rt: Runtime, n: int, num_bins: int, block_size: int = CH
     """The privatized kernel's launch; num_blocks=None means one resident wave."""
     shared = num_bins * 4
     if shared > rt.max_shared_per_block:
-        raise ValueError(f"the privatized kernel keeps {num_bins} bins in shared memory, "
+        raise UnsupportedShape(f"the privatized kernel keeps {num_bins} bins in shared memory, "
                          f"which holds at most {rt.max_shared_per_block // 4} here; "
                          f"use method='auto' or 'atomic'")
     if num_blocks is None:
@@ -91,9 +105,12 @@ def privatized_geometry(rt: Runtime, n: int, num_bins: int, block_size: int = CH
 
 
 def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                         first_bad: DeviceArray, geometry: Geometry,
-                         atomics_issued: DeviceArray | None = None) -> Geometry:
+                         first_bad: DeviceArray, geometry: Geometry | None = None,
+                         atomics_issued: DeviceArray | None = None,
+                         grid: int | None = None) -> Geometry:
     """With atomics_issued, the kernel is built to count its global atomics into it."""
+    if geometry is None:
+        geometry = privatized_geometry(rt, keys.n, num_bins, num_blocks=grid)
     extra = {"COUNT_GLOBAL_ATOMICS": "1"} if atomics_issued is not None else {}
     kernel = rt.kernel("privatized_histogram.cu", "privatized_histogram",
                        keys.defines(**extra))
@@ -125,15 +142,20 @@ def fast_layout(rt: Runtime, num_bins: int) -> tuple[int, int]:
 
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                   first_bad: DeviceArray, hold_runs: bool = False) -> Geometry:
+                   first_bad: DeviceArray, hold_runs: bool = False, grid: int | None = None,
+                   shared_share: float | None = None) -> Geometry:
     """Vector loads, private shared copies, global atomics past shared memory.
 
     hold_runs: each thread adds a run of one global bin once (for one hot bin
-    past shared memory; fast_histogram.cu's HOLD_RUNS).
+    past shared memory; fast_histogram.cu's HOLD_RUNS). grid forces the block
+    count; shared_share forces the share of bins kept in shared memory (the
+    conformance suite reaches the global-atomic paths at small num_bins so).
     """
     if num_bins >= 2**32:
-        return atomic_histogram(rt, keys, num_bins, hist, first_bad)
+        return atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
     copies, shared_bins = fast_layout(rt, num_bins)
+    if shared_share is not None:
+        shared_bins = min(shared_bins, int(num_bins * shared_share))
     shared = copies * (shared_bins + 1) * 4
     # Mostly global bins: coalesced scalar reads keep a warp's atomics on
     # neighbouring addresses (see fast_histogram.cu).
@@ -141,8 +163,11 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     hold = "1" if hold_runs else "0"
     kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
                        keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
-    resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
-    blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    if grid is None:
+        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+        blocks = _blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    else:
+        blocks = grid
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
     geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
                         f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
@@ -152,12 +177,11 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     return geometry
 
 
-# partitioned_histogram.cu's PART_* constants.
-PARTITION_BINS = 1 << 14
-PARTITION_TILE = 1024 * 8
-PARTITION_THREADS = 1024
-PARTITION_COUNT_THREADS = 512
-MAX_PARTITIONS = 256
+PARTITION_BINS = 1 << contract.PART_LOW_BITS
+PARTITION_TILE = contract.PART_THREADS * contract.PART_ITEMS
+PARTITION_THREADS = contract.PART_THREADS
+PARTITION_COUNT_THREADS = contract.PART_COUNT_THREADS
+MAX_PARTITIONS = contract.MAX_PARTS
 MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
 # method="auto" samples the keys (auto_choice) between these bin counts, for
 # inputs of at least PARTITION_MIN_KEYS keys (bench/NOTES.md has the
@@ -170,12 +194,19 @@ HOT_GLOBAL = 0.5
 
 
 def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                          first_bad: DeviceArray) -> Geometry:
-    """Partition keys by their bin's high bits, then count each partition in shared memory."""
-    if num_bins > MAX_PARTITIONED_BINS:
-        raise ValueError(f"the partitioned kernel takes num_bins <= {MAX_PARTITIONED_BINS}; "
-                         f"got {num_bins}; use method='auto' or 'atomic'")
-    parts = -(-num_bins // PARTITION_BINS)
+                          first_bad: DeviceArray, grid: int | None = None,
+                          low_bits: int = contract.PART_LOW_BITS) -> Geometry:
+    """Partition keys by their bin's high bits, then count each partition in shared memory.
+
+    grid forces both passes' block counts; low_bits (bins per partition =
+    2^low_bits) below the default makes many partitions out of few bins.
+    """
+    partition_bins = 1 << low_bits
+    if num_bins > partition_bins * MAX_PARTITIONS:
+        raise UnsupportedShape(f"the partitioned kernel takes num_bins <= "
+                         f"{partition_bins * MAX_PARTITIONS}; got {num_bins}; "
+                         f"use method='auto' or 'atomic'")
+    parts = -(-num_bins // partition_bins)
     tiles = -(-keys.n // PARTITION_TILE)
     low_bins = rt.empty(keys.n, np.uint16)
     counts = rt.empty(parts * tiles, np.uint64)
@@ -183,17 +214,25 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     positions = rt.empty(parts * tiles, np.uint64)
     keep_alive = [low_bins, counts, starts, positions]
 
-    partition = rt.kernel("partitioned_histogram.cu", "partition_tiles", keys.defines())
-    resident = rt.resident_blocks(partition, PARTITION_THREADS, 0)
-    split = Geometry("partition_tiles", _blocks_for(tiles, 1, rt.sm_count * resident),
-                     PARTITION_THREADS)
+    defines = keys.defines(PART_LOW_BITS=str(low_bits))
+    partition = rt.kernel("partitioned_histogram.cu", "partition_tiles", defines)
+    if grid is None:
+        grid_split = _blocks_for(tiles, 1, rt.sm_count * rt.resident_blocks(
+            partition, PARTITION_THREADS, 0))
+    else:
+        grid_split = grid
+    split = Geometry(f"partition_tiles[PART_LOW_BITS={low_bits}]", grid_split, PARTITION_THREADS)
     rt.launch(partition, split, *_args(keys, num_bins), np.uint32(parts), np.int64(tiles),
               low_bins.ptr, counts.ptr, starts.ptr, first_bad.ptr)
     exclusive_scan(rt, counts.ptr, parts * tiles, positions.ptr, keep_alive)
 
-    count = rt.kernel("partitioned_histogram.cu", "count_partitions", keys.defines())
-    shared = PARTITION_BINS * 4
-    blocks = rt.sm_count * rt.resident_blocks(count, PARTITION_COUNT_THREADS, shared)
+    count = rt.kernel("partitioned_histogram.cu", "count_partitions", defines)
+    shared = partition_bins * 4
+    if grid is None:
+        blocks = rt.sm_count * rt.resident_blocks(count, PARTITION_COUNT_THREADS, shared)
+    else:
+        rt.allow_shared(count, shared)
+        blocks = grid
     # Shared counters are 32-bit: no block may count 2^32 keys.
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
     merge = Geometry("count_partitions", blocks, PARTITION_COUNT_THREADS, shared)
@@ -202,7 +241,7 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     return Geometry(f"{split} + count_partitions", merge.grid, merge.block, shared)
 
 
-SAMPLE_RUNS = 64
+SAMPLE_RUNS = contract.SAMPLE_RUNS
 
 
 def sample_runs(rt: Runtime, keys: Keys) -> np.ndarray:
@@ -261,8 +300,26 @@ def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
     return float(np.count_nonzero(starts & (sectors != NOT_GLOBAL)) / runs.size)
 
 
+@dataclass(frozen=True)
+class AutoPolicy:
+    """Where method="auto" samples the keys before choosing (bench/NOTES.md)."""
+
+    min_bins: int = PARTITION_MIN_BINS
+    max_bins: int = PARTITION_MAX_AUTO_BINS
+    min_keys: int = PARTITION_MIN_KEYS
+
+    def samples(self, n: int, num_bins: int) -> bool:
+        return self.min_bins <= num_bins <= self.max_bins and n >= self.min_keys
+
+
+# The conformance suite's auto row: it samples at every size, so each branch of
+# the choice is reached by small cases.
+ALWAYS_SAMPLE = AutoPolicy(min_bins=1, max_bins=PARTITION_MAX_AUTO_BINS, min_keys=1)
+
+
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
-                   first_bad: DeviceArray) -> Geometry:
+                   first_bad: DeviceArray, grid: int | None = None,
+                   policy: AutoPolicy = AutoPolicy()) -> Geometry:
     """method="auto": the fastest exact kernel for this input.
 
     Below PARTITION_MIN_BINS bins (or keys), the fast kernel. Above, a sample
@@ -270,64 +327,72 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     measurements behind it).
     """
     choice = "fast"
-    if PARTITION_MIN_BINS <= num_bins <= PARTITION_MAX_AUTO_BINS and keys.n >= PARTITION_MIN_KEYS:
+    if policy.samples(keys.n, num_bins):
         choice = auto_choice(sample_runs(rt, keys), fast_layout(rt, num_bins)[1], num_bins)
     if choice == "partitioned":
-        return partitioned_histogram(rt, keys, num_bins, hist, first_bad)
-    return fast_histogram(rt, keys, num_bins, hist, first_bad, hold_runs=choice == "fast-hold")
+        geometry = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid)
+    else:
+        geometry = fast_histogram(rt, keys, num_bins, hist, first_bad,
+                                  hold_runs=choice == "fast-hold", grid=grid)
+    return Geometry(f"auto -> {choice}: {geometry.kernel}", geometry.grid, geometry.block,
+                    geometry.shared_bytes)
 
 
-def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int,
-                   keep_alive: list) -> list[Geometry]:
-    """out[i] = sum(counts[:i]) over uint64 counts, any n (tiles scanned recursively)."""
+def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_alive: list,
+                   threads: int = contract.SCAN_THREADS,
+                   items: int = contract.SCAN_ITEMS) -> list[Geometry]:
+    """out[i] = sum(counts[:i]) over uint64 counts, any n (tiles scanned recursively).
+
+    threads x items is the tile; smaller tiles reach the recursion at small n.
+    """
     if n == 0:
         return []
-    defines: dict[str, str] = {}
-    tiles = -(-n // SCAN_TILE)
+    defines = {"SCAN_THREADS": str(threads), "SCAN_ITEMS": str(items)}
+    tiles = -(-n // (threads * items))
     geometries = []
     if tiles == 1:
         offsets = rt.zeros(1, np.uint64)
     else:
         sums = rt.empty(tiles, np.uint64)
         offsets = rt.empty(tiles, np.uint64)
-        geometry = Geometry("scan_tile_sums", tiles, 256)
+        geometry = Geometry("scan_tile_sums", tiles, threads)
         rt.launch(rt.kernel("exclusive_scan.cu", "scan_tile_sums", defines), geometry,
                   counts_ptr, np.int64(n), sums.ptr)
         geometries.append(geometry)
-        geometries += exclusive_scan(rt, sums.ptr, tiles, offsets.ptr, keep_alive)
+        geometries += exclusive_scan(rt, sums.ptr, tiles, offsets.ptr, keep_alive, threads, items)
         keep_alive.append(sums)
     keep_alive.append(offsets)
-    geometry = Geometry("scan_tiles", tiles, 256)
+    geometry = Geometry("scan_tiles", tiles, threads)
     rt.launch(rt.kernel("exclusive_scan.cu", "scan_tiles", defines), geometry,
               counts_ptr, np.int64(n), offsets.ptr, out_ptr)
     return geometries + [geometry]
 
 
 def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
-                        keep_alive: list) -> tuple[DeviceArray, list[Geometry]]:
+                        keep_alive: list, grid: int | None = None
+                        ) -> tuple[DeviceArray, list[Geometry]]:
     """The chapter's count and scan: per-bin cursors starting at each bin's offset."""
     hist = rt.zeros(num_bins, np.uint64)
     cursor = rt.empty(num_bins, np.uint64)
     keep_alive.append(hist)
-    geometries = [atomic_histogram(rt, keys, num_bins, hist, first_bad)]
+    geometries = [atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)]
     geometries += exclusive_scan(rt, hist.ptr, num_bins, cursor.ptr, keep_alive)
     return cursor, geometries
 
 
 def scatter_atomic_cursor(rt: Runtime, keys: Keys, cursor: DeviceArray, out_keys: DeviceArray,
-                          out_index: DeviceArray) -> Geometry:
+                          out_index: DeviceArray, grid: int | None = None) -> Geometry:
     kernel = rt.kernel("counting_sort.cu", "scatter_atomic_cursor", keys.defines())
-    geometry = Geometry("scatter_atomic_cursor",
-                        _blocks_for(keys.n, CHAPTER_BLOCK, rt.sm_count * 8), CHAPTER_BLOCK)
+    geometry = Geometry("scatter_atomic_cursor", _grid_stride_blocks(rt, keys.n, grid),
+                        CHAPTER_BLOCK)
     rt.launch(kernel, geometry, keys.ptr, np.int64(keys.n), cursor.ptr, out_keys.ptr,
               out_index.ptr)
     return geometry
 
 
-# The stable sort's tiles and digits (counting_sort.cu's TILE_* and DIGIT_BITS).
-TILE_THREADS = 256
-TILE_KEYS = TILE_THREADS * 8
-DIGIT_BITS = 8
+TILE_THREADS = contract.TILE_WARPS * WARP
+TILE_KEYS = TILE_THREADS * contract.TILE_ITEMS
+DIGIT_BITS = contract.DIGIT_BITS
 
 
 def digit_shifts(num_bins: int) -> tuple[int, ...]:
@@ -380,11 +445,18 @@ def _count_digits(rt: Runtime, keys: Keys, num_bins: int, shift: int, blocks: in
 
 
 def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
-                 keep_alive: list) -> StablePlan:
-    """The first pass's count (it checks every key) and its cursors."""
+                 keep_alive: list, grid: int | None = None) -> StablePlan:
+    """The first pass's count (it checks every key) and its cursors.
+
+    grid forces the block count (blocks then own several tiles each).
+    """
     tiles = -(-keys.n // TILE_KEYS)
-    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
-    blocks = _blocks_for(tiles, 1, rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
+    if grid is None:
+        scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
+        blocks = _blocks_for(tiles, 1,
+                             rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
+    else:
+        blocks = grid
     # A block counts its keys in 32-bit shared counters.
     blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
     # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.

@@ -11,8 +11,8 @@ Each function models one thing the chapter (Chapter 7: Histograms) describes:
 - :func:`counting_sort` -- the stable counting sort (7.3).
 
 Keys may have any integer dtype and any stride; counts and indices are int64.
-A key outside ``[0, num_bins)`` raises ``ValueError`` naming the first bad
-index and value; nothing is clipped.
+A key outside ``[0, num_bins)`` raises ``BadKeyError`` (a ``ValueError``)
+naming the first bad index and value; nothing is clipped.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from histkit.oracles._histogram import histogram_counts
-from histkit.oracles._inputs import as_key_array, positive_int, raise_bad_key
+from histkit.oracles._inputs import BadKeyError, as_key_array, positive_int, raise_bad_key
 from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
 from histkit.oracles._wave import naive_wave_counts
 
 __all__ = [
+    "BadKeyError",
     "counting_sort",
     "exclusive_scan",
     "histogram",

@@ -41,9 +41,19 @@ def positive_int(value, name: str) -> int:
     return number
 
 
-def bad_key_error(index: int, value: int, num_bins: int) -> ValueError:
-    """The ValueError every histkit entry point, CPU or GPU, gives an out-of-range key."""
-    return ValueError(f"key at index {index} is {value}, outside [0, {num_bins})")
+class BadKeyError(ValueError):
+    """A key outside [0, num_bins); ``index`` is the first such key's, ``value`` its value."""
+
+    def __init__(self, index: int, value: int, num_bins: int):
+        super().__init__(f"key at index {index} is {value}, outside [0, {num_bins})")
+        self.index = index
+        self.value = value
+        self.num_bins = num_bins
+
+
+def bad_key_error(index: int, value: int, num_bins: int) -> BadKeyError:
+    """The error every histkit entry point, CPU or GPU, gives an out-of-range key."""
+    return BadKeyError(index, value, num_bins)
 
 
 def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:

@@ -1,0 +1,201 @@
+"""Mutation testing of the conformance suite: how we know it catches bugs.
+
+``mutants/mutants.toml`` lists planted one-line bugs in ``cuda/``. For each,
+``python -m histkit.conformance.mutation run`` (``nox -s mutants``) copies
+``cuda/``, applies the bug, and runs, in a fresh process pointed at the copy
+by ``HISTKIT_CUDA_DIR``, the conformance rows that compile the mutated file
+(``registry.rows_reaching``), stopping at the first FAIL. A FAIL, a crash or
+a hang (timeout) is "caught"; a compile error makes the mutant "broken" (it
+tests nothing); a clean run is "survived" and names a missing case.
+
+Without a GPU, ``tests/test_mutants.py`` checks that every mutant applies
+and compiles with NVRTC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+NEEDS = ("quick", "full", "racecheck", "synccheck")
+EXIT_SURVIVED, EXIT_CAUGHT, EXIT_BROKEN = 0, 1, 3
+COMPILE_FAILED = "NVRTC failed to compile"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str
+    find: str
+    replace: str
+    plants: str
+    caught_by: str
+    needs: str = "quick"
+
+
+def load(table: Path) -> list[Mutant]:
+    entries = tomllib.loads(Path(table).read_text())["mutant"]
+    mutants = [Mutant(**entry) for entry in entries]
+    for m in mutants:
+        if m.needs not in NEEDS:
+            raise ValueError(f"mutant {m.id}: needs must be one of {NEEDS}; got {m.needs!r}")
+    return mutants
+
+
+def apply(mutant: Mutant, source_dir: Path, target_dir: Path) -> Path:
+    """A copy of source_dir in target_dir with the mutant's one change made."""
+    shutil.copytree(source_dir, target_dir, dirs_exist_ok=True)
+    path = target_dir / mutant.file
+    text = path.read_text()
+    found = text.count(mutant.find)
+    if found != 1:
+        raise ValueError(f"mutant {mutant.id}: its find text occurs {found} times in "
+                         f"{mutant.file} (must be exactly once)")
+    path.write_text(text.replace(mutant.find, mutant.replace))
+    return target_dir
+
+
+def rows_for(mutant: Mutant) -> list[str]:
+    from histkit.gpu import registry
+
+    return [k.row for k in registry.rows_reaching(mutant.file)]
+
+
+def _judge_command(mutant: Mutant) -> list[str]:
+    rows = rows_for(mutant)
+    if mutant.needs in ("racecheck", "synccheck"):
+        return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
+                "--error-exitcode", str(EXIT_CAUGHT), sys.executable, "-m",
+                "histkit.conformance.sanitize", mutant.needs, *rows]
+    return [sys.executable, "-m", "histkit.conformance.mutation", "judge", mutant.needs, *rows]
+
+
+@dataclass
+class Outcome:
+    id: str
+    file: str
+    needs: str
+    verdict: str  # caught | survived | broken
+    how: str
+    seconds: float
+
+
+def _last_lines(text: str, count: int = 6) -> str:
+    return "\n".join(text.strip().splitlines()[-count:])
+
+
+def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcome:
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
+        apply(mutant, cuda_dir, Path(tmp))
+        child_env = {**env, "HISTKIT_CUDA_DIR": tmp, "PYTHONUNBUFFERED": "1"}
+        try:
+            done = subprocess.run(_judge_command(mutant), env=child_env, capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
+                           f"hang: no verdict within {timeout:.0f} s",
+                           time.perf_counter() - start)
+    output = done.stdout + done.stderr
+    if COMPILE_FAILED in output or done.returncode == EXIT_BROKEN:
+        verdict, how = "broken", "does not compile: " + _last_lines(output, 3)
+    elif done.returncode == EXIT_SURVIVED:
+        verdict, how = "survived", "every case passed"
+    elif done.returncode == EXIT_CAUGHT:
+        verdict, how = "caught", _last_lines(output, 4)
+    else:
+        verdict, how = "caught", f"crashed (exit {done.returncode}): " + _last_lines(output, 4)
+    return Outcome(mutant.id, mutant.file, mutant.needs, verdict, how,
+                   time.perf_counter() - start)
+
+
+def judge(needs: str, rows: list[str]) -> int:
+    """In the mutant's process: the rows on the cases its `needs` names."""
+    from rich.console import Console
+
+    from histkit.conformance.cases import all_cases, huge_cases
+    from histkit.conformance.runner import run_conformance
+
+    cases = huge_cases() if needs == "full" else all_cases(quick=True)
+    console = Console(width=200)
+    report = run_conformance(console, cases=cases, rows=rows, json_path=None,
+                             stop_at_first_fail=True)
+    if any(COMPILE_FAILED in r.cell.detail for r in report.failures):
+        return EXIT_BROKEN
+    return EXIT_CAUGHT if report.failures else EXIT_SURVIVED
+
+
+def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path | None,
+        only: list[str] | None, needs: list[str] | None) -> int:
+    mutants = [m for m in load(table) if (not only or m.id in only)
+               and (not needs or m.needs in needs)]
+    env = dict(os.environ)
+    # One compile cache for all: entries are keyed on the mutated source itself.
+    env.setdefault("HISTKIT_CACHE_DIR", str(Path(tempfile.gettempdir()) / "histkit-mutants"))
+    # Huge cases hold tens of GB each: those mutants run one at a time.
+    heavy = [m for m in mutants if m.needs == "full"]
+    light = [m for m in mutants if m.needs != "full"]
+    outcomes: list[Outcome] = []
+
+    def report(outcome: Outcome) -> None:
+        print(f"{outcome.verdict:8s} {outcome.id} ({outcome.needs}, {outcome.seconds:.0f} s)",
+              flush=True)
+        outcomes.append(outcome)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for outcome in pool.map(lambda m: run_one(m, cuda_dir, timeout, env), light):
+            report(outcome)
+    for mutant in heavy:
+        report(run_one(mutant, cuda_dir, timeout * 3, env))
+    caught = sum(o.verdict == "caught" for o in outcomes)
+    broken = [o.id for o in outcomes if o.verdict == "broken"]
+    survived = [o.id for o in outcomes if o.verdict == "survived"]
+    rate = caught / len(outcomes) if outcomes else 0.0
+    for o in outcomes:
+        if o.verdict != "caught":
+            print(f"  {o.verdict}: {o.id}: {o.how}")
+    print(f"mutants: {caught}/{len(outcomes)} caught ({rate:.0%}); "
+          f"{len(survived)} survived, {len(broken)} broken")
+    if json_path:
+        json_path.write_text(json.dumps({"caught": caught, "total": len(outcomes),
+                                         "rate": rate, "survived": survived, "broken": broken,
+                                         "outcomes": [asdict(o) for o in outcomes]}, indent=1))
+        print(f"wrote {json_path}")
+    return 0 if caught == len(outcomes) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m histkit.conformance.mutation",
+                                     description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    every = commands.add_parser("run", help="run every mutant of the table")
+    every.add_argument("--table", type=Path, default=Path("mutants/mutants.toml"))
+    every.add_argument("--cuda-dir", type=Path, default=Path("cuda"))
+    every.add_argument("--jobs", type=int, default=6, help="mutants run at once (default 6)")
+    every.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds before a mutant counts as hung (default 300)")
+    every.add_argument("--json", type=Path, default=Path("mutants-results.json"))
+    every.add_argument("--only", nargs="*", help="run these mutant ids only")
+    every.add_argument("--needs", nargs="*", choices=NEEDS, help="run mutants of these needs")
+    one = commands.add_parser("judge", help="(internal) judge the mutated sources once")
+    one.add_argument("needs", choices=("quick", "full"))
+    one.add_argument("rows", nargs="+")
+    args = parser.parse_args(argv)
+    if args.command == "judge":
+        return judge(args.needs, args.rows)
+    return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
+               args.needs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

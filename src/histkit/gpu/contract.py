@@ -1,0 +1,89 @@
+"""Every number the host and the kernels share, defined once.
+
+The host computes geometry and scratch sizes from these; ``defines_for``
+hands the same values to NVRTC as ``-D`` defines, so a kernel never runs with
+a constant the host does not know. The ``#ifndef`` defaults in ``cuda/*.cu``
+only serve standalone compiles (``tests/test_registry.py`` checks that they
+agree with this module).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# numpy dtype -> the C type the kernels are compiled for (-DKEY_T=...).
+KEY_C_TYPES = {
+    np.dtype(np.int8): "signed char",
+    np.dtype(np.int16): "short",
+    np.dtype(np.int32): "int",
+    np.dtype(np.int64): "long long",
+    np.dtype(np.uint8): "unsigned char",
+    np.dtype(np.uint16): "unsigned short",
+    np.dtype(np.uint32): "unsigned int",
+    np.dtype(np.uint64): "unsigned long long",
+}
+
+# first_bad starts here; a kernel lowers it to the first out-of-range key's index.
+NO_BAD_KEY = 2**64 - 1
+
+# The chapter's numbers: one thread per key in blocks of 256, warps of 32.
+CHAPTER_BLOCK = 256
+WARP = 32
+# Shared counters are 32-bit: no block may count 2^32 keys.
+MAX_KEYS_PER_BLOCK = 2**32 - 1
+
+# exclusive_scan.cu: a tile is SCAN_THREADS x SCAN_ITEMS values.
+SCAN_THREADS = 256
+SCAN_ITEMS = 8
+
+# fast_histogram.cu
+FAST_BLOCK = 1024
+FAST_VECTORS_PER_THREAD = 4  # 16-byte loads in flight per thread
+# Per-block shared memory the fast kernel aims for: two blocks of FAST_BLOCK per SM.
+FAST_SHARED_BUDGET = 100 * 1024
+
+# partitioned_histogram.cu
+PART_LOW_BITS = 14  # bins per partition = 2^PART_LOW_BITS
+MAX_PARTS = 256
+PART_THREADS = 1024
+PART_ITEMS = 8
+PART_COUNT_THREADS = 512
+PART_ENTRY_COST = 64
+SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
+
+# counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
+TILE_WARPS = 8
+TILE_ITEMS = 8
+DIGIT_BITS = 8
+
+
+def _shared_defines() -> dict[str, int]:
+    return {"HK_NO_BAD_KEY": NO_BAD_KEY}
+
+
+SOURCE_DEFINES: dict[str, dict[str, int]] = {
+    "exclusive_scan.cu": {"SCAN_THREADS": SCAN_THREADS, "SCAN_ITEMS": SCAN_ITEMS},
+    "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD},
+    "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
+                                 "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
+                                 "COUNT_THREADS": PART_COUNT_THREADS,
+                                 "ENTRY_COST": PART_ENTRY_COST},
+    "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
+                         "DIGIT_BITS": DIGIT_BITS},
+}
+
+
+def defines_for(source: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """The -D defines one compile of `source` gets: the contract, then overrides."""
+    values = {**_shared_defines(), **SOURCE_DEFINES.get(source, {})}
+    defines = {name: _c_literal(value) for name, value in values.items()}
+    defines.update(overrides or {})
+    return defines
+
+
+def _c_literal(value: int) -> str:
+    return f"{value}ULL" if value > 2**31 - 1 else str(value)
+
+
+def key_defines(dtype: np.dtype) -> dict[str, str]:
+    return {"KEY_T": KEY_C_TYPES[np.dtype(dtype)]}

@@ -1,0 +1,60 @@
+"""Every planted bug of mutants/mutants.toml applies to cuda/ and compiles
+with NVRTC (a mutant that does not compile tests nothing). No GPU needed."""
+
+from pathlib import Path
+
+import pytest
+
+from histkit.conformance import mutation
+from histkit.gpu import contract, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTANTS = mutation.load(ROOT / "mutants" / "mutants.toml")
+
+
+def test_there_are_at_least_thirty_mutants_with_unique_ids_reaching_every_kernel_file():
+    assert len(MUTANTS) >= 30
+    assert len({m.id for m in MUTANTS}) == len(MUTANTS)
+    kernel_files = {k.source for k in registry.KERNELS} - {"naive_histogram.cu"}
+    assert kernel_files <= {m.file for m in MUTANTS}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_each_mutant_applies_once_and_changes_its_file(mutant, tmp_path):
+    copy = mutation.apply(mutant, ROOT / "cuda", tmp_path)
+    assert (copy / mutant.file).read_text() != (ROOT / "cuda" / mutant.file).read_text()
+    assert mutation.rows_for(mutant), f"{mutant.file} reaches no conformance row"
+
+
+def test_a_find_text_that_is_not_unique_is_refused(tmp_path):
+    bad = mutation.Mutant("dup", "common.cuh", "#", "", "", "")
+    with pytest.raises(ValueError, match="occurs"):
+        mutation.apply(bad, ROOT / "cuda", tmp_path)
+
+
+compiler = pytest.importorskip("histkit.gpu.compiler")
+try:
+    compiler.nvrtc_version()
+    NO_NVRTC = None
+except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
+    NO_NVRTC = str(error)
+
+
+@pytest.mark.nvrtc
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_each_mutated_file_compiles_with_nvrtc(mutant, tmp_path, monkeypatch):
+    copy = mutation.apply(mutant, ROOT / "cuda", tmp_path / "cuda")
+    monkeypatch.setenv("HISTKIT_CUDA_DIR", str(copy))
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
+    compiler.kernel_dir.cache_clear()
+    sources = ([mutant.file] if mutant.file.endswith(".cu")
+               else sorted({k.source for k in registry.KERNELS}))
+    try:
+        for source in sources:
+            # the last build listed is the fullest (the counting build, HOLD_RUNS, ...)
+            builds = next(k.builds for k in registry.KERNELS if source in k.sources)
+            defines = contract.defines_for(source, {"KEY_T": "int", **builds[-1]})
+            assert compiler.compile_cubin(source, defines, "sm_90")[:4] == b"\x7fELF"
+    finally:
+        compiler.kernel_dir.cache_clear()
