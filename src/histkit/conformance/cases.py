@@ -139,7 +139,10 @@ def _remainder_cases() -> list[Case]:
     # many bins at small N: each branch of auto's sampled choice, 3-digit sorts
     cases += [Case(d, 20_011, 1 << 20, seed=7) for d in ("uniform", "onebin", "sorted")]
     cases += [Case("zipf", 100_003, 100_000, seed=7), Case("sorted", 300_007, 1 << 18, seed=7)]
-    # more than 4M bins: a three-level scan of the counts
+    # every partition in use (256 of them), with a partial last tile
+    cases += [Case("uniform", 100_003, 1 << 22, seed=7), Case("zipf", 70_001, 1 << 14, seed=7),
+              Case("uniform", 70_001, 1 << 14, seed=7, grid=2)]
+    # more than 4M bins: past the partitioned kernel's limit
     cases += [Case("uniform", 100_000, (1 << 22) + 5, seed=7)]
     return cases
 

@@ -27,7 +27,8 @@ def sanitizer_cases() -> list[Case]:
     cases += [Case("uniform", 1 << 16, k, seed=1) for k in (4096, 65536, 1 << 20)]
     cases += [Case("uniform", 999, 100, seed=2, dtype=t) for t in ("int8", "uint64")]
     cases += [Case("uniform", 20_003, k, seed=3, grid=g) for k in (256, 70_000) for g in (1, 3)]
-    cases += [Case("sorted", 9_001, 300, seed=3, dtype="int8", offset=3, grid=2),
+    cases += [Case("uniform", 30_001, 1 << 14, seed=3, grid=1),
+              Case("sorted", 9_001, 300, seed=3, dtype="int8", offset=3, grid=2),
               Case("uniform", 5_003, 256, seed=3, bad="several", grid=2)]
     return cases
 
