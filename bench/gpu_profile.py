@@ -14,7 +14,7 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from histkit.gpu import kernels
+from histkit.gpu import registry
 from histkit.gpu.bench import _as_array, _device_keys, _keys_of
 from histkit.gpu.device import runtime
 
@@ -27,8 +27,6 @@ CASES = [
     ("stable-sort", "uniform", 256),
     ("stable-sort", "uniform", 65536),
 ]
-HISTOGRAMS = {"fast": kernels.fast_histogram, "atomic": kernels.atomic_histogram,
-              "partitioned": kernels.partitioned_histogram}
 
 
 def main() -> None:
@@ -40,14 +38,13 @@ def main() -> None:
         rt.memset(first_bad.ptr, 0xFF, 8)
         print(f"=== {kernel} {distribution} K={num_bins} N={N}", flush=True)
         if kernel == "stable-sort":
-            keep: list = []
             out_keys, out_index = cupy.empty_like(keys), cupy.empty(N, dtype=cupy.int64)
-            plan = kernels.stable_count(rt, device_keys, num_bins, first_bad, keep)
-            kernels.stable_scatter(rt, device_keys, num_bins, plan, _as_array(out_keys),
-                                   _as_array(out_index))
+            registry.serving("counting_sort", True).run(
+                rt, device_keys, num_bins, _as_array(out_keys), _as_array(out_index), first_bad, [])
         else:
             hist = rt.zeros(num_bins, np.uint64)
-            print(HISTOGRAMS[kernel](rt, device_keys, num_bins, hist, first_bad), flush=True)
+            print(registry.by_row(kernel).run(rt, device_keys, num_bins, hist, first_bad),
+                  flush=True)
         rt.sync(kernel)
 
 

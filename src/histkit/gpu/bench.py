@@ -23,7 +23,7 @@ import numpy as np
 from histkit import __version__, oracles
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
-from histkit.gpu import kernels
+from histkit.gpu import kernels, registry
 from histkit.gpu.device import runtime
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.kernels import Keys
@@ -189,22 +189,20 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     rt.memset(first_bad.ptr, 0xFF, 8)
     device_keys = _keys_of(keys)
 
-    ours = {"histkit auto": kernels.auto_histogram, "histkit fast": kernels.fast_histogram,
-            "histkit atomic": kernels.atomic_histogram}
-    if num_bins <= kernels.MAX_PARTITIONED_BINS:
-        ours["histkit partitioned"] = kernels.partitioned_histogram
-    try:
-        geometry = kernels.privatized_geometry(rt, n, num_bins)
-        ours["histkit privatized"] = functools.partial(_privatized, geometry=geometry)
-    except ValueError as error:
-        row["notes"]["histkit privatized"] = str(error).split(";")[0]
+    # Every exact histogram kernel the API serves, and the fast kernel auto picks.
+    ours = {f"histkit {k.row}": k.run for k in registry.KERNELS
+            if k.kind == "histogram" and (k.serves or k.row == "fast")}
 
     def run(launch):
         rt.memset(hist.ptr, 0, num_bins * 8)
         return launch(rt, device_keys, num_bins, hist, first_bad)
 
     for name, launch in ours.items():
-        used = run(launch)
+        try:
+            used = run(launch)
+        except kernels.UnsupportedShape as error:
+            row["notes"][name] = str(error).split(";")[0]
+            continue
         got = rt.copy_to_host(hist.ptr, np.empty(num_bins, np.uint64)).astype(np.int64)
         if not np.array_equal(got, exact):
             row["notes"][name] = "WRONG RESULT: not timed"
@@ -231,10 +229,6 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     return row
 
 
-def _privatized(rt, keys, num_bins, hist, first_bad, geometry):
-    return kernels.privatized_histogram(rt, keys, num_bins, hist, first_bad, geometry)
-
-
 def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str) -> dict:
     rt = runtime()
     bits = int(np.ceil(np.log2(num_bins)))
@@ -248,11 +242,11 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
     first_bad = rt.empty(1, np.uint64)
     rt.memset(first_bad.ptr, 0xFF, 8)
 
+    stable_sort = registry.serving("counting_sort", True)
+
     def ours():
-        keep: list = []
-        plan = kernels.stable_count(rt, device_keys, num_bins, first_bad, keep)
-        kernels.stable_scatter(rt, device_keys, num_bins, plan, _as_array(out_keys),
-                               _as_array(out_index))
+        stable_sort.run(rt, device_keys, num_bins, _as_array(out_keys), _as_array(out_index),
+                        first_bad, [])
 
     ours()
     rt.sync("stable sort")
