@@ -7,7 +7,7 @@ import nox
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
-LINT_PATHS = ["src", "tests", "bench", "noxfile.py"]
+LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 
 
 @nox.session

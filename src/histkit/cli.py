@@ -1,11 +1,34 @@
-"""The ``histkit`` command: ``demo``, ``verify`` and ``bench``."""
+"""The histkit command: the chapter demo, the main verification job, the GPU benchmark."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from histkit import __version__
 from histkit.distributions import GENERATORS
+
+# Options that size work are capped where the demo stops being a demo; the
+# library calls themselves take anything that fits in memory.
+MAX_DEMO_KEYS = 2**31 - 1
+MAX_DEMO_BINS = 2**31 - 1
+
+
+def bounded_int(low: int, high: int):
+    """An argparse type: an int in [low, high], else a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}]; got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
 
 
 def _demo(args) -> int:
@@ -14,13 +37,15 @@ def _demo(args) -> int:
     options = DemoOptions(n=args.n, num_bins=args.bins, distribution=args.distribution,
                           warp_size=args.warp_size, block_size=args.block_size, seed=args.seed)
     sections = ("7.1", "7.2", "7.3") if args.section == "all" else (args.section,)
-    return 0 if run_demo(sections, options) else 1
+    return 0 if run_demo(sections, options, console=make_console()) else 1
 
 
 def _verify(args) -> int:
     from histkit.verify import run_verify
 
-    return 0 if run_verify(gpu=args.gpu, quick=args.quick, json_path=args.json) else 1
+    ok = run_verify(console=make_console(), gpu=args.gpu, quick=args.quick,
+                    json_path=args.json)
+    return 0 if ok else 1
 
 
 def _bench(args) -> int:
@@ -29,34 +54,59 @@ def _bench(args) -> int:
     return run_gpu_bench(out_dir=args.out, quick=args.quick, only=args.only)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="histkit", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def _check(args) -> int:
+    from histkit.conformance.check_cli import run_check_command
 
-    demo = commands.add_parser("demo", help="walk the chapter's three sections on the oracles")
-    demo.add_argument("--section", choices=("7.1", "7.2", "7.3", "all"), default="all")
-    demo.add_argument("--n", type=int, help="number of keys (default: each section's own)")
-    demo.add_argument("--bins", type=int, help="number of buckets (default: each section's own)")
+    return run_check_command(args, make_console())
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="histkit", description=__doc__,
+                                     formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"histkit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="walk the chapter's three sections on the oracles",
+                               formatter_class=_Formatter)
+    demo.add_argument("--section", choices=("7.1", "7.2", "7.3", "all"), default="all",
+                      help="which section to show")
+    demo.add_argument("--n", type=bounded_int(0, MAX_DEMO_KEYS),
+                      help="number of keys (default: each section's own)")
+    demo.add_argument("--bins", type=bounded_int(1, MAX_DEMO_BINS),
+                      help="number of buckets (default: each section's own)")
     demo.add_argument("--distribution", choices=tuple(GENERATORS),
                       help="key distribution (default: each section's own)")
-    demo.add_argument("--warp-size", type=int, default=32)
-    demo.add_argument("--block-size", type=int, default=256)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--warp-size", type=bounded_int(1, 2**31 - 1), default=32,
+                      help="lanes per lockstep wave in the 7.1 race model")
+    demo.add_argument("--block-size", type=bounded_int(1, 2**31 - 1), default=256,
+                      help="threads per block in the 7.2 privatized model")
+    demo.add_argument("--seed", type=bounded_int(0, 2**63 - 1), default=0,
+                      help="seed of the key generator")
     demo.set_defaults(run=_demo)
 
     verify = commands.add_parser(
-        "verify",
+        "verify", formatter_class=_Formatter,
         help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present")
     verify.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
-                        help="auto: run GPU conformance when a GPU is present; "
-                             "on: fail without one")
+                        help="auto: run GPU conformance when a GPU is present (a skip is "
+                             "reported loudly); on: fail without one; off: CPU checks only")
     verify.add_argument("--quick", action="store_true",
                         help="GPU conformance without the 2^28 and > 2^31 key cases")
     verify.add_argument("--json", default="conformance-results.json",
-                        help="where GPU conformance writes its JSON report")
+                        help="where the JSON report (self-checks, demo, conformance) goes")
     verify.set_defaults(run=_verify)
 
-    bench = commands.add_parser("bench", help="GPU benchmark against CUB, CuPy and PyTorch")
+    from histkit.conformance.check_cli import add_check_parser
+
+    add_check_parser(commands, _Formatter, _check)
+
+    bench = commands.add_parser("bench", formatter_class=_Formatter,
+                                help="GPU benchmark against CUB, CuPy and PyTorch "
+                                     "(needs histkit[bench])")
     bench.add_argument("--out", default="bench/results", help="folder for the JSON and plot")
     bench.add_argument("--quick", action="store_true", help="2^24 keys instead of 2^28")
     bench.add_argument("--only", choices=("histogram", "sort"),
@@ -65,13 +115,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _PipeSafeStream:
+    """stdout that turns a closed pipe (``histkit verify | head -1``) into
+    silence: the run goes on to its real verdict and exit code."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._silence()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    def _silence(self) -> None:
+        self.closed_pipe = True
+        # Python flushes stdout at exit; point its descriptor at /dev/null so
+        # that last flush cannot fail either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+# Piped or redirected output is read by programs and grep: never wrap it.
+PIPED_WIDTH = 200
+
+
+def make_console():
+    from rich.console import Console
+
+    stream = _PipeSafeStream(sys.stdout)
+    if stream.isatty():
+        return Console(file=stream)
+    return Console(file=stream, width=PIPED_WIDTH, soft_wrap=True)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    for name in ("n", "bins"):
-        value = getattr(args, name, None)
-        if value is not None and value < (0 if name == "n" else 1):
-            build_parser().error(f"--{name} must be >= {0 if name == 'n' else 1}")
-    return args.run(args)
+    try:
+        return args.run(args)
+    except MemoryError as error:  # a request too large for this machine: say so, no traceback
+        print(f"histkit {args.command}: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from histkit import oracles, references
+from histkit import __version__, oracles, references
 from histkit.demo import run_demo
 from histkit.distributions import GENERATORS, make_keys
 
@@ -21,8 +24,9 @@ SELF_CHECK_SIZES = (0, 1, 31, 32, 33, 255, 256, 257, 1000)
 SELF_CHECK_BINS = (1, 10, 256, 4099)
 
 
-def oracle_self_checks(console: Console, seed: int = 0) -> bool:
-    """Each oracle against its reference; prints one row per oracle."""
+def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
+    """Each oracle against its reference; prints one row per oracle and
+    returns, per oracle, the cases where it disagreed (empty: it passed)."""
     failures: dict[str, list[str]] = {name: [] for name in
                                       ("histogram", "naive_wave_histogram",
                                        "privatized_histogram", "exclusive_scan",
@@ -68,28 +72,55 @@ def oracle_self_checks(console: Console, seed: int = 0) -> bool:
         result = "[green]pass[/]" if not failed else f"[bold red]FAIL[/] ({failed[0]}, ...)"
         table.add_row(name, reference_names[name], result)
     console.print(table)
-    return not any(failures.values())
+    return failures
+
+
+GPU_HOW_TO = ('install the GPU extra on a host with an NVIDIA GPU and driver: '
+              'python3 -m pip install "histkit[gpu]" (or ".[gpu]" from a checkout)')
 
 
 def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False,
-               json_path: str = "conformance-results.json") -> bool:
-    """Run everything ``histkit verify`` promises; True when all passed."""
+               json_path: str | None = "conformance-results.json") -> bool:
+    """Run everything ``histkit verify`` promises; True when all passed.
+
+    The JSON report holds the oracle self-checks, the demo's self-checks and
+    the GPU conformance matrix (or why it did not run).
+    """
     console = console or Console()
-    ok = oracle_self_checks(console)
-    ok &= run_demo(console=console)
+    failures = oracle_self_checks(console)
+    demo_ok = run_demo(console=console)
+    ok = demo_ok and not any(failures.values())
+    summary: dict = {"histkit": __version__, "oracle_self_checks": failures,
+                     "demo_self_checks_confirmed": demo_ok}
+    gpu_ok, summary["gpu_conformance"] = _gpu_conformance(console, gpu, quick, json_path)
+    ok &= gpu_ok
+    summary["passed"] = ok
+    if json_path:
+        report = summary["gpu_conformance"].pop("report", None)
+        if report is not None:
+            summary["gpu_conformance"].update(report)
+        Path(json_path).write_text(json.dumps(summary, indent=1, default=str))
+        console.print(f"wrote {json_path}")
+    return ok
+
+
+def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path) -> tuple[bool, dict]:
     if gpu == "off":
         console.print("GPU conformance: skipped (--gpu off)")
-        return ok
+        return True, {"ran": False, "why": "--gpu off"}
     from histkit.gpu import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     if reason is not None:
         if gpu == "on":
             console.print(f"[bold red]GPU conformance requested but unavailable:[/] {reason}")
-            return False
-        console.print(f"GPU conformance: skipped -- {reason}")
-        return ok
+            return False, {"ran": False, "why": reason}
+        console.rule("[bold yellow]GPU conformance SKIPPED[/]")
+        console.print(f"[bold yellow]GPU conformance: skipped -- {reason}[/]\n"
+                      f"No kernel was checked. To check them, {GPU_HOW_TO}; "
+                      f"--gpu on makes a missing GPU a failure.")
+        return True, {"ran": False, "why": reason}
     from histkit.conformance.runner import run_conformance
 
-    ok &= run_conformance(console=console, quick=quick, json_path=json_path).passed
-    return ok
+    report = run_conformance(console=console, quick=quick, json_path=None)
+    return report.passed, {"ran": True, "report": report.to_json()}

@@ -1,5 +1,11 @@
 """GPU conformance: every kernel on named, seeded cases, judged by its oracle.
 
-``histkit.conformance.runner.run_conformance`` needs a GPU; ``cases`` and
-``checks`` do not.
+``check(impl, kind)`` judges a user's kernel (a .cu file or a Python
+callable) by the same cases and rules. ``runner.run_conformance`` runs
+histkit's own kernels (it needs a GPU); ``cases`` and ``checks`` do not.
 """
+
+from histkit.conformance.cases import Case
+from histkit.conformance.check import CheckReport, check
+
+__all__ = ["Case", "CheckReport", "check"]

@@ -42,6 +42,14 @@ class Case:
     offset: int = 0
     grid: int | None = None
     bad: str | None = None
+    # Explicit keys (a shrunk reproducer); then distribution is "literal".
+    literal: tuple[int, ...] | None = None
+
+    @classmethod
+    def of_keys(cls, keys, num_bins: int, grid: int | None = None) -> Case:
+        keys = np.asarray(keys)
+        return cls("literal", len(keys), num_bins, dtype=keys.dtype.name, grid=grid,
+                   literal=tuple(int(k) for k in keys))
 
     @property
     def name(self) -> str:
@@ -56,6 +64,8 @@ class Case:
 
     def keys(self) -> np.ndarray:
         dtype = np.dtype(self.dtype)
+        if self.literal is not None:
+            return np.array(self.literal, dtype=dtype)
         if self.n >= HUGE:
             # Drawn directly in the narrow dtype: no 8-byte-per-key intermediate.
             rng = np.random.default_rng(self.seed)

@@ -83,3 +83,111 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
         return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
                                f"input order", {"stability_violations": violations})
     return Cell("pass", "stable on this input", {"stability_violations": 0})
+
+
+# --- one rule per kind, on what an implementation produced --------------------------
+
+NO_REPORT = None  # an implementation that reported no bad key
+
+
+@dataclass
+class Outcome:
+    """What an implementation (ours or a user's) produced on one case.
+
+    counts: histogram kinds; offsets: scan; sorted_keys + original_index: sorts;
+    first_bad: the first bad index it reported (None: it reported none);
+    global_atomics with block and grid: privatized.
+    """
+
+    counts: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    sorted_keys: np.ndarray | None = None
+    original_index: np.ndarray | None = None
+    first_bad: int | None = NO_REPORT
+    global_atomics: int | None = None
+    block: int | None = None
+    grid: int | None = None
+
+
+class Expected:
+    """The oracles' answers for one input, each computed once, on first use."""
+
+    def __init__(self, keys: np.ndarray, num_bins: int):
+        from histkit import oracles
+
+        self._oracles = oracles
+        self.keys = keys
+        self.num_bins = num_bins
+        self.bad = None
+        self.exact = None
+        try:
+            self.exact = oracles.histogram(keys, num_bins)
+        except oracles.BadKeyError as error:
+            self.bad = error
+        self._sorted = None
+        self._waves: dict[int, np.ndarray] = {}
+
+    @property
+    def sorted(self):
+        if self._sorted is None:
+            self._sorted = self._oracles.counting_sort(self.keys, self.num_bins)
+        return self._sorted
+
+    def wave(self, warp_size: int) -> np.ndarray:
+        if warp_size not in self._waves:
+            self._waves[warp_size] = self._oracles.naive_wave_histogram(
+                self.keys, self.num_bins, warp_size)
+        return self._waves[warp_size]
+
+    def offsets(self) -> np.ndarray:
+        return self._oracles.exclusive_scan(self.exact)
+
+    def privatized_atomics(self, block: int, grid: int) -> int:
+        return self._oracles.privatized_histogram(self.keys, self.num_bins, block, grid)[1]
+
+
+def bad_key_rule(expected: Expected, reported: int | None) -> Cell | None:
+    """FAIL, or a pass cell for a bad-key input, or None when the rule has more to check."""
+    bad = expected.bad
+    if bad is None:
+        if reported is not NO_REPORT:
+            return Cell("FAIL", f"reported a bad key at index {reported} on valid input")
+        return None
+    if reported is NO_REPORT:
+        return Cell("FAIL", f"no bad key reported; the first is at index {bad.index} "
+                            f"(value {bad.value})")
+    if reported != bad.index:
+        return Cell("FAIL", f"reported the first bad key at index {reported}; it is at "
+                            f"{bad.index} (value {bad.value})")
+    return Cell("pass", f"first bad key at {reported}, as the oracle says")
+
+
+def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32) -> Cell:
+    """Apply the rule of `kind` (registry.KINDS) to what an implementation produced."""
+    if kind == "scan":
+        return equal(got.offsets, expected.offsets(), "offset")
+    cell = bad_key_rule(expected, got.first_bad)
+    if cell is not None:
+        return cell
+    if kind == "histogram":
+        return equal(got.counts, expected.exact)
+    if kind == "racy-histogram":
+        return at_most_exact(np.asarray(got.counts), expected.exact)
+    if kind == "wave":
+        cell = equal(got.counts, expected.wave(warp_size))
+        if cell.status != "pass":
+            return cell
+        lost = int(expected.exact.sum() - np.asarray(got.counts).sum())
+        return Cell("pass", f"= wave model; lost {lost} of {len(expected.keys)}", {"lost": lost})
+    if kind == "privatized":
+        model = expected.privatized_atomics(got.block, got.grid)
+        return privatized(np.asarray(got.counts), expected.exact, int(got.global_atomics), model)
+    if kind == "stable-sort":
+        want_keys, want_index = expected.sorted
+        cell = equal(got.sorted_keys, want_keys, "sorted key")
+        return cell if cell.status != "pass" else equal(got.original_index, want_index,
+                                                        "original index")
+    if kind == "sort":
+        return atomic_cursor_sort(np.asarray(got.sorted_keys), np.asarray(got.original_index),
+                                  expected.keys, expected.sorted[0])
+    raise ValueError(f"unknown kind {kind!r}")

@@ -19,13 +19,13 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
-from histkit import __version__, oracles
+from histkit import __version__
 from histkit.conformance import checks
 from histkit.conformance.cases import GUARD, Case, all_cases
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
-from histkit.gpu.contract import NO_BAD_KEY
+from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.kernels import Keys, UnsupportedShape
 from histkit.gpu.registry import REPORTS_BAD_KEYS, Kernel, Variant
@@ -93,18 +93,7 @@ class CaseRun:
         padded[case.offset:case.offset + case.n] = self.host
         self.device_array = rt.to_device(padded)
         self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n, dtype)
-        self.bad: oracles.BadKeyError | None = None
-        try:
-            self.exact = oracles.histogram(self.host, case.num_bins)
-        except oracles.BadKeyError as error:
-            self.exact, self.bad = None, error
-        self._sorted = None
-
-    @property
-    def sorted(self):
-        if self._sorted is None:
-            self._sorted = oracles.counting_sort(self.host, self.case.num_bins)
-        return self._sorted
+        self.expected = checks.Expected(self.host, case.num_bins)
 
     # --- device buffers, each with GUARD elements after it ----------------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
@@ -125,133 +114,77 @@ class CaseRun:
     def first_bad_slot(self) -> DeviceArray:
         return self.output(1, np.uint64, fill=0xFF)
 
-    def reported_bad(self, slot: DeviceArray) -> int:
-        return int(self.read(slot, fill=0xFF)[0])
+    def reported_bad(self, slot: DeviceArray) -> int | None:
+        index = int(self.read(slot, fill=0xFF)[0])
+        return None if index == NO_BAD_KEY else index
 
-    def bad_key_cell(self, reported: int) -> Cell | None:
-        """The bad-key rule: FAIL, or a pass cell for a bad-key case, or None (go on)."""
-        if self.bad is None:
-            if reported != NO_BAD_KEY:
-                return Cell("FAIL", f"reported a bad key at index {reported} on valid input")
-            return None
-        if reported == NO_BAD_KEY:
-            return Cell("FAIL", f"no bad key reported; the first is at index {self.bad.index} "
-                                f"(value {self.bad.value})")
-        if reported != self.bad.index:
-            return Cell("FAIL", f"reported the first bad key at index {reported}; it is at "
-                                f"{self.bad.index} (value {self.bad.value})")
-        return Cell("pass", f"first bad key at {reported}, as the oracle says")
-
-    # --- one judge per kind --------------------------------------------------------
-    def histogram_like(self, kernel: Kernel, variant: Variant, **extra):
-        hist = self.output(self.case.num_bins, np.uint64)
+    # --- one launcher per family of kinds: each returns (Outcome, geometry) ------
+    def run_histogram(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
+        hist = self.output(self.case.num_bins, np.dtype(kernel.count_dtype))
         slot = self.first_bad_slot()
+        extra = {"atomics": self.output(1, np.uint64)} if kernel.kind == "privatized" else {}
         geometry = kernel.run(self.rt, self.keys, self.case.num_bins, hist, slot,
                               grid=self.case.grid, **variant.options, **extra)
-        counts = self.read(hist).astype(np.int64)
-        return counts, self.bad_key_cell(self.reported_bad(slot)), geometry
+        outcome = checks.Outcome(counts=self.read(hist).astype(np.int64),
+                                 first_bad=self.reported_bad(slot),
+                                 block=geometry.block, grid=geometry.grid)
+        if extra:
+            outcome.global_atomics = int(self.read(extra["atomics"])[0])
+        return outcome, str(geometry)
 
-    def judge_histogram(self, kernel, variant):
-        counts, cell, geometry = self.histogram_like(kernel, variant)
-        return cell or checks.equal(counts, self.exact), geometry
-
-    def judge_racy_histogram(self, kernel, variant):
-        counts, cell, geometry = self.histogram_like(kernel, variant)
-        return cell or checks.at_most_exact(counts, self.exact), geometry
-
-    def judge_wave(self, kernel, variant):
-        lanes = variant.options.get("lanes", 32)
-        limit = ONE_WARP_MAX_N if lanes == 32 else NARROW_WAVE_MAX_N
-        if self.case.n > limit:
-            return Cell("skip", f"one warp over N > {limit} is only slow"), ""
-        counts, cell, geometry = self.histogram_like(kernel, variant)
-        if cell:
-            return cell, geometry
-        want = oracles.naive_wave_histogram(self.host, self.case.num_bins, lanes)
-        cell = checks.equal(counts, want)
-        if cell.status == "pass":
-            lost = int(self.exact.sum() - counts.sum())
-            cell = Cell("pass", f"= wave model; lost {lost} of {self.case.n}", {"lost": lost})
-        return cell, geometry
-
-    def judge_privatized(self, kernel, variant):
-        atomics = self.output(1, np.uint64)
-        counts, cell, geometry = self.histogram_like(kernel, variant, atomics=atomics)
-        if cell:
-            return cell, geometry
-        _, model = oracles.privatized_histogram(self.host, self.case.num_bins,
-                                                geometry.block, geometry.grid)
-        return checks.privatized(counts, self.exact, int(self.read(atomics)[0]), model), geometry
-
-    def judge_scan(self, kernel, variant):
+    def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         # The counts' guard is non-zero: a scan that reads past its input miscounts.
         padded = np.full(self.case.num_bins + GUARD, np.uint64(COUNTS_GUARD * 0x0101010101010101))
-        padded[:self.case.num_bins] = self.exact
+        padded[:self.case.num_bins] = self.expected.exact
         counts = DeviceArray(self.rt.to_device(padded).buffer, self.case.num_bins, padded.dtype)
         out = self.output(self.case.num_bins, np.uint64, fill=POISON)
-        keep: list = []
-        geometries = kernel.run(self.rt, counts.ptr, self.case.num_bins, out.ptr, keep,
+        geometries = kernel.run(self.rt, counts.ptr, self.case.num_bins, out.ptr, [],
                                 **variant.options)
-        got = self.read(out, fill=POISON).astype(np.int64)
+        offsets = self.read(out, fill=POISON).astype(np.int64)
         self.read(counts, fill=COUNTS_GUARD)  # nor may the scan write past its input
-        want = oracles.exclusive_scan(self.exact)
-        return checks.equal(got, want, "offset"), " + ".join(map(str, geometries))
+        return checks.Outcome(offsets=offsets), " + ".join(map(str, geometries))
 
-    def _sort(self, kernel, variant):
+    def run_sort(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         n = self.case.n
+        if n == 0:
+            empty = np.empty(0, self.host.dtype)
+            return checks.Outcome(sorted_keys=empty, original_index=empty.astype(np.int64)), ""
         out_keys = self.output(n, self.host.dtype, fill=POISON)
         out_index = self.output(n, np.int64, fill=POISON)
         slot = self.first_bad_slot()
-        keep: list = []
 
         def between() -> bool:
             # Never scatter a bad-key case: a kernel that missed the bad key
             # would write out of bounds.
-            return self.bad is None and self.reported_bad(slot) == NO_BAD_KEY
+            return self.expected.bad is None and self.reported_bad(slot) is None
 
         geometries = kernel.run(self.rt, self.keys, self.case.num_bins, out_keys, out_index,
-                                slot, keep, grid=self.case.grid, between=between,
+                                slot, [], grid=self.case.grid, between=between,
                                 **variant.options)
-        geometry = " + ".join(map(str, geometries))
-        cell = self.bad_key_cell(self.reported_bad(slot))
-        if cell:
-            return None, None, cell, geometry
-        return (self.read(out_keys, fill=POISON), self.read(out_index, fill=POISON), None,
-                geometry)
-
-    def judge_stable_sort(self, kernel, variant):
-        if self.case.n == 0:
-            return Cell("pass", "empty"), ""
-        got_keys, got_index, cell, geometry = self._sort(kernel, variant)
-        if cell:
-            return cell, geometry
-        want_keys, want_index = self.sorted
-        cell = checks.equal(got_keys, want_keys, "sorted key")
-        if cell.status == "pass":
-            cell = checks.equal(got_index, want_index, "original index")
-        return cell, geometry
-
-    def judge_sort(self, kernel, variant):
-        if self.case.n == 0:
-            return Cell("pass", "empty"), ""
-        got_keys, got_index, cell, geometry = self._sort(kernel, variant)
-        if cell:
-            return cell, geometry
-        return checks.atomic_cursor_sort(got_keys, got_index, self.host, self.sorted[0]), geometry
+        outcome = checks.Outcome(first_bad=self.reported_bad(slot))
+        if self.expected.bad is None and outcome.first_bad is None:
+            outcome.sorted_keys = self.read(out_keys, fill=POISON)
+            outcome.original_index = self.read(out_index, fill=POISON)
+        return outcome, " + ".join(map(str, geometries))
 
     def judge(self, kernel: Kernel, variant: Variant) -> tuple[Cell, str]:
         if self.case.grid is not None and not kernel.takes_grid:
             return Cell("skip", "fixed geometry: a forced grid does not apply"), ""
-        if self.bad is not None and kernel.kind not in REPORTS_BAD_KEYS:
+        if self.expected.bad is not None and kernel.kind not in REPORTS_BAD_KEYS:
             return Cell("skip", f"{kernel.kind} kernels do not check keys"), ""
-        judge = getattr(self, "judge_" + kernel.kind.replace("-", "_"))
+        lanes = variant.options.get("lanes", WARP)
+        if kernel.kind == "wave":
+            limit = ONE_WARP_MAX_N if lanes == WARP else NARROW_WAVE_MAX_N
+            if self.case.n > limit:
+                return Cell("skip", f"one warp over N > {limit} is only slow"), ""
+        family = {"scan": self.run_scan, "sort": self.run_sort, "stable-sort": self.run_sort}
         try:
-            cell, geometry = judge(kernel, variant)
+            outcome, geometry = family.get(kernel.kind, self.run_histogram)(kernel, variant)
         except UnsupportedShape as error:
             return Cell("skip", str(error).split(";")[0]), ""
         except GuardViolation as error:
             return Cell("FAIL", str(error)), ""
-        return cell, str(geometry)
+        return checks.judge(kernel.kind, self.expected, outcome, warp_size=lanes), geometry
 
 
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:

@@ -8,11 +8,17 @@ it without raising.
 
 from histkit.gpu.api import METHODS, counting_sort, exclusive_scan, histogram
 from histkit.gpu.device import gpu_unavailable_reason
-from histkit.gpu.errors import CudaError, GpuUnavailableError, KernelCompileError
+from histkit.gpu.errors import (
+    CudaError,
+    DeviceMemoryError,
+    GpuUnavailableError,
+    KernelCompileError,
+)
 
 __all__ = [
     "METHODS",
     "CudaError",
+    "DeviceMemoryError",
     "GpuUnavailableError",
     "KernelCompileError",
     "counting_sort",

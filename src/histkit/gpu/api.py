@@ -17,8 +17,9 @@ import numpy as np
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
+from histkit.gpu.errors import DeviceMemoryError
 from histkit.gpu.kernels import Keys
-from histkit.oracles._inputs import as_key_array, bad_key_error, positive_int
+from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")
 
@@ -116,13 +117,17 @@ def histogram(keys, num_bins: int, method: str = "auto"):
     bins: up to 2^22), "naive" (the chapter's racy non-atomic kernel: it
     LOSES updates, on purpose) or "auto" (the fastest exact kernel).
     """
-    num_bins = positive_int(num_bins, "num_bins")
+    num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     keys = keys if is_device_array(keys) else as_key_array(keys)
     rt = runtime()
     source = _on_device(rt, keys)
-    hist = rt.zeros(num_bins, np.int64)
+    try:
+        hist = rt.zeros(num_bins, np.int64)
+    except DeviceMemoryError as error:
+        raise DeviceMemoryError(error.nbytes, error.free,
+                                f"num_bins={num_bins} (int64 counts)") from None
     first_bad = _first_bad(rt)
     if source.keys.n:
         registry.serving("histogram", method).run(rt, source.keys, num_bins, hist, first_bad)
@@ -137,7 +142,7 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
     stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
     may leave their input order.
     """
-    num_bins = positive_int(num_bins, "num_bins")
+    num_bins = bin_count(num_bins)
     keys = keys if is_device_array(keys) else as_key_array(keys)
     rt = runtime()
     source = _on_device(rt, keys)
@@ -156,23 +161,36 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
 
 def exclusive_scan(counts):
     """Exclusive prefix sum of non-negative integer counts on the GPU (int64)."""
+    host_counts = None
+    if not is_device_array(counts):  # check the input before looking for a GPU
+        host_counts = as_key_array(counts, name="counts")
+        _require_int64_counts(host_counts.dtype, len(host_counts))
+        _refuse_negative(host_counts)
     rt = runtime()
-    source = _on_device(rt, counts, name="counts")
+    source = _on_device(rt, counts if host_counts is None else host_counts, name="counts")
     n = source.keys.n
-    if n and source.keys.dtype != np.dtype(np.int64):
-        raise TypeError("gpu.exclusive_scan takes int64 counts (the histograms' dtype); "
-                        f"got {source.keys.dtype}")
+    _require_int64_counts(source.keys.dtype, n)
     out = rt.empty(n, np.int64)
     keep_alive: list = []
     if n:
-        host_counts = rt.copy_to_host(source.keys.ptr, np.empty(n, np.int64))
-        negative = np.flatnonzero(host_counts < 0)
-        if negative.size:
-            raise ValueError(f"counts must be >= 0; count at index {negative[0]} is "
-                             f"{host_counts[negative[0]]}")
+        if host_counts is None:
+            _refuse_negative(rt.copy_to_host(source.keys.ptr, np.empty(n, np.int64)))
         registry.serving("exclusive_scan").run(rt, source.keys.ptr, n, out.ptr, keep_alive)
     rt.sync("exclusive_scan")
     return _hand_back(rt, source, out)
+
+
+def _require_int64_counts(dtype: np.dtype, n: int) -> None:
+    if n and dtype != np.dtype(np.int64):
+        raise TypeError("gpu.exclusive_scan takes int64 counts (the histograms' dtype); "
+                        f"got {dtype}")
+
+
+def _refuse_negative(counts: np.ndarray) -> None:
+    negative = np.flatnonzero(counts < 0)
+    if negative.size:
+        raise ValueError(f"counts must be >= 0; count at index {negative[0]} is "
+                         f"{counts[negative[0]]}")
 
 
 __all__ = ["METHODS", "counting_sort", "exclusive_scan", "histogram"]

@@ -45,17 +45,36 @@ def cache_dir() -> Path:
     return Path(xdg) / "histkit" / "kernels"
 
 
+def _locate(name: str, near: Path | None) -> Path:
+    """A source or header: an absolute path as given (a user's kernel), else next to
+    the file that includes it, else in histkit's kernel folder."""
+    path = Path(name)
+    if path.is_absolute():
+        return path
+    if near is not None and (near / name).is_file():
+        return near / name
+    return kernel_dir() / name
+
+
 def _sources(source_name: str) -> dict[str, str]:
     """The source and, recursively, every local header it includes."""
     found: dict[str, str] = {}
-    pending = [source_name]
+    pending: list[tuple[str, Path | None]] = [(source_name, None)]
     while pending:
-        name = pending.pop()
+        name, near = pending.pop()
         if name in found:
             continue
-        found[name] = (kernel_dir() / name).read_text()
-        pending.extend(_INCLUDE.findall(found[name]))
+        path = _locate(name, near)
+        found[name] = path.read_text()
+        pending.extend((header, path.parent) for header in _INCLUDE.findall(found[name]))
     return found
+
+
+def _include_dirs(source_name: str) -> list[str]:
+    dirs = [str(kernel_dir())]
+    if Path(source_name).is_absolute():
+        dirs.insert(0, str(Path(source_name).parent))
+    return dirs
 
 
 @cache
@@ -70,20 +89,22 @@ def nvrtc_version() -> tuple[int, int]:
     return major, minor
 
 
-def _options(defines: dict[str, str], arch: str):
+def _options(defines: dict[str, str], arch: str, source_name: str = ""):
     from cuda.core import ProgramOptions
 
-    return ProgramOptions(arch=arch, std="c++17", include_path=[str(kernel_dir())],
+    return ProgramOptions(arch=arch, std="c++17", include_path=_include_dirs(source_name),
                           define_macro=sorted(defines.items()) or None)
 
 
-def _option_words(defines: dict[str, str], arch: str) -> list[str]:
-    return [f"--gpu-architecture={arch}", "--std=c++17", f"-I{kernel_dir()}",
+def _option_words(defines: dict[str, str], arch: str, source_name: str = "") -> list[str]:
+    return [f"--gpu-architecture={arch}", "--std=c++17",
+            *(f"-I{d}" for d in _include_dirs(source_name)),
             *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
 
 
 def cache_key(source_name: str, defines: dict[str, str], arch: str) -> str:
-    material = {"sources": _sources(source_name), "options": _option_words(defines, arch),
+    material = {"sources": _sources(source_name),
+                "options": _option_words(defines, arch, source_name),
                 "nvrtc": nvrtc_version(), "format": CACHE_FORMAT.decode()}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
@@ -125,11 +146,11 @@ def compile_cubin(source_name: str, defines: dict[str, str], arch: str) -> bytes
 
     source = _sources(source_name)[source_name]
     try:
-        program = Program(source, "c++", options=_options(defines, arch))
+        program = Program(source, "c++", options=_options(defines, arch, source_name))
         payload = bytes(program.compile("cubin").code)
     except Exception as error:  # NVRTCError: its message is the compile log
-        raise KernelCompileError(source_name, str(error), _option_words(defines, arch),
-                                 source) from error
+        raise KernelCompileError(source_name, str(error),
+                                 _option_words(defines, arch, source_name), source) from error
     with contextlib.suppress(OSError):  # a read-only cache costs a recompile, no more
         _write_entry(path, payload)
     return payload

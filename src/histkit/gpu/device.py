@@ -15,7 +15,7 @@ import numpy as np
 
 from histkit.gpu import contract
 from histkit.gpu.compiler import compile_cubin
-from histkit.gpu.errors import CudaError, GpuUnavailableError
+from histkit.gpu.errors import CudaError, DeviceMemoryError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
 
 
@@ -120,8 +120,23 @@ class Runtime:
     # --- memory ----------------------------------------------------------
     def empty(self, n: int, dtype) -> DeviceArray:
         dtype = np.dtype(dtype)
-        buffer = self.device.allocate(max(1, n * dtype.itemsize), stream=self.stream)
+        nbytes = max(1, n * dtype.itemsize)
+        try:
+            buffer = self.device.allocate(nbytes, stream=self.stream)
+        except Exception as error:
+            if "OUT_OF_MEMORY" in str(error):
+                raise DeviceMemoryError(nbytes, self.free_bytes()) from None
+            raise
         return DeviceArray(buffer, n, dtype)
+
+    def free_bytes(self) -> int | None:
+        from cuda.bindings import driver
+
+        try:
+            free, _ = check(driver.cuMemGetInfo(), "cuMemGetInfo")
+        except CudaError:
+            return None
+        return int(free)
 
     def zeros(self, n: int, dtype) -> DeviceArray:
         array = self.empty(n, dtype)

@@ -23,3 +23,13 @@ class KernelCompileError(RuntimeError):
 
 class CudaError(RuntimeError):
     """A CUDA call failed; the message names the call and the CUDA error."""
+
+
+class DeviceMemoryError(MemoryError):
+    """A device allocation did not fit; carries the bytes asked for and free."""
+
+    def __init__(self, nbytes: int, free: int | None, what: str = "a device buffer"):
+        free_text = f"{free} bytes are free" if free is not None else "free memory unknown"
+        super().__init__(f"{what} needs {nbytes} bytes of GPU memory; {free_text}")
+        self.nbytes = nbytes
+        self.free = free

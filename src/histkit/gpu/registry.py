@@ -70,6 +70,7 @@ class Kernel:
     # The public call it serves: ("histogram", method) or ("counting_sort", stable) ...
     serves: tuple | None = None
     takes_grid: bool = True  # False: the geometry is fixed (one warp; one block per tile)
+    count_dtype: str = "uint64"  # the counters a histogram kernel writes
 
     @property
     def sources(self) -> tuple[str, ...]:

@@ -20,7 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from histkit.oracles._histogram import histogram_counts
-from histkit.oracles._inputs import BadKeyError, as_key_array, positive_int, raise_bad_key
+from histkit.oracles._inputs import (
+    BadKeyError,
+    as_key_array,
+    bin_count,
+    positive_int,
+    raise_bad_key,
+    require_memory,
+)
 from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
 from histkit.oracles._wave import naive_wave_counts
@@ -38,13 +45,18 @@ WARP_SIZE = 32
 BLOCK_SIZE = 256
 
 
+def _counts_fit(num_bins: int) -> None:
+    require_memory(8 * num_bins, f"num_bins={num_bins} (int64 counts)")
+
+
 def histogram(keys, num_bins: int) -> np.ndarray:
     """Exact histogram of keys into num_bins bins (int64).
 
     NumPy equivalent: ``np.bincount(keys, minlength=num_bins)``.
     """
     keys = as_key_array(keys)
-    num_bins = positive_int(num_bins, "num_bins")
+    num_bins = bin_count(num_bins)
+    _counts_fit(num_bins)
     counts, bad = histogram_counts(keys, num_bins)
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
@@ -59,8 +71,10 @@ def naive_wave_histogram(keys, num_bins: int, warp_size: int = WARP_SIZE) -> np.
     shared it. Equals :func:`histogram` only when no wave repeats a bin.
     """
     keys = as_key_array(keys)
-    num_bins = positive_int(num_bins, "num_bins")
-    warp_size = positive_int(warp_size, "warp_size")
+    num_bins = bin_count(num_bins)
+    _counts_fit(num_bins)
+    # A wave wider than the input is one wave of all of it: same model.
+    warp_size = min(positive_int(warp_size, "warp_size"), max(1, len(keys)))
     counts, bad = naive_wave_counts(keys, num_bins, warp_size)
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
@@ -80,7 +94,7 @@ def privatized_histogram(
     depend on the data at all: ``num_blocks * num_bins``.
     """
     keys = as_key_array(keys)
-    num_bins = positive_int(num_bins, "num_bins")
+    num_bins = bin_count(num_bins)
     block_size = positive_int(block_size, "block_size")
     if num_blocks is None:
         num_blocks = -(-len(keys) // block_size)
@@ -116,7 +130,9 @@ def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
     ``order = np.argsort(keys, kind="stable"); keys[order], order``.
     """
     keys = as_key_array(keys)
-    num_bins = positive_int(num_bins, "num_bins")
+    num_bins = bin_count(num_bins)
+    require_memory(8 * num_bins + (keys.itemsize + 8) * len(keys),
+                   f"counting_sort of {len(keys)} keys into num_bins={num_bins}")
     sorted_keys = np.empty(len(keys), dtype=keys.dtype)
     original_index = np.empty(len(keys), dtype=np.int64)
     bad = counting_sort_arrays(keys, num_bins, sorted_keys, original_index)

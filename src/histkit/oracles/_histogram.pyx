@@ -10,6 +10,7 @@ from libc.stdint cimport int64_t
 from histkit.oracles._count cimport (chunk_start, count_chunk, first_bad, lanes_for,
                                      padded_row, workers_for)
 from histkit.oracles._keys cimport key_t
+from histkit.oracles._fold import fold_rows
 
 
 def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
@@ -31,4 +32,4 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
     for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
         bad_v[w] = count_chunk(first, step, chunk_start(n, workers, w),
                                chunk_start(n, workers, w + 1), &scratch_v[w, 0], num_bins)
-    return scratch[:, :num_bins].sum(axis=0, dtype=np.int64), first_bad(bad_v)
+    return fold_rows(scratch, num_bins), first_bad(bad_v)

@@ -7,16 +7,21 @@ CPU oracles and the GPU wrappers raise the same errors for the same input.
 from __future__ import annotations
 
 import operator
+import os
 
 import numpy as np
 
 
 def as_key_array(keys, name: str = "keys") -> np.ndarray:
     """Return keys as a 1-d native-endian integer ndarray, copying only if needed."""
+    if keys is None:
+        raise TypeError(f"{name} must be a 1-d array of integers; got None")
     arr = np.asarray(keys)
     if arr.size == 0 and not isinstance(keys, np.ndarray):
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
+    if arr.dtype.kind in "fO" and not isinstance(keys, np.ndarray):
+        _refuse_python_ints_no_dtype_holds(arr, name)
     if arr.dtype.kind not in "iu":
         raise TypeError(
             f"{name} must have an integer dtype (int8 ... uint64); got {arr.dtype}"
@@ -26,6 +31,19 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
+
+
+def _refuse_python_ints_no_dtype_holds(arr: np.ndarray, name: str) -> None:
+    """NumPy turns Python ints that no one integer dtype holds (say -1 and 2**63,
+    or 2**64) into float64 or object arrays; say so rather than "got float64"."""
+    values = arr.ravel().tolist() if arr.dtype.kind == "O" else None
+    if values is None or not values or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return
+    low, high = min(values), max(values)
+    raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "
+                     f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64)); "
+                     f"keys must lie in [0, num_bins)")
 
 
 def positive_int(value, name: str) -> int:
@@ -39,6 +57,50 @@ def positive_int(value, name: str) -> int:
     if number < 1:
         raise ValueError(f"{name} must be >= 1; got {number}")
     return number
+
+
+# The oracles keep counts as int64; this many bins is past any machine's memory.
+MAX_BINS = 2**62
+
+
+def bin_count(value, name: str = "num_bins") -> int:
+    """A bin count: an int in [1, 2**62], named in every error."""
+    number = positive_int(value, name)
+    if number > MAX_BINS:
+        raise ValueError(f"{name} must be <= 2**62; got {number}")
+    return number
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still get (MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def require_memory(nbytes: int, what: str) -> None:
+    """MemoryError naming `what` before the work starts, when nbytes cannot fit."""
+    free = available_memory()
+    if free is not None and nbytes > free:
+        raise MemoryError(f"{what} needs {_human(nbytes)} ({nbytes} bytes); "
+                          f"this machine has {_human(free)} available")
+
+
+def _human(nbytes: int) -> str:
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{nbytes} B"
 
 
 class BadKeyError(ValueError):

@@ -15,6 +15,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 from histkit.oracles._count cimport chunk_start, first_bad, key_at, padded_row, workers_for
 from histkit.oracles._keys cimport key_t
+from histkit.oracles._fold import fold_rows
 
 
 cdef extern from *:
@@ -96,4 +97,4 @@ def naive_wave_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t warp_
         else:
             bad_v[w] = waves_any_bins(first, step, n, first_wave, last_wave, warp_size,
                                       &counts_v[w, 0], &stamps_v[w, 0], <uint64_t>num_bins)
-    return counts[:, :num_bins].sum(axis=0, dtype=np.int64), first_bad(bad_v)
+    return fold_rows(counts, num_bins), first_bad(bad_v)

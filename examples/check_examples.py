@@ -1,0 +1,114 @@
+"""Run ``histkit check`` over every example kernel of examples/cuda/, correct
+and buggy (examples/bugs.toml), on a GPU host; print the verdicts and write
+them as JSON.
+
+    python examples/check_examples.py [--json PATH] [--jobs N]
+
+A correct kernel must PASS; each bug must FAIL, with a minimal reproducer.
+The compile cache starts empty, so each correct kernel's time includes its
+NVRTC compiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# How each example is checked: its kind and launch options (the README shows these).
+EXAMPLES = {
+    "atomic_histogram.cu": ("histogram", {}),
+    "naive_histogram.cu": ("racy-histogram", {}),
+    "wave_histogram.cu": ("wave", {}),
+    "privatized_histogram.cu": ("privatized", {"grid": 8}),
+    "exclusive_scan.cu": ("scan", {"grid": 1}),
+    "counting_sort.cu": ("sort", {}),
+}
+
+
+def load_bugs() -> list[dict]:
+    return tomllib.loads((HERE / "bugs.toml").read_text())["bug"]
+
+
+def plant(bug: dict, folder: Path) -> Path:
+    """A copy of the example with the bug planted (an empty find plants nothing)."""
+    target = folder / bug["file"]
+    text = (HERE / "cuda" / bug["file"]).read_text()
+    if bug["find"]:
+        if text.count(bug["find"]) != 1:
+            raise ValueError(f"bug {bug['id']}: find text is not unique in {bug['file']}")
+        text = text.replace(bug["find"], bug["replace"])
+    target.write_text(text)
+    return target
+
+
+def run_one(path: Path, kind: str, options: dict, needs: str) -> dict:
+    from histkit.conformance import check
+    from histkit.conformance.cases import huge_cases
+
+    start = time.perf_counter()
+    cases = huge_cases() if needs == "full" else None
+    report = check(str(path), kind, cases=cases, **options)
+    first = report.failures[0] if report.failures else None
+    return {"passed": report.passed, "counts": report.counts(),
+            "seconds": round(time.perf_counter() - start, 1),
+            "first_failure": str(first) if first else None,
+            "reproducer_keys": first.shrunk.n if first and first.shrunk else
+            (first.case.n if first else None)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", default="examples-check.json")
+    parser.add_argument("--jobs", type=int, default=6)
+    args = parser.parse_args(argv)
+    os.environ["HISTKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="histkit-examples-cache-")
+    work = Path(tempfile.mkdtemp(prefix="histkit-examples-"))
+    jobs = []
+    for name, (kind, options) in EXAMPLES.items():
+        jobs.append(("correct", name, name, HERE / "cuda" / name, kind, options, "quick"))
+    for bug in load_bugs():
+        folder = work / bug["id"]
+        folder.mkdir()
+        options = EXAMPLES[bug["file"]][1]
+        jobs.append(("bug", bug["id"], bug["file"], plant(bug, folder), bug["kind"], options,
+                     bug["needs"]))
+    # correct kernels first, alone, so their times include compilation and no contention
+    results = []
+    for job in [j for j in jobs if j[0] == "correct"]:
+        results.append((job, run_one(*job[3:])))
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        bugs = [j for j in jobs if j[0] == "bug"]
+        results += list(zip(bugs, pool.map(lambda j: run_one(*j[3:]), bugs), strict=True))
+    ok = True
+    rows = []
+    for (role, name, file, _, kind, options, needs), result in results:
+        expected = role == "correct"
+        right = result["passed"] == expected
+        ok &= right
+        verdict = "PASS" if result["passed"] else "FAIL"
+        print(f"{'ok ' if right else 'BAD'} {role:7s} {name:40s} {kind:15s} {verdict} "
+              f"{result['counts']} {result['seconds']} s"
+              + (f", reproducer of {result['reproducer_keys']} keys"
+                 if result["reproducer_keys"] is not None else ""), flush=True)
+        rows.append({"role": role, "name": name, "file": file, "kind": kind,
+                     "options": options, "needs": needs, **result})
+    Path(args.json).write_text(json.dumps(rows, indent=1))
+    caught = sum(1 for r in rows if r["role"] == "bug" and not r["passed"])
+    total = sum(1 for r in rows if r["role"] == "bug")
+    print(f"correct examples: {sum(r['passed'] for r in rows if r['role'] == 'correct')}/"
+          f"{len(EXAMPLES)} pass; buggy: {caught}/{total} caught; wrote {args.json}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

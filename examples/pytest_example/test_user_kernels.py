@@ -1,0 +1,21 @@
+"""What a user's own test file looks like with histkit's pytest plugin: the
+conformance matrix becomes one test item per case.
+
+    pytest examples/pytest_example
+
+(the plugin loads by itself through its pytest11 entry point once histkit is
+installed; the fixture is ``histkit_check``).
+"""
+
+from examples import python_kernels
+from histkit.conformance.pytest_plugin import conformance_cases
+
+
+@conformance_cases("histogram")
+def test_my_histogram(case, histkit_check):
+    histkit_check(python_kernels.histogram, "histogram", case)
+
+
+@conformance_cases("stable-sort")
+def test_my_stable_sort(case, histkit_check):
+    histkit_check(python_kernels.quicksort_argsort, "stable-sort", case)

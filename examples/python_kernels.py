@@ -1,0 +1,181 @@
+"""Python implementations to hand to ``histkit check``: correct ones and
+buggy ones, one of each kind at least. They run on the CPU (NumPy), so the
+whole engine is exercised without a GPU:
+
+    histkit check examples.python_kernels:histogram --kind histogram      # PASS
+    histkit check examples.python_kernels:bincount_unchecked --kind histogram  # FAIL
+
+(run from the repository root, so that ``examples`` is importable). The
+buggy ones each carry one realistic mistake, named in their docstring; the
+verdict each gets is pinned by tests/test_check_examples.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _first_bad(keys: np.ndarray, num_bins: int) -> int | None:
+    bad = np.flatnonzero((keys < 0) | (keys >= num_bins)) if len(keys) else []
+    return int(bad[0]) if len(bad) else None
+
+
+def _reject_bad_keys(keys: np.ndarray, num_bins: int) -> None:
+    index = _first_bad(keys, num_bins)
+    if index is not None:
+        raise ValueError(f"key at index {index} is {keys[index]}, outside [0, {num_bins})")
+
+
+# --- histogram -----------------------------------------------------------------------
+
+def histogram(keys, num_bins):
+    """Correct: np.bincount after checking every key."""
+    _reject_bad_keys(keys, num_bins)
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+
+def bincount_unchecked(keys, num_bins):
+    """Bug: no bad-key check (np.bincount grows the output for keys >= num_bins)."""
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)[:num_bins]
+
+
+def histogram_dropped_tail(keys, num_bins):
+    """Bug: the last partial warp of keys is dropped (a loop bound rounded down)."""
+    _reject_bad_keys(keys, num_bins)
+    whole = len(keys) // 32 * 32
+    return np.bincount(keys[:whole].astype(np.int64), minlength=num_bins)
+
+
+def histogram_last_bad_index(keys, num_bins):
+    """Bug: reports the LAST bad key's index (a plain store where atomicMin belongs)."""
+    bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
+    if len(bad):
+        raise ValueError(f"key at index {bad[-1]} is out of range")
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+
+def histogram_uint8_as_signed(keys, num_bins):
+    """Bug: 8-bit keys read as signed char (uint8 keys >= 128 become negative)."""
+    if keys.dtype == np.uint8:
+        keys = keys.view(np.int8)
+    _reject_bad_keys(keys, num_bins)
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+
+def histogram_int32_counts_wrap(keys, num_bins):
+    """Bug: counts kept in int16 (wrap past 32767 keys in one bin)."""
+    _reject_bad_keys(keys, num_bins)
+    return np.bincount(keys.astype(np.int64), minlength=num_bins).astype(np.int16)
+
+
+# --- racy-histogram and wave -------------------------------------------------------
+
+def wave_histogram(keys, num_bins, warp_size=32):
+    """Correct: each wave of warp_size keys adds one to every distinct bin it touches."""
+    _reject_bad_keys(keys, num_bins)
+    counts = np.zeros(num_bins, np.int64)
+    for start in range(0, len(keys), warp_size):
+        counts[np.unique(keys[start:start + warp_size])] += 1
+    return counts
+
+
+def wave_histogram_atomic(keys, num_bins, warp_size=32):
+    """Bug (as a wave model): the race is 'fixed' with atomics, so nothing is lost."""
+    return histogram(keys, num_bins)
+
+
+def racy_histogram_double_count(keys, num_bins):
+    """Bug: the last key is counted twice (a loop that runs to i <= n - 1 and once more)."""
+    counts = histogram(keys, num_bins)
+    if len(keys):
+        counts[keys[-1]] += 1
+    return counts
+
+
+# --- privatized ----------------------------------------------------------------------
+
+def privatized(keys, num_bins, block_size=256, num_blocks=1):
+    """Correct: every block merges every bin (zeros too): num_blocks * num_bins atomics."""
+    return histogram(keys, num_bins), num_blocks * num_bins
+
+
+def privatized_skips_zero_bins(keys, num_bins, block_size=256, num_blocks=1):
+    """Bug: the merge skips empty bins, so fewer global atomics than the chapter's model."""
+    counts = histogram(keys, num_bins)
+    atomics = 0
+    for block in range(num_blocks):
+        mine = keys[block * block_size::num_blocks * block_size]  # one key per thread, roughly
+        atomics += len(np.unique(mine)) if len(mine) else 0
+    return counts, atomics
+
+
+# --- scan ----------------------------------------------------------------------------
+
+def exclusive_scan(counts):
+    """Correct: offsets[i] = counts[0] + ... + counts[i - 1]."""
+    offsets = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    return offsets
+
+
+def inclusive_scan(counts):
+    """Bug: an inclusive scan (offsets[i] includes counts[i])."""
+    return np.cumsum(counts)
+
+
+def scan_tiles_without_carry(counts):
+    """Bug: tiles of 1024 are scanned on their own; no tile adds the ones before it."""
+    offsets = np.zeros(len(counts), np.int64)
+    for start in range(0, len(counts), 1024):
+        tile = counts[start:start + 1024]
+        offsets[start + 1:start + len(tile)] = np.cumsum(tile[:-1])
+    return offsets
+
+
+# --- sort and stable-sort ----------------------------------------------------------
+
+def stable_counting_sort(keys, num_bins):
+    """Correct: histogram + exclusive scan + a stable scatter (chapter 7.3)."""
+    counts = histogram(keys, num_bins)
+    cursor = exclusive_scan(counts)
+    order = np.empty(len(keys), np.int64)
+    for i, key in enumerate(keys.tolist()):
+        order[cursor[key]] = i
+        cursor[key] += 1
+    return keys[order], order
+
+
+def quicksort_argsort(keys, num_bins):
+    """Bug for stable-sort (fine for sort): NumPy's default sort is not stable."""
+    _reject_bad_keys(keys, num_bins)
+    order = np.argsort(keys, kind="quicksort")
+    return keys[order], order
+
+
+def sort_index_off_by_one(keys, num_bins):
+    """Bug: original indices counted from 1."""
+    _reject_bad_keys(keys, num_bins)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order + 1
+
+
+def sort_unchecked(keys, num_bins):
+    """Bug: out-of-range keys are sorted along instead of reported."""
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order
+
+
+def sort_drops_last_key(keys, num_bins):
+    """Bug: the scatter loop stops one key early (the last slot keeps garbage)."""
+    sorted_keys, order = stable_counting_sort(keys, num_bins)
+    if len(keys) > 1:
+        sorted_keys = sorted_keys.copy()
+        sorted_keys[-1] = sorted_keys[0]
+    return sorted_keys, order
+
+
+def sort_by_low_byte(keys, num_bins):
+    """Bug: one 8-bit digit pass where num_bins needs two (keys sorted by key % 256)."""
+    _reject_bad_keys(keys, num_bins)
+    order = np.argsort(keys % 256, kind="stable")
+    return keys[order], order

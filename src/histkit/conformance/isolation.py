@@ -1,0 +1,82 @@
+"""Foreign kernels run in a worker process: a fault or a hang costs one cell.
+
+One worker takes the cases one after another (CUDA start-up is paid once);
+when a case hangs past the timeout the worker is killed, when it dies the
+death is recorded, and after any FAIL the worker is replaced, since a CUDA
+fault leaves its context unusable. The next case gets a fresh worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+
+from histkit.conformance.cases import Case
+from histkit.conformance.checks import Cell
+
+
+def _worker(conn) -> None:
+    from histkit.conformance.runner import run_case
+    from histkit.gpu.device import runtime
+    from histkit.gpu.registry import DEFAULT
+
+    rows: dict = {}
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        impl, case = message
+        if impl not in rows:
+            rows[impl] = impl.as_kernel()
+        kernel = rows[impl]
+        try:
+            (result,) = run_case(runtime(), case, [(kernel.row, kernel, DEFAULT)])
+            conn.send((result.cell, result.geometry))
+        except Exception as error:  # anything run_case did not turn into a cell
+            conn.send((Cell("FAIL", f"{type(error).__name__}: {error}"), ""))
+
+
+class IsolatedJudge:
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self._context = multiprocessing.get_context("spawn")
+        self._process = None
+        self._conn = None
+
+    def _start(self) -> None:
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(target=_worker, args=(child,), daemon=True)
+        self._process.start()
+        child.close()
+        self._conn = parent
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join()
+        self._process = self._conn = None
+
+    def judge(self, impl, case: Case) -> tuple[Cell, str]:
+        if self._process is None:
+            self._start()
+        self._conn.send((impl, case))
+        if not self._conn.poll(self.timeout):
+            self._stop()
+            return Cell("FAIL", f"hang: no result within {self.timeout:.0f} s "
+                                f"(the worker was killed) [case {case.name}]"), ""
+        try:
+            cell, geometry = self._conn.recv()
+        except (EOFError, ConnectionResetError):
+            code = self._process.exitcode if self._process else None
+            self._stop()
+            return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
+                                f"[case {case.name}]"), ""
+        if cell.status == "FAIL":
+            self._stop()
+        return cell, geometry
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self._conn.send(None)
+        self._stop()

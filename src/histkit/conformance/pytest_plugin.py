@@ -1,0 +1,46 @@
+"""histkit's pytest plugin (entry point ``pytest11``): run the conformance
+matrix over YOUR implementation as ordinary test items, one per case.
+
+    from histkit.conformance.pytest_plugin import conformance_cases
+
+    @conformance_cases("histogram")            # parametrizes `case`, one item per case
+    def test_my_histogram(case, histkit_check):
+        histkit_check(my_histogram, "histogram", case)   # FAILs with the reproducer
+
+``histkit_check(impl, kind, case, **options)`` takes what ``check`` takes
+(a callable, "package.module:function" or "file.cu[:entry]", and its options).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from histkit.conformance.cases import Case
+
+
+def conformance_cases(kind: str, quick: bool = True):
+    """A parametrize mark: one test item per conformance case of `kind`."""
+    from histkit.conformance.check import kind_cases
+    from histkit.gpu.registry import KINDS
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    cases = kind_cases(quick)
+    return pytest.mark.parametrize("case", cases, ids=[c.name for c in cases])
+
+
+def judge_case(impl, kind: str, case: Case, **options) -> None:
+    from histkit.conformance.check import check
+
+    report = check(impl, kind, cases=[case], **options)
+    (_, cell, _), = report.cells
+    if cell.status == "skip":
+        pytest.skip(cell.detail)
+    if report.failures:
+        pytest.fail(str(report.failures[0]), pytrace=False)
+
+
+@pytest.fixture
+def histkit_check():
+    """A function (impl, kind, case, **options) that fails the test with a reproducer."""
+    return judge_case

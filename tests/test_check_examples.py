@@ -1,0 +1,122 @@
+"""histkit check, its CLI and its pytest plugin on CPU callables (no GPU):
+the correct examples pass, each buggy one fails with a small reproducer; the
+.cu examples and their planted bugs apply and compile with NVRTC."""
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from histkit.cli import main
+from histkit.conformance import check
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CORRECT = [("histogram", "histogram"), ("wave_histogram", "wave"),
+           ("histogram", "racy-histogram"), ("privatized", "privatized"),
+           ("exclusive_scan", "scan"), ("stable_counting_sort", "stable-sort"),
+           ("quicksort_argsort", "sort")]
+BUGGY = [("bincount_unchecked", "histogram"), ("histogram_dropped_tail", "histogram"),
+         ("histogram_last_bad_index", "histogram"), ("histogram_uint8_as_signed", "histogram"),
+         ("histogram_int32_counts_wrap", "histogram"), ("wave_histogram_atomic", "wave"),
+         ("racy_histogram_double_count", "racy-histogram"),
+         ("privatized_skips_zero_bins", "privatized"), ("inclusive_scan", "scan"),
+         ("scan_tiles_without_carry", "scan"), ("quicksort_argsort", "stable-sort"),
+         ("sort_index_off_by_one", "stable-sort"), ("sort_unchecked", "sort"),
+         ("sort_drops_last_key", "stable-sort"), ("sort_by_low_byte", "stable-sort")]
+# Bugs that need a large input to show: a bin must pass int16's 32767.
+NEEDS_MANY_KEYS = {"histogram_int32_counts_wrap"}
+
+
+@pytest.mark.parametrize("name,kind", CORRECT, ids=lambda v: str(v))
+def test_a_correct_python_implementation_passes(name, kind):
+    report = check(f"examples.python_kernels:{name}", kind)
+    assert report.passed, report.failures[0]
+    counts = report.counts()
+    assert counts["pass"] + counts["finding"] > 150
+
+
+@pytest.mark.parametrize("name,kind", BUGGY, ids=lambda v: str(v))
+def test_a_buggy_python_implementation_fails_with_a_small_reproducer(name, kind):
+    report = check(f"examples.python_kernels:{name}", kind)
+    assert not report.passed
+    first = report.failures[0]
+    assert first.shrunk is not None and first.reproducer
+    if name not in NEEDS_MANY_KEYS:
+        assert first.shrunk.n <= 1024
+        # the reproducer runs just that input, and it fails again
+        keys = np.array(first.shrunk.literal, dtype=first.shrunk.dtype)
+        again = check(f"examples.python_kernels:{name}", kind, keys=keys,
+                      num_bins=first.shrunk.num_bins)
+        assert not again.passed
+
+
+def test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors(capsys):
+    assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram"]) == 0
+    assert main(["check", "examples.python_kernels:bincount_unchecked",
+                 "--kind", "histogram", "--no-shrink"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "no bad key reported" in out
+    assert main(["check", "no/such/file.cu", "--kind", "histogram"]) == 2
+    assert main(["check", "examples.python_kernels:nothing_here", "--kind", "scan"]) == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["check", "examples.python_kernels:histogram", "--kind", "nonsense"])
+    assert caught.value.code == 2
+
+
+def test_the_cli_runs_one_input_given_as_keys(capsys):
+    assert main(["check", "examples.python_kernels:bincount_unchecked", "--kind", "histogram",
+                 "--keys", "0,1,5", "--num-bins", "3"]) == 1
+    assert "index 2" in capsys.readouterr().out
+
+
+def test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer():
+    # The plugin loads through its pytest11 entry point: histkit is installed.
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q",
+                           str(ROOT / "examples" / "pytest_example"), "-x", "-k", "stable_sort"],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "reproduce:" in done.stdout and "original index" in done.stdout
+    passing = subprocess.run([sys.executable, "-m", "pytest", "-q",
+                              str(ROOT / "examples" / "pytest_example"), "-k", "my_histogram"],
+                             capture_output=True, text=True, cwd=ROOT,
+                             env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert passing.returncode == 0, passing.stdout[-2000:]
+    assert " passed" in passing.stdout
+
+
+def _bugs():
+    return tomllib.loads((ROOT / "examples" / "bugs.toml").read_text())["bug"]
+
+
+def test_there_are_five_buggy_kernels_of_every_kind_python_and_cuda_together():
+    kinds = [b["kind"] for b in _bugs()] + [kind for _, kind in BUGGY]
+    for kind in ("histogram", "racy-histogram", "wave", "privatized", "scan", "sort",
+                 "stable-sort"):
+        assert kinds.count(kind) >= 5, kind
+
+
+compiler = pytest.importorskip("histkit.gpu.compiler")
+try:
+    compiler.nvrtc_version()
+    NO_NVRTC = None
+except Exception as error:
+    NO_NVRTC = str(error)
+
+
+@pytest.mark.nvrtc
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")
+@pytest.mark.parametrize("bug", _bugs(), ids=lambda b: b["id"])
+def test_each_planted_bug_applies_and_compiles(bug, tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "examples"))
+    import check_examples
+
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
+    path = check_examples.plant(bug, tmp_path)
+    defines = {"KEY_T": "int", "COUNT_T": "unsigned int", "WARP_SIZE": "32"}
+    assert compiler.compile_cubin(str(path), defines, "sm_90")[:4] == b"\x7fELF"
