@@ -2,8 +2,8 @@
 
 One worker takes the cases one after another (CUDA start-up is paid once);
 when a case hangs past the timeout the worker is killed, when it dies the
-death is recorded, and after any FAIL the worker is replaced, since a CUDA
-fault leaves its context unusable. The next case gets a fresh worker.
+death is recorded, and after a CUDA error the worker is replaced, since a
+CUDA fault leaves its context unusable. The next case gets a fresh worker.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ class IsolatedJudge:
             self._stop()
             return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
                                 f"[case {case.name}]"), ""
-        if cell.status == "FAIL":
-            self._stop()
+        if cell.status == "FAIL" and "CUDA" in cell.detail.upper().replace("CUDA_DIR", ""):
+            self._stop()  # a CUDA fault leaves the worker's context unusable
         return cell, geometry
 
     def close(self) -> None:
