@@ -183,7 +183,7 @@ def reproducer(impl, kind: str, case: Case) -> str:
             grid = case.grid or impl.grid
             options += f" --block {impl.block}" + (f" --grid {grid}" if grid else "")
             options += f" --counts {impl.count_bits}"
-            return (f"histkit check {impl.describe()} --kind {kind} --keys {keys} "
+            return (f"histkit check {impl.describe()} --kind {kind} --keys '{keys}' "
                     f"--dtype {case.dtype} --num-bins {case.num_bins}{options}")
         return (f"python -c \"import numpy as np; from histkit.conformance import check; "
                 f"print(check('{impl.describe()}', '{kind}', keys=np.array([{keys}], "

@@ -12,8 +12,10 @@ recorded as skipped with the reason, never estimated.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import platform
+import sys
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,7 +26,7 @@ from histkit import __version__, oracles
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
 from histkit.gpu import kernels, registry
-from histkit.gpu.device import runtime
+from histkit.gpu.device import gpu_unavailable_reason, runtime
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.kernels import Keys
 
@@ -340,11 +342,18 @@ def plot(results: dict, path: Path) -> None:
 
 def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
                   only: str | None = None) -> int:
-    try:
-        import cupy
-    except ImportError:
-        print("histkit bench needs CuPy for device-side inputs and peers")
+    missing = [name for name in ("cupy", "matplotlib") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"histkit bench needs {' and '.join(missing)}: install the bench extra, "
+              f"python3 -m pip install \"histkit[bench]\" (CuPy, matplotlib, cuda-cccl for "
+              f"CUB; PyTorch is used when present)", file=sys.stderr)
+        return 2
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        print(f"histkit bench needs a CUDA GPU: {reason}", file=sys.stderr)
         return 1
+    import cupy
+
     try:
         import torch
     except ImportError:
