@@ -182,3 +182,18 @@ def test_bad_arguments_raise_like_the_oracles_with_or_without_a_gpu():
         gpu.counting_sort(np.array([True]), 2)
     with pytest.raises(ValueError, match="one-dimensional"):
         gpu.counting_sort(np.zeros((2, 2), dtype=np.int32), 2)
+
+
+@needs_gpu
+def test_a_histogram_too_large_for_the_gpu_names_num_bins_and_the_runtime_stays_usable():
+    with pytest.raises(gpu.DeviceMemoryError, match=r"num_bins=2199023255552 .* needs"):
+        gpu.histogram(np.array([0, 1]), 2**41)
+    np.testing.assert_array_equal(gpu.histogram(np.array([0, 1, 1]), 2), [1, 2])
+
+
+@needs_gpu
+def test_a_bad_key_on_the_gpu_is_the_oracles_bad_key_error():
+    keys = np.array([0, 5, 1, 9], np.int32)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        gpu.histogram(keys, 4)
+    assert (caught.value.index, caught.value.value) == (1, 5)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from histkit import __version__, oracles, references
@@ -113,11 +114,11 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path) -> tupl
     reason = gpu_unavailable_reason()
     if reason is not None:
         if gpu == "on":
-            console.print(f"[bold red]GPU conformance requested but unavailable:[/] {reason}")
+            console.print(f"[bold red]GPU conformance requested but unavailable:[/] {escape(reason)}")
             return False, {"ran": False, "why": reason}
         console.rule("[bold yellow]GPU conformance SKIPPED[/]")
-        console.print(f"[bold yellow]GPU conformance: skipped -- {reason}[/]\n"
-                      f"No kernel was checked. To check them, {GPU_HOW_TO}; "
+        console.print(f"[bold yellow]GPU conformance: skipped -- {escape(reason)}[/]\n"
+                      f"No kernel was checked. To check them, {escape(GPU_HOW_TO)}; "
                       f"--gpu on makes a missing GPU a failure.")
         return True, {"ran": False, "why": reason}
     from histkit.conformance.runner import run_conformance

@@ -20,8 +20,8 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     if arr.size == 0 and not isinstance(keys, np.ndarray):
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
-    if arr.dtype.kind in "fO" and not isinstance(keys, np.ndarray):
-        _refuse_python_ints_no_dtype_holds(arr, name)
+    if arr.dtype.kind in "fO" and isinstance(keys, (list, tuple)):
+        _refuse_python_ints_no_dtype_holds(keys, name)
     if arr.dtype.kind not in "iu":
         raise TypeError(
             f"{name} must have an integer dtype (int8 ... uint64); got {arr.dtype}"
@@ -33,12 +33,10 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     return arr
 
 
-def _refuse_python_ints_no_dtype_holds(arr: np.ndarray, name: str) -> None:
+def _refuse_python_ints_no_dtype_holds(values, name: str) -> None:
     """NumPy turns Python ints that no one integer dtype holds (say -1 and 2**63,
     or 2**64) into float64 or object arrays; say so rather than "got float64"."""
-    values = arr.ravel().tolist() if arr.dtype.kind == "O" else None
-    if values is None or not values or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in values):
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return
     low, high = min(values), max(values)
     raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "

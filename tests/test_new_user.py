@@ -1,0 +1,213 @@
+"""What a new user hits: each reproducer of the new-user issue, pinned."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from histkit import oracles
+from histkit.cli import main
+from histkit.oracles._fold import fold_rows
+from histkit.oracles._inputs import available_memory
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_histkit(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "histkit", *args], capture_output=True,
+                          text=True, **kwargs)
+
+
+# --- the quick start ----------------------------------------------------------------
+
+def test_the_quick_start_installs_the_gpu_extra_and_ci_runs_it_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in quick_start.strip().splitlines()]
+    assert commands[0].startswith('python3 -m pip install ".[gpu]"')
+    ci = (ROOT / ".ci" / "run").read_text()
+    for command in commands:
+        assert command in ci
+
+
+def test_a_skipped_gpu_conformance_is_loud_and_says_how_to_enable_it(capsys, monkeypatch):
+    import histkit.gpu
+
+    monkeypatch.setattr(histkit.gpu, "gpu_unavailable_reason", lambda: "no GPU here (test)")
+    assert main(["verify", "--json", os.devnull]) == 0
+    out = capsys.readouterr().out
+    assert "GPU conformance SKIPPED" in out and "histkit[gpu]" in out and "--gpu on" in out
+
+
+# --- the CLI ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("option", [["--block-size", "0"], ["--block-size", "-1"],
+                                    ["--warp-size", "0"], ["--seed", "-1"],
+                                    ["--bins", "3000000000"], ["--n", "-1"], ["--bins", "0"]])
+def test_out_of_range_demo_options_are_usage_errors_of_demo(option):
+    done = run_histkit("demo", *option)
+    assert done.returncode == 2
+    assert "usage: histkit demo" in done.stderr and "must be in [" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_demo_with_no_keys_runs_every_section():
+    done = run_histkit("demo", "--n", "0")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_version_and_help_text():
+    done = run_histkit("--version")
+    assert done.returncode == 0 and done.stdout.startswith("histkit ")
+    help_text = run_histkit("--help").stdout
+    assert "``" not in help_text
+    assert "(default: 256)" in run_histkit("demo", "--help").stdout
+
+
+def test_bench_without_its_extra_names_the_extra():
+    pytest.importorskip("numpy")
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    done = run_histkit("bench")
+    assert done.returncode == 2 and "histkit[bench]" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- the demo's wording -------------------------------------------------------------
+
+def test_block_size_1_says_privatization_costs_more_atomics(capsys):
+    assert main(["demo", "--section", "7.2", "--block-size", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "MORE global" in out and "fewer global atomics" not in out
+    assert "regardless of N" not in out
+
+
+def test_long_tables_are_truncated_with_a_note(capsys):
+    assert main(["demo", "--section", "7.1", "--bins", "100000", "--n", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) < 150
+    assert "more buckets not shown" in out
+
+
+def test_the_7_3_checks_catch_a_broken_sort(monkeypatch, capsys):
+    from histkit import demo
+
+    def unstable(keys, num_bins):
+        order = np.argsort(keys, kind="stable")[::-1].copy()
+        order = order[np.argsort(keys[order], kind="stable")]
+        return keys[order], order
+
+    monkeypatch.setattr(demo.oracles, "counting_sort", unstable)
+    assert main(["demo", "--section", "7.3"]) == 1
+    assert "stable): NO -- BUG" in capsys.readouterr().out
+
+
+# --- memory -------------------------------------------------------------------------
+
+def test_the_per_worker_rows_are_summed_in_place():
+    rows = np.arange(12, dtype=np.int64).reshape(3, 4)
+    counts = fold_rows(rows, 3)
+    assert np.shares_memory(counts, rows)
+    np.testing.assert_array_equal(counts, [12, 15, 18])
+
+
+def test_an_empty_histogram_needs_about_its_output():
+    import tracemalloc
+
+    num_bins = 1 << 23  # 64 MiB of counts
+    tracemalloc.start()
+    counts = oracles.histogram(np.empty(0, np.int32), num_bins)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert counts.sum() == 0 and len(counts) == num_bins
+    assert peak < 1.25 * 8 * num_bins
+
+
+def test_a_histogram_too_large_for_memory_names_num_bins_and_bytes():
+    with pytest.raises(MemoryError, match=r"num_bins=4611686018427387904 .*needs"):
+        oracles.histogram([0], 2**62)
+
+
+@pytest.mark.skipif((available_memory() or 0) > 17 * 2**30, reason="more than 17 GiB is free here: the request would fit")
+def test_demo_with_too_many_bins_exits_1_naming_the_request():
+    done = run_histkit("demo", "--n", "10", "--bins", "2147483647")
+    assert done.returncode == 1 and "num_bins=2147483647" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- argument errors that name the argument -------------------------------------------
+
+@pytest.mark.parametrize("num_bins", [2**63, 2**63 - 1, 2**62 + 1])
+def test_huge_num_bins_is_a_value_error_naming_num_bins(num_bins):
+    with pytest.raises(ValueError, match="num_bins must be <= 2\\*\\*62"):
+        oracles.histogram([0], num_bins)
+
+
+def test_a_wave_wider_than_the_input_is_one_wave():
+    keys = np.array([1, 1, 2])
+    np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, 3, warp_size=2**63),
+                                  [0, 1, 1])
+    assert oracles.privatized_histogram(keys, 3, block_size=2**63)[1] == 3
+
+
+@pytest.mark.parametrize("keys", [[-1, 2**63], [2**64], [2**70, 0]])
+def test_python_ints_no_dtype_holds_are_named_as_such(keys):
+    with pytest.raises(ValueError, match="no integer dtype holds"):
+        oracles.histogram(keys, 3)
+
+
+def test_none_keys_say_none():
+    with pytest.raises(TypeError, match="got None"):
+        oracles.histogram(None, 3)
+
+
+def test_gpu_calls_check_their_input_before_looking_for_a_gpu():
+    from histkit import gpu
+
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.exclusive_scan([1.5])
+    with pytest.raises(ValueError, match="counts must be >= 0"):
+        gpu.exclusive_scan(np.array([1, -2], np.int64))
+    with pytest.raises(TypeError, match="int64 counts"):
+        gpu.exclusive_scan(np.array([1, 2], np.int32))
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.histogram([0.5], 2)
+    with pytest.raises(ValueError, match="num_bins"):
+        gpu.histogram([0], 2**63)
+
+
+# --- output -------------------------------------------------------------------------
+
+def test_verify_into_a_closed_pipe_keeps_its_exit_status():
+    process = subprocess.Popen([sys.executable, "-m", "histkit", "verify", "--gpu", "off",
+                                "--json", os.devnull], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.readline()
+    process.stdout.close()
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err.decode()
+    assert b"BrokenPipeError" not in err
+
+
+def test_piped_output_is_not_wrapped():
+    done = run_histkit("demo", "--section", "7.3")
+    assert "within each bucket, original relative order is preserved (stable): yes" in done.stdout
+
+
+def test_verify_writes_its_json_without_a_gpu(tmp_path):
+    path = tmp_path / "report.json"
+    assert main(["verify", "--gpu", "off", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert report["passed"] is True
+    assert set(report["oracle_self_checks"]) >= {"histogram", "counting_sort"}
+    assert all(not failed for failed in report["oracle_self_checks"].values())
+    assert report["demo_self_checks_confirmed"] is True
+    assert report["gpu_conformance"] == {"ran": False, "why": "--gpu off"}
