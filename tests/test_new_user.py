@@ -136,7 +136,8 @@ def test_a_histogram_too_large_for_memory_names_num_bins_and_bytes():
         oracles.histogram([0], 2**62)
 
 
-@pytest.mark.skipif((available_memory() or 0) > 17 * 2**30, reason="more than 17 GiB is free here: the request would fit")
+@pytest.mark.skipif((available_memory() or 0) > 17 * 2**30,
+                    reason="more than 17 GiB is free here: the request would fit")
 def test_demo_with_too_many_bins_exits_1_naming_the_request():
     done = run_histkit("demo", "--n", "10", "--bins", "2147483647")
     assert done.returncode == 1 and "num_bins=2147483647" in done.stderr

@@ -114,7 +114,8 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path) -> tupl
     reason = gpu_unavailable_reason()
     if reason is not None:
         if gpu == "on":
-            console.print(f"[bold red]GPU conformance requested but unavailable:[/] {escape(reason)}")
+            console.print("[bold red]GPU conformance requested but unavailable:[/] "
+                          + escape(reason))
             return False, {"ran": False, "why": reason}
         console.rule("[bold yellow]GPU conformance SKIPPED[/]")
         console.print(f"[bold yellow]GPU conformance: skipped -- {escape(reason)}[/]\n"
