@@ -7,7 +7,10 @@ changes speed by tens of percent from minute to minute, and paired ratios
 keep that drift out. Reported: the median time of each method and the median
 of the per-repeat ratios, after one warm-up round.
 
-    python bench/cpu.py [--n-log2 24] [--repeats 15] [--out bench/results]
+    python bench/cpu.py [--n-log2 24] [--repeats 15] [--out bench/results] [--busy]
+
+--busy keeps one core busy for the whole run with a spinning process that the
+script starts and stops itself: what the oracles give on a shared machine.
 """
 
 from __future__ import annotations
@@ -77,12 +80,55 @@ def bench_row(keys: np.ndarray, num_bins: int, repeats: int) -> dict:
     }
 
 
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass
+
+
+class BusyCore:
+    """A process spinning on one core while the block runs."""
+
+    def __enter__(self):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._process = context.Process(target=_spin, args=(self._stop,), daemon=True)
+        self._process.start()
+        time.sleep(0.5)  # let it reach its loop before anything is timed
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._process.join(timeout=5)
+        if self._process.is_alive():
+            self._process.kill()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-log2", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--busy", action="store_true",
+                        help="keep one core busy with a spinning process during the run")
     args = parser.parse_args()
+    import contextlib
+
+    with BusyCore() if args.busy else contextlib.nullcontext():
+        rows = run_rows(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    busy = "-busy" if args.busy else ""
+    path = out / f"cpu-{os.cpu_count()}core{busy}-{date.today().isoformat()}.json"
+    meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
+            "machine": platform.machine(), "processor": platform.processor(),
+            "one_core_busy": args.busy}
+    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    print(f"wrote {path}")
+
+
+def run_rows(args) -> list[dict]:
     n = 1 << args.n_log2
     rows = []
     for num_bins in (10, 256, 65536):
@@ -101,13 +147,7 @@ def main() -> None:
                   f"sort {t['counting_sort'] * 1e3:6.1f} ms vs argsort "
                   f"{t['np.argsort(stable)'] * 1e3:7.1f} ms ({row['sort_vs_argsort']:5.1f}x; "
                   f"{row['sort_over_floor']:3.2f}x write floor)", flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"cpu-{os.cpu_count()}core-{date.today().isoformat()}.json"
-    meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
-            "machine": platform.machine(), "processor": platform.processor()}
-    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    print(f"wrote {path}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@ cdef enum:
     MAX_BINS_FOR_LANES = 4096
     # Below this many keys per worker, thread start-up costs more than it saves.
     MIN_KEYS_PER_WORKER = 1 << 16
+    # Work is split into several chunks per thread, handed out dynamically: a
+    # thread slowed by another process on its core takes fewer chunks instead
+    # of holding every other thread up at the end (static halves wait for the
+    # slowest). Each chunk has its own counters, so results do not depend on
+    # which thread took which chunk.
+    CHUNKS_PER_WORKER = 8
+    MIN_KEYS_PER_CHUNK = 1 << 15
 
 
 cdef inline int lanes_for(Py_ssize_t num_bins) noexcept nogil:
@@ -56,6 +63,19 @@ cdef inline Py_ssize_t workers_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept n
     cdef Py_ssize_t most = openmp.omp_get_max_threads()
     cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_WORKER, 2 * num_bins)
     return max(1, min(most, by_size))
+
+
+cdef inline Py_ssize_t chunks_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept nogil:
+    """How many chunks to split n keys into (see CHUNKS_PER_WORKER); 1 when serial."""
+    cdef Py_ssize_t workers = workers_for(n, num_bins)
+    if workers == 1:
+        return 1
+    cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_CHUNK, 2 * num_bins)
+    return max(workers, min(CHUNKS_PER_WORKER * workers, by_size))
+
+
+cdef inline Py_ssize_t threads_for(Py_ssize_t chunks) noexcept nogil:
+    return max(1, min(chunks, <Py_ssize_t>openmp.omp_get_max_threads()))
 
 
 cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t workers,

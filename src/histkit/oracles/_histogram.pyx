@@ -7,8 +7,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t
 
-from histkit.oracles._count cimport (chunk_start, count_chunk, first_bad, lanes_for,
-                                     padded_row, workers_for)
+from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, first_bad,
+                                     lanes_for, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
@@ -16,20 +16,21 @@ from histkit.oracles._fold import fold_rows
 def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
     """Count keys into num_bins bins; return (int64 counts, first bad index or -1).
 
-    The keys are split into one contiguous chunk per worker thread, each
-    counted into private sub-histograms that are summed at the end. Counts
-    are only meaningful when the returned index is -1.
+    The keys are split into contiguous chunks, several per thread, handed out
+    dynamically; each is counted into its own sub-histograms, summed at the
+    end. Counts are only meaningful when the returned index is -1.
     """
     cdef Py_ssize_t n = keys.shape[0]
-    cdef Py_ssize_t workers = workers_for(n, num_bins)
-    cdef Py_ssize_t w
+    cdef Py_ssize_t chunks = chunks_for(n, num_bins)
+    cdef Py_ssize_t c
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
-    scratch = np.empty((workers, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
-    bad = np.full(workers, -1, dtype=np.intp)
+    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+    bad = np.full(chunks, -1, dtype=np.intp)
     cdef int64_t[:, ::1] scratch_v = scratch
     cdef Py_ssize_t[::1] bad_v = bad
-    for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
-        bad_v[w] = count_chunk(first, step, chunk_start(n, workers, w),
-                               chunk_start(n, workers, w + 1), &scratch_v[w, 0], num_bins)
+    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
+                    num_threads=threads_for(chunks)):
+        bad_v[c] = count_chunk(first, step, chunk_start(n, chunks, c),
+                               chunk_start(n, chunks, c + 1), &scratch_v[c, 0], num_bins)
     return fold_rows(scratch, num_bins), first_bad(bad_v)

@@ -3,10 +3,10 @@
 NumPy equivalent: ``order = np.argsort(keys, kind="stable")``,
 ``keys[order], order``.
 
-Parallel and still stable: worker w counts its contiguous chunk, offsets are
-scanned bin-major then worker-minor (every key of bin b in chunk w lands
-before those of chunk w + 1), and each worker scatters its chunk in input
-order. Sorted keys need no scatter at all: bin b's output run is b repeated
+Parallel and still stable: each contiguous chunk (several per thread, handed
+out dynamically) is counted on its own, offsets are scanned bin-major then
+chunk-minor (every key of bin b in chunk c lands before those of chunk c + 1),
+and each chunk is scattered in input order, whichever thread takes it. Sorted keys need no scatter at all: bin b's output run is b repeated
 count[b] times.
 """
 import numpy as np
@@ -14,8 +14,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 
-from histkit.oracles._count cimport (chunk_start, count_chunk, first_bad, lanes_for,
-                                     key_at, padded_row, workers_for)
+from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, first_bad,
+                                     key_at, lanes_for, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 
 
@@ -69,35 +69,36 @@ def counting_sort_arrays(const key_t[:] keys, Py_ssize_t num_bins,
     cdef Py_ssize_t n = keys.shape[0]
     if n == 0:
         return -1
-    cdef Py_ssize_t workers = workers_for(n, num_bins)
-    cdef Py_ssize_t w, b
+    cdef Py_ssize_t chunks = chunks_for(n, num_bins)
+    cdef Py_ssize_t threads = threads_for(chunks)
+    cdef Py_ssize_t c, b
     cdef int64_t running = 0, count
     cdef const key_t* first = &keys[0]
     cdef Py_ssize_t step = keys.strides[0]
-    scratch = np.empty((workers, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
-    bad = np.full(workers, -1, dtype=np.intp)
+    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+    bad = np.full(chunks, -1, dtype=np.intp)
     bin_end = np.empty(num_bins, dtype=np.int64)
     cdef int64_t[:, ::1] cursor = scratch
     cdef Py_ssize_t[::1] bad_v = bad
     cdef int64_t[::1] bin_end_v = bin_end
 
-    for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
-        bad_v[w] = count_chunk(first, step, chunk_start(n, workers, w),
-                               chunk_start(n, workers, w + 1), &cursor[w, 0], num_bins)
+    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1, num_threads=threads):
+        bad_v[c] = count_chunk(first, step, chunk_start(n, chunks, c),
+                               chunk_start(n, chunks, c + 1), &cursor[c, 0], num_bins)
     if first_bad(bad_v) >= 0:
         return first_bad(bad_v)
 
     with nogil:
         for b in range(num_bins):
-            for w in range(workers):
-                count = cursor[w, b]
-                cursor[w, b] = running
+            for c in range(chunks):
+                count = cursor[c, b]
+                cursor[c, b] = running
                 running += count
             bin_end_v[b] = running
 
-    for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
-        scatter_indices(first, step, chunk_start(n, workers, w),
-                        chunk_start(n, workers, w + 1), &cursor[w, 0], &original_index[0])
-        fill_runs(&sorted_keys[0], &bin_end_v[0], num_bins, chunk_start(n, workers, w),
-                  chunk_start(n, workers, w + 1))
+    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1, num_threads=threads):
+        scatter_indices(first, step, chunk_start(n, chunks, c),
+                        chunk_start(n, chunks, c + 1), &cursor[c, 0], &original_index[0])
+        fill_runs(&sorted_keys[0], &bin_end_v[0], num_bins, chunk_start(n, chunks, c),
+                  chunk_start(n, chunks, c + 1))
     return -1

@@ -13,7 +13,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 
-from histkit.oracles._count cimport chunk_start, first_bad, key_at, padded_row, workers_for
+from histkit.oracles._count cimport (chunk_start, chunks_for, first_bad, key_at, padded_row,
+                                     threads_for)
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
@@ -78,23 +79,24 @@ def naive_wave_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t warp_
     """Return (int64 counts under the wave model, first bad index or -1)."""
     cdef Py_ssize_t n = keys.shape[0]
     cdef Py_ssize_t num_waves = (n + warp_size - 1) // warp_size
-    cdef Py_ssize_t workers = workers_for(n, 2 * num_bins)
-    cdef Py_ssize_t w, first_wave, last_wave
+    cdef Py_ssize_t chunks = chunks_for(n, 2 * num_bins)
+    cdef Py_ssize_t c, first_wave, last_wave
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
-    counts = np.zeros((workers, padded_row(num_bins)), dtype=np.int64)
-    stamps = np.full((workers, padded_row(num_bins if num_bins > 64 else 1)), -1, dtype=np.int64)
-    bad = np.full(workers, -1, dtype=np.intp)
+    counts = np.zeros((chunks, padded_row(num_bins)), dtype=np.int64)
+    stamps = np.full((chunks, padded_row(num_bins if num_bins > 64 else 1)), -1, dtype=np.int64)
+    bad = np.full(chunks, -1, dtype=np.intp)
     cdef int64_t[:, ::1] counts_v = counts
     cdef int64_t[:, ::1] stamps_v = stamps
     cdef Py_ssize_t[::1] bad_v = bad
-    for w in prange(workers, nogil=True, schedule="static", num_threads=workers):
-        first_wave = chunk_start(num_waves, workers, w)
-        last_wave = chunk_start(num_waves, workers, w + 1)
+    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
+                    num_threads=threads_for(chunks)):
+        first_wave = chunk_start(num_waves, chunks, c)
+        last_wave = chunk_start(num_waves, chunks, c + 1)
         if num_bins <= 64:
-            bad_v[w] = waves_small_bins(first, step, n, first_wave, last_wave, warp_size,
-                                        &counts_v[w, 0], <uint64_t>num_bins)
+            bad_v[c] = waves_small_bins(first, step, n, first_wave, last_wave, warp_size,
+                                        &counts_v[c, 0], <uint64_t>num_bins)
         else:
-            bad_v[w] = waves_any_bins(first, step, n, first_wave, last_wave, warp_size,
-                                      &counts_v[w, 0], &stamps_v[w, 0], <uint64_t>num_bins)
+            bad_v[c] = waves_any_bins(first, step, n, first_wave, last_wave, warp_size,
+                                      &counts_v[c, 0], &stamps_v[c, 0], <uint64_t>num_bins)
     return fold_rows(counts, num_bins), first_bad(bad_v)
