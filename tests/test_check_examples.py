@@ -120,3 +120,20 @@ def test_each_planted_bug_applies_and_compiles(bug, tmp_path, monkeypatch):
     path = check_examples.plant(bug, tmp_path)
     defines = {"KEY_T": "int", "COUNT_T": "unsigned int", "WARP_SIZE": "32"}
     assert compiler.compile_cubin(str(path), defines, "sm_90")[:4] == b"\x7fELF"
+
+
+def test_sanitize_reruns_the_same_check_under_compute_sanitizer(monkeypatch):
+    from histkit.conformance import check_cli
+
+    commands = []
+
+    class Done:
+        returncode = 1
+
+    monkeypatch.setattr(check_cli.subprocess, "run",
+                        lambda command, env=None: commands.append(command) or Done())
+    assert main(["check", "k.cu", "--kind", "scan", "--sanitize", "racecheck",
+                 "--grid", "1"]) == 1
+    (command,) = commands
+    assert command[:3] == ["compute-sanitizer", "--tool", "racecheck"]
+    assert command[-6:] == ["check", "k.cu", "--kind", "scan", "--grid", "1"]

@@ -169,7 +169,9 @@ def make_console():
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # histkit check --sanitize re-runs itself under compute-sanitizer
     try:
         return args.run(args)
     except MemoryError as error:  # a request too large for this machine: say so, no traceback

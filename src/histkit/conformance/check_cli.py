@@ -90,9 +90,9 @@ def add_check_parser(commands, formatter, handler) -> None:
 
 
 def _under_sanitizer(args) -> int:
-    argv = [a for a in sys.argv[1:]]
-    i = argv.index("--sanitize")
-    del argv[i:i + 2]
+    argv = list(args.argv)
+    at = next(i for i, word in enumerate(argv) if word.startswith("--sanitize"))
+    del argv[at:at + (1 if "=" in argv[at] else 2)]
     command = ["compute-sanitizer", "--tool", args.sanitize, "--report-api-errors", "no",
                "--error-exitcode", "1", sys.executable, "-m", "histkit", *argv]
     try:
