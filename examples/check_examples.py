@@ -22,6 +22,8 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from histkit.conformance.mutation import plant as plant_text
+
 HERE = Path(__file__).resolve().parent
 # How each example is checked: its kind and launch options (the README shows these).
 EXAMPLES = {
@@ -43,9 +45,7 @@ def plant(bug: dict, folder: Path) -> Path:
     target = folder / bug["file"]
     text = (HERE / "cuda" / bug["file"]).read_text()
     if bug["find"]:
-        if text.count(bug["find"]) != 1:
-            raise ValueError(f"bug {bug['id']}: find text is not unique in {bug['file']}")
-        text = text.replace(bug["find"], bug["replace"])
+        text = plant_text(text, bug["find"], bug["replace"], f"bug {bug['id']} in {bug['file']}")
     target.write_text(text)
     return target
 

@@ -52,16 +52,20 @@ def load(table: Path) -> list[Mutant]:
     return mutants
 
 
+def plant(text: str, find: str, replace: str, what: str) -> str:
+    """text with its one occurrence of find replaced (an error names `what` otherwise)."""
+    found = text.count(find)
+    if found != 1:
+        raise ValueError(f"{what}: its find text occurs {found} times (must be exactly once)")
+    return text.replace(find, replace)
+
+
 def apply(mutant: Mutant, source_dir: Path, target_dir: Path) -> Path:
     """A copy of source_dir in target_dir with the mutant's one change made."""
     shutil.copytree(source_dir, target_dir, dirs_exist_ok=True)
     path = target_dir / mutant.file
-    text = path.read_text()
-    found = text.count(mutant.find)
-    if found != 1:
-        raise ValueError(f"mutant {mutant.id}: its find text occurs {found} times in "
-                         f"{mutant.file} (must be exactly once)")
-    path.write_text(text.replace(mutant.find, mutant.replace))
+    path.write_text(plant(path.read_text(), mutant.find, mutant.replace,
+                          f"mutant {mutant.id} in {mutant.file}"))
     return target_dir
 
 

@@ -30,6 +30,7 @@ from histkit.oracles._inputs import (
 )
 from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
+from histkit.oracles._threads import idle_cpus
 from histkit.oracles._wave import naive_wave_counts
 
 __all__ = [
@@ -57,7 +58,7 @@ def histogram(keys, num_bins: int) -> np.ndarray:
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
     _counts_fit(num_bins)
-    counts, bad = histogram_counts(keys, num_bins)
+    counts, bad = histogram_counts(keys, num_bins, idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return counts
@@ -75,7 +76,7 @@ def naive_wave_histogram(keys, num_bins: int, warp_size: int = WARP_SIZE) -> np.
     _counts_fit(num_bins)
     # A wave wider than the input is one wave of all of it: same model.
     warp_size = min(positive_int(warp_size, "warp_size"), max(1, len(keys)))
-    counts, bad = naive_wave_counts(keys, num_bins, warp_size)
+    counts, bad = naive_wave_counts(keys, num_bins, warp_size, idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return counts
@@ -135,7 +136,8 @@ def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
                    f"counting_sort of {len(keys)} keys into num_bins={num_bins}")
     sorted_keys = np.empty(len(keys), dtype=keys.dtype)
     original_index = np.empty(len(keys), dtype=np.int64)
-    bad = counting_sort_arrays(keys, num_bins, sorted_keys, original_index)
+    bad = counting_sort_arrays(keys, num_bins, sorted_keys, original_index,
+                               idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return sorted_keys, original_index

@@ -54,20 +54,23 @@ cdef inline Py_ssize_t padded_row(Py_ssize_t counters) noexcept nogil:
     return (counters + ROW_PAD - 1) // ROW_PAD * ROW_PAD + ROW_PAD
 
 
-cdef inline Py_ssize_t workers_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept nogil:
-    """How many threads to split n keys over.
+cdef inline Py_ssize_t workers_for(Py_ssize_t n, Py_ssize_t num_bins,
+                                   Py_ssize_t max_threads) noexcept nogil:
+    """How many threads to split n keys over (at most max_threads, the CPUs that
+    are idle right now: histkit.oracles._threads).
 
     Each worker owns private sub-histograms, so a worker must have enough keys
     to amortise zeroing and merging num_bins counters.
     """
-    cdef Py_ssize_t most = openmp.omp_get_max_threads()
+    cdef Py_ssize_t most = min(<Py_ssize_t>openmp.omp_get_max_threads(), max(1, max_threads))
     cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_WORKER, 2 * num_bins)
     return max(1, min(most, by_size))
 
 
-cdef inline Py_ssize_t chunks_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept nogil:
+cdef inline Py_ssize_t chunks_for(Py_ssize_t n, Py_ssize_t num_bins,
+                                  Py_ssize_t max_threads) noexcept nogil:
     """How many chunks to split n keys into (see CHUNKS_PER_WORKER); 1 when serial."""
-    cdef Py_ssize_t workers = workers_for(n, num_bins)
+    cdef Py_ssize_t workers = workers_for(n, num_bins, max_threads)
     if workers == 1:
         return 1
     # Each chunk zeroes and folds num_bins counters: with many bins, fewer chunks
@@ -76,8 +79,8 @@ cdef inline Py_ssize_t chunks_for(Py_ssize_t n, Py_ssize_t num_bins) noexcept no
     return max(workers, min(CHUNKS_PER_WORKER * workers, by_size))
 
 
-cdef inline Py_ssize_t threads_for(Py_ssize_t chunks) noexcept nogil:
-    return max(1, min(chunks, <Py_ssize_t>openmp.omp_get_max_threads()))
+cdef inline Py_ssize_t threads_for(Py_ssize_t chunks, Py_ssize_t max_threads) noexcept nogil:
+    return max(1, min(chunks, min(<Py_ssize_t>openmp.omp_get_max_threads(), max_threads)))
 
 
 cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t workers,

@@ -13,7 +13,7 @@ from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
 
-def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
+def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t max_threads):
     """Count keys into num_bins bins; return (int64 counts, first bad index or -1).
 
     The keys are split into contiguous chunks, several per thread, handed out
@@ -21,7 +21,7 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
     end. Counts are only meaningful when the returned index is -1.
     """
     cdef Py_ssize_t n = keys.shape[0]
-    cdef Py_ssize_t chunks = chunks_for(n, num_bins)
+    cdef Py_ssize_t chunks = chunks_for(n, num_bins, max_threads)
     cdef Py_ssize_t c
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
@@ -30,7 +30,7 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins):
     cdef int64_t[:, ::1] scratch_v = scratch
     cdef Py_ssize_t[::1] bad_v = bad
     for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
-                    num_threads=threads_for(chunks)):
+                    num_threads=threads_for(chunks, max_threads)):
         bad_v[c] = count_chunk(first, step, chunk_start(n, chunks, c),
                                chunk_start(n, chunks, c + 1), &scratch_v[c, 0], num_bins)
     return fold_rows(scratch, num_bins), first_bad(bad_v)

@@ -6,4 +6,5 @@ def counting_sort_arrays(
     num_bins: int,
     sorted_keys: npt.NDArray[np.integer],
     original_index: npt.NDArray[np.int64],
+    max_threads: int,
 ) -> int: ...

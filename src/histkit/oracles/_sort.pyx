@@ -63,55 +63,54 @@ cdef inline void fill_runs(key_t* sorted_keys, const int64_t* bin_end, Py_ssize_
         b += 1
 
 
-cdef inline bint already_sorted(const key_t* keys, Py_ssize_t step,
-                                Py_ssize_t n) noexcept nogil:
-    # Stops at the first descent: uniform keys pay a few comparisons.
+cdef inline bint copy_if_in_order(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
+                                  Py_ssize_t stop, key_t* sorted_keys,
+                                  int64_t* original_index) noexcept nogil:
+    # Copies keys[start:stop] and writes their indices while they do not
+    # descend (from the key before start); stops at the first descent, so
+    # unsorted input pays a few keys per chunk.
     cdef Py_ssize_t i
-    cdef const char* at = <const char*>keys
-    cdef key_t previous = keys[0], current
-    for i in range(1, n):
-        at += step
+    cdef const char* at = <const char*>keys + start * step
+    cdef key_t previous = (<const key_t*>(at - step))[0] if start else (<const key_t*>at)[0]
+    cdef key_t current
+    for i in range(start, stop):
         current = (<const key_t*>at)[0]
         if current < previous:
             return False
+        sorted_keys[i] = current
+        original_index[i] = i
         previous = current
+        at += step
     return True
 
 
-cdef inline void copy_in_order(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
-                               Py_ssize_t stop, key_t* sorted_keys,
-                               int64_t* original_index) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef const char* at = <const char*>keys + start * step
-    for i in range(start, stop):
-        sorted_keys[i] = (<const key_t*>at)[0]
-        original_index[i] = i
-        at += step
-
-
 def counting_sort_arrays(const key_t[:] keys, Py_ssize_t num_bins,
-                         key_t[::1] sorted_keys, int64_t[::1] original_index):
+                         key_t[::1] sorted_keys, int64_t[::1] original_index,
+                         Py_ssize_t max_threads):
     """Fill sorted_keys and original_index; return the first bad index or -1."""
     cdef Py_ssize_t n = keys.shape[0]
     if n == 0:
         return -1
-    cdef Py_ssize_t chunks = chunks_for(n, num_bins)
-    cdef Py_ssize_t threads = threads_for(chunks)
+    cdef Py_ssize_t chunks = chunks_for(n, num_bins, max_threads)
+    cdef Py_ssize_t threads = threads_for(chunks, max_threads)
     cdef Py_ssize_t c, b
     cdef int64_t running = 0, count
     cdef const key_t* first = &keys[0]
     cdef Py_ssize_t step = keys.strides[0]
-    cdef bint presorted
-    with nogil:
-        # Sorted, first key >= 0 and last < num_bins: every key is valid.
-        presorted = (already_sorted(first, step, n) and <uint64_t>keys[0] < <uint64_t>num_bins
-                     and <uint64_t>keys[n - 1] < <uint64_t>num_bins)
-    if presorted:
+    # Already sorted (one hot bin, presorted data): the output is a copy and
+    # 0..N-1, made in the same pass that checks the order. Sorted with the
+    # first key >= 0 and the last < num_bins means every key is valid.
+    in_order = np.zeros(chunks, dtype=np.uint8)
+    cdef unsigned char[::1] in_order_v = in_order
+    if <uint64_t>keys[0] < <uint64_t>num_bins and <uint64_t>keys[n - 1] < <uint64_t>num_bins:
         for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
                         num_threads=threads):
-            copy_in_order(first, step, chunk_start(n, chunks, c), chunk_start(n, chunks, c + 1),
-                          &sorted_keys[0], &original_index[0])
-        return -1
+            in_order_v[c] = copy_if_in_order(first, step, chunk_start(n, chunks, c),
+                                             chunk_start(n, chunks, c + 1), &sorted_keys[0],
+                                             &original_index[0])
+        if in_order.all():
+            return -1
+
     scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
     bad = np.full(chunks, -1, dtype=np.intp)
     bin_end = np.empty(num_bins, dtype=np.int64)

@@ -75,11 +75,12 @@ cdef inline Py_ssize_t waves_any_bins(const key_t* keys, Py_ssize_t step, Py_ssi
     return -1
 
 
-def naive_wave_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t warp_size):
+def naive_wave_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t warp_size,
+                      Py_ssize_t max_threads):
     """Return (int64 counts under the wave model, first bad index or -1)."""
     cdef Py_ssize_t n = keys.shape[0]
     cdef Py_ssize_t num_waves = (n + warp_size - 1) // warp_size
-    cdef Py_ssize_t chunks = chunks_for(n, 2 * num_bins)
+    cdef Py_ssize_t chunks = chunks_for(n, 2 * num_bins, max_threads)
     cdef Py_ssize_t c, first_wave, last_wave
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
@@ -90,7 +91,7 @@ def naive_wave_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t warp_
     cdef int64_t[:, ::1] stamps_v = stamps
     cdef Py_ssize_t[::1] bad_v = bad
     for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
-                    num_threads=threads_for(chunks)):
+                    num_threads=threads_for(chunks, max_threads)):
         first_wave = chunk_start(num_waves, chunks, c)
         last_wave = chunk_start(num_waves, chunks, c + 1)
         if num_bins <= 64:
