@@ -6,8 +6,11 @@ NumPy equivalent: ``order = np.argsort(keys, kind="stable")``,
 Parallel and still stable: each contiguous chunk (several per thread, handed
 out dynamically) is counted on its own, offsets are scanned bin-major then
 chunk-minor (every key of bin b in chunk c lands before those of chunk c + 1),
-and each chunk is scattered in input order, whichever thread takes it. Sorted keys need no scatter at all: bin b's output run is b repeated
-count[b] times.
+and each chunk is scattered in input order, whichever thread takes it. Sorted
+keys need no scatter at all: bin b's output run is b repeated count[b] times.
+Input that is already sorted (one hot bin, presorted data) is copied with
+indices 0, 1, ..., N-1 in the pass that checks its order (each chunk stops at
+its first descent), with no count and no scatter.
 """
 import numpy as np
 
