@@ -117,3 +117,23 @@ def test_cases_reach_every_new_dimension_in_quick_mode():
     signed_negative = {c.dtype for c in cases if c.bad == "negative"}
     assert signed_negative == {"int8", "int16", "int32", "int64"}
     assert any(c.dtype == "uint8" and c.num_bins == 256 and not c.bad for c in cases)
+
+
+def test_the_racy_rule_fails_a_bin_with_keys_counted_zero():
+    exact = np.array([3, 1, 0, 2])
+    cell = checks.at_most_exact(np.array([1, 0, 0, 2]), exact)
+    assert cell.status == "FAIL" and "bin 1 has 1 keys but counted 0" in cell.detail
+    assert checks.at_most_exact(np.array([1, 1, 0, 1]), exact).status == "finding"
+
+
+def test_a_run_of_bad_keys_starts_at_an_odd_index_and_each_bad_value_stands_alone():
+    keys = np.zeros(100, np.int64)
+    plant_bad_keys(keys, "run", 10, seed=0)
+    bad = np.flatnonzero(keys >= 10)
+    assert len(bad) == 7 and bad[0] % 2 == 1 and np.all(np.diff(bad) == 1)
+    from histkit.conformance.cases import bad_values
+
+    for j, value in enumerate(bad_values(np.dtype(np.int64), 10)):
+        keys = np.zeros(100, np.int64)
+        plant_bad_keys(keys, f"value{j}", 10, seed=0)
+        assert keys[50] == value and np.count_nonzero(keys) == 1

@@ -29,7 +29,8 @@ MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
-BAD_PATTERNS = ("first", "last", "several", "spread", "negative")
+BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run")
+# plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,17 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
     if not n or not values:
         raise ValueError(f"no bad key of {keys.dtype} for K={num_bins} (pattern {pattern})")
     rng = np.random.default_rng(seed + 1)
+    if pattern.startswith("value"):
+        # one bad key of one chosen value: a kernel that mistakes that value
+        # for a valid key (a truncated or zero-extended key) misses the report
+        keys[n // 2] = values[int(pattern[5:]) % len(values)]
+        return
+    if pattern == "run":
+        # consecutive bad keys from an odd index: a vector walk must report the
+        # first key of the run, not the last
+        start = min(n - 1, (n // 3) | 1)
+        keys[start:start + 7] = values[0]
+        return
     if pattern == "first":
         where = [0]
     elif pattern == "last":
@@ -183,6 +195,13 @@ def _bad_key_cases() -> list[Case]:
               for t, k in (("int8", 256), ("int16", 65536), ("int32", 1000), ("int64", 1000))]
     cases += [Case("uniform", 20_011, 100, seed=11, dtype=t, bad="spread")
               for t in ("uint8", "uint16", "uint32", "uint64")]
+    cases += [Case("uniform", 30_011, 1000, seed=12, dtype=t, bad="run")
+              for t in ("int8", "int32", "int64")]
+    # each bad value alone, in every wide dtype (int8 ... uint16 are covered above)
+    for t in ("int32", "uint32", "int64", "uint64"):
+        count = len(bad_values(np.dtype(t), 1000))
+        cases += [Case("uniform", 5_003, 1000, seed=13, dtype=t, bad=f"value{j}")
+                  for j in range(count)]
     return cases
 
 

@@ -35,11 +35,21 @@ def equal(got: np.ndarray, want: np.ndarray, what: str = "bin") -> Cell:
 
 
 def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
-    """The racy many-block kernel: no bin above the exact count; report the loss."""
+    """The racy many-block kernel: no bin above the exact count, and no bin with
+    keys left at zero (every racy store writes a loaded value + 1, so a bin that
+    any key reached holds at least 1: an empty bin means keys were skipped, not
+    lost to the race). The loss is reported."""
+    if got.shape != exact.shape:
+        return Cell("FAIL", f"shape {got.shape} != expected {exact.shape}")
     over = np.flatnonzero(got > exact)
     if over.size:
         b = int(over[0])
         return Cell("FAIL", f"bin {b} counted {got[b]} > exact {exact[b]}")
+    skipped = np.flatnonzero((exact > 0) & (got == 0))
+    if skipped.size:
+        b = int(skipped[0])
+        return Cell("FAIL", f"bin {b} has {exact[b]} keys but counted 0: keys were skipped "
+                            f"(a race loses updates, it cannot empty a bin)")
     lost = int(exact.sum() - got.sum())
     total = int(exact.sum())
     if lost:
