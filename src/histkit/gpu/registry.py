@@ -30,7 +30,8 @@ from histkit.gpu import kernels
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
     "histogram": "equal to oracles.histogram, bin by bin",
-    "racy-histogram": "every bin <= oracles.histogram; the lost updates are reported",
+    "racy-histogram": "every bin <= oracles.histogram and no bin with keys left at 0; "
+                      "the lost updates are reported",
     "wave": "equal to oracles.naive_wave_histogram for the launch's warp size",
     "privatized": "equal to oracles.histogram, and the global atomics counted equal "
                   "oracles.privatized_histogram's for the same geometry",
