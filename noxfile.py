@@ -13,7 +13,7 @@ LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 @nox.session
 def tests(session: nox.Session) -> None:
     """Build histkit and run the test suite (GPU tests skip without a GPU)."""
-    session.install(".[test,gpu]")
+    session.install(".[test,gpu,dask]")
     session.run("pytest", *session.posargs)
 
 

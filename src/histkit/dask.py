@@ -1,0 +1,185 @@
+"""Histogram and stable counting sort of Dask arrays: data past one machine's
+memory, on many workers (``histkit[dask]``).
+
+Each chunk is counted where it lives: ``oracles.histogram`` for NumPy chunks,
+``gpu.histogram`` for CuPy chunks (one GPU per worker with dask-cuda). Partial
+histograms are summed in a tree. The sort is the chapter's recipe,
+distributed: per-chunk histograms, one exclusive scan over (bin, chunk), then
+every chunk knows where each of its keys lands, and the output chunks are
+assembled from the pieces through Dask's graph (an all-to-all, no transport
+of our own).
+
+    import dask.array as da
+    from histkit import dask as hd
+    keys = da.from_array(big_numpy_array, chunks=2**24)
+    counts = hd.histogram(keys, 256).compute()
+    sorted_keys, original_index = hd.counting_sort(keys, 256)
+
+Bad keys raise the oracles' ``BadKeyError`` at compute time, with the GLOBAL
+index of the first bad key (the lowest over all chunks, whichever chunk a
+worker finished first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from histkit import oracles
+from histkit.oracles._inputs import BadKeyError, bin_count
+
+TREE_WIDTH = 8  # partial histograms summed per task of the reduction tree
+
+
+def _require_dask_array(keys):
+    try:
+        import dask.array as da
+    except ImportError:
+        raise ImportError('histkit.dask needs Dask: python3 -m pip install "histkit[dask]"') \
+            from None
+    if not isinstance(keys, da.Array):
+        raise TypeError(f"keys must be a dask.array.Array; got {type(keys).__name__} "
+                        f"(use histkit.oracles or histkit.gpu for in-memory arrays)")
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be one-dimensional; got shape {keys.shape}")
+    if np.dtype(keys.dtype).kind not in "iu":
+        raise TypeError(f"keys must have an integer dtype (int8 ... uint64); got {keys.dtype}")
+    if any(np.isnan(c) for c in keys.chunks[0]):
+        raise ValueError("keys must have known chunk sizes (call keys.compute_chunk_sizes())")
+    return da
+
+
+def _is_device_chunk(block) -> bool:
+    return type(block).__module__.split(".")[0] == "cupy"
+
+
+def _chunk_counts(block, num_bins: int, offset: int, method: str):
+    """(int64 counts on the host, (global index, value) of the first bad key or None)."""
+    try:
+        if _is_device_chunk(block):
+            from histkit import gpu
+
+            counts = gpu.histogram(block, num_bins, method=method).get()
+        else:
+            counts = oracles.histogram(block, num_bins)
+    except BadKeyError as error:
+        return None, (offset + error.index, error.value)
+    return counts, None
+
+
+def _combine(*parts):
+    bad = [p[1] for p in parts if p[1] is not None]
+    if bad:
+        return None, min(bad)
+    total = parts[0][0].copy()
+    for counts, _ in parts[1:]:
+        total += counts
+    return total, None
+
+
+def _finish(part, num_bins: int) -> np.ndarray:
+    counts, bad = part
+    if bad is not None:
+        raise BadKeyError(bad[0], bad[1], num_bins)
+    return counts
+
+
+def _tree(parts: list, combine):
+    import dask
+
+    while len(parts) > 1:
+        parts = [dask.delayed(combine)(*parts[i:i + TREE_WIDTH])
+                 for i in range(0, len(parts), TREE_WIDTH)]
+    return parts[0]
+
+
+def _offsets(keys) -> list[int]:
+    return [int(o) for o in np.concatenate([[0], np.cumsum(keys.chunks[0])])]
+
+
+def histogram(keys, num_bins: int, *, method: str = "auto"):
+    """Lazy int64 histogram (shape (num_bins,)) of a 1-d Dask array of integer keys."""
+    da = _require_dask_array(keys)
+    import dask
+
+    num_bins = bin_count(num_bins)
+    offsets = _offsets(keys)
+    blocks = keys.to_delayed().ravel()
+    parts = [dask.delayed(_chunk_counts, pure=True)(block, num_bins, offsets[c], method)
+             for c, block in enumerate(blocks)]
+    total = dask.delayed(_finish)(_tree(parts, _combine), num_bins)
+    return da.from_delayed(total, shape=(num_bins,), dtype=np.int64)
+
+
+# --- the distributed counting sort --------------------------------------------------
+
+def _local_sort(block, num_bins: int, offset: int):
+    """A chunk's stable sort, or its first bad key (global index, value)."""
+    block = np.asarray(block)
+    try:
+        sorted_keys, order = oracles.counting_sort(block, num_bins)
+    except BadKeyError as error:
+        return None, (offset + error.index, error.value)
+    return (sorted_keys, order + offset), None
+
+
+def _placement(sorts: list, num_bins: int):
+    """Each chunk's per-bin start in the output: offsets scanned over (bin, chunk)."""
+    bad = [bad for _, bad in sorts if bad is not None]
+    if bad:
+        index, value = min(bad)
+        raise BadKeyError(index, value, num_bins)
+    counts = np.stack([np.bincount(s[0][0].astype(np.int64), minlength=num_bins)
+                       for s in sorts])  # (chunk, bin)
+    flat = oracles.exclusive_scan(counts.T.ravel())  # bin-major, then chunk: stable
+    return flat.reshape(num_bins, len(sorts)).T  # start[chunk, bin]
+
+
+def _split(sort, placement: np.ndarray, chunk: int, bounds: list[int]):
+    """One chunk's sorted keys cut into the pieces each output chunk receives:
+    (output slot within that chunk, key, original index) per piece."""
+    (sorted_keys, global_index), _ = sort
+    bins = sorted_keys.astype(np.int64)
+    rank_in_bin = np.arange(len(bins)) - np.searchsorted(bins, bins, side="left")
+    positions = placement[chunk][bins] + rank_in_bin  # increasing along the chunk
+    cuts = np.searchsorted(positions, bounds)
+    return tuple((positions[a:b] - bounds[j], sorted_keys[a:b], global_index[a:b])
+                 for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)))
+
+
+def _assemble(size: int, dtype, pieces):
+    """One output chunk from the piece every input chunk sends it."""
+    out_keys = np.empty(size, dtype=dtype)
+    out_index = np.empty(size, dtype=np.int64)
+    for where, keys, index in pieces:
+        out_keys[where] = keys
+        out_index[where] = index
+    return out_keys, out_index
+
+
+def counting_sort(keys, num_bins: int):
+    """Lazy (sorted_keys, original_index) of a 1-d Dask array: stable, chunked like keys.
+
+    Equals ``oracles.counting_sort`` on the concatenated input.
+    """
+    da = _require_dask_array(keys)
+    import dask
+
+    num_bins = bin_count(num_bins)
+    offsets = _offsets(keys)
+    blocks = keys.to_delayed().ravel()
+    sorts = [dask.delayed(_local_sort, pure=True)(block, num_bins, offsets[c])
+             for c, block in enumerate(blocks)]
+    if not sorts:
+        return da.zeros(0, dtype=keys.dtype), da.zeros(0, dtype=np.int64)
+    placement = dask.delayed(_placement)(sorts, num_bins)
+    chunks = len(sorts)
+    # all-to-all: chunk c's piece j goes to output chunk j (Dask moves only it)
+    pieces = [dask.delayed(_split, nout=chunks)(sorts[c], placement, c, offsets)
+              for c in range(chunks)]
+    key_parts, index_parts = [], []
+    for j in range(chunks):
+        size = offsets[j + 1] - offsets[j]
+        both = dask.delayed(_assemble, nout=2)(size, keys.dtype, [p[j] for p in pieces])
+        key_parts.append(da.from_delayed(both[0], shape=(size,), dtype=keys.dtype))
+        index_parts.append(da.from_delayed(both[1], shape=(size,), dtype=np.int64))
+    return da.concatenate(key_parts), da.concatenate(index_parts)

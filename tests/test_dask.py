@@ -1,0 +1,79 @@
+"""histkit.dask on CPU workers: the local scheduler and a distributed
+LocalCluster (no GPU). Expected values come from the oracles on the
+concatenated input, which are checked against NumPy elsewhere."""
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from histkit import dask as hd  # noqa: E402
+from histkit import oracles  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+CASES = [("uniform", 100_003, 300, 7_001), ("onebin", 50_000, 16, 4_096),
+         ("sorted", 33_333, 1000, 10_000), ("uniform", 10, 4, 3), ("uniform", 5, 7, 100)]
+
+
+def keys_of(distribution, n, num_bins):
+    from histkit.distributions import make_keys
+
+    return make_keys(distribution, n, num_bins, seed=n)
+
+
+@pytest.mark.parametrize("distribution,n,num_bins,chunk", CASES)
+def test_histogram_equals_the_oracle_on_the_concatenated_input(distribution, n, num_bins, chunk):
+    keys = keys_of(distribution, n, num_bins)
+    got = hd.histogram(da.from_array(keys, chunks=chunk), num_bins)
+    assert got.shape == (num_bins,) and got.dtype == np.int64
+    np.testing.assert_array_equal(got.compute(), oracles.histogram(keys, num_bins))
+
+
+@pytest.mark.parametrize("distribution,n,num_bins,chunk", CASES)
+def test_counting_sort_is_stable_and_equals_the_oracle(distribution, n, num_bins, chunk):
+    keys = keys_of(distribution, n, num_bins)
+    sorted_keys, index = hd.counting_sort(da.from_array(keys, chunks=chunk), num_bins)
+    assert sorted_keys.chunks == da.from_array(keys, chunks=chunk).chunks
+    got_keys, got_index = da.compute(sorted_keys, index)
+    want_keys, want_index = oracles.counting_sort(keys, num_bins)
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_index, want_index)
+
+
+def test_the_first_bad_key_is_named_by_its_global_index_whichever_chunk_finishes_first():
+    keys = keys_of("uniform", 60_000, 100)
+    keys[[55_000, 20_001, 40_000]] = [100, -1, 500]
+    x = da.from_array(keys, chunks=5_000)
+    for lazy in (hd.histogram(x, 100), hd.counting_sort(x, 100)[1]):
+        with pytest.raises(oracles.BadKeyError) as caught:
+            lazy.compute()
+        assert (caught.value.index, caught.value.value) == (20_001, -1)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="dask.array.Array"):
+        hd.histogram(np.arange(3), 3)
+    with pytest.raises(TypeError, match="integer dtype"):
+        hd.histogram(da.zeros(4, dtype=float, chunks=2), 3)
+    with pytest.raises(ValueError, match="num_bins"):
+        hd.histogram(da.zeros(4, dtype=int, chunks=2), 0)
+
+
+def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_client):
+    keys = keys_of("zipf", 200_001, 5000)
+    x = da.from_array(keys, chunks=25_000)
+    np.testing.assert_array_equal(hd.histogram(x, 5000).compute(),
+                                  oracles.histogram(keys, 5000))
+    got_keys, got_index = da.compute(*hd.counting_sort(x, 5000))
+    want_keys, want_index = oracles.counting_sort(keys, 5000)
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_index, want_index)
