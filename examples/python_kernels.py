@@ -3,7 +3,7 @@ buggy ones, one of each kind at least. They run on the CPU (NumPy), so the
 whole engine is exercised without a GPU:
 
     histkit check examples.python_kernels:histogram --kind histogram      # PASS
-    histkit check examples.python_kernels:bincount_unchecked --kind histogram  # FAIL
+    histkit check examples.python_kernels:histogram_clipped --kind histogram  # FAIL
 
 (run from the repository root, so that ``examples`` is importable). The
 buggy ones each carry one realistic mistake, named in their docstring; the
@@ -34,9 +34,9 @@ def histogram(keys, num_bins):
     return np.bincount(keys.astype(np.int64), minlength=num_bins)
 
 
-def bincount_unchecked(keys, num_bins):
-    """Bug: no bad-key check (np.bincount grows the output for keys >= num_bins)."""
-    return np.bincount(keys.astype(np.int64), minlength=num_bins)[:num_bins]
+def histogram_clipped(keys, num_bins):
+    """Bug: out-of-range keys clipped into the edge bins instead of reported."""
+    return np.bincount(np.clip(keys, 0, num_bins - 1).astype(np.int64), minlength=num_bins)
 
 
 def histogram_dropped_tail(keys, num_bins):

@@ -20,7 +20,7 @@ CORRECT = [("histogram", "histogram"), ("wave_histogram", "wave"),
            ("histogram", "racy-histogram"), ("privatized", "privatized"),
            ("exclusive_scan", "scan"), ("stable_counting_sort", "stable-sort"),
            ("quicksort_argsort", "sort")]
-BUGGY = [("bincount_unchecked", "histogram"), ("histogram_dropped_tail", "histogram"),
+BUGGY = [("histogram_clipped", "histogram"), ("histogram_dropped_tail", "histogram"),
          ("histogram_last_bad_index", "histogram"), ("histogram_uint8_as_signed", "histogram"),
          ("histogram_int32_counts_wrap", "histogram"), ("wave_histogram_atomic", "wave"),
          ("racy_histogram_double_count", "racy-histogram"),
@@ -57,7 +57,7 @@ def test_a_buggy_python_implementation_fails_with_a_small_reproducer(name, kind)
 
 def test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors(capsys):
     assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram"]) == 0
-    assert main(["check", "examples.python_kernels:bincount_unchecked",
+    assert main(["check", "examples.python_kernels:histogram_clipped",
                  "--kind", "histogram", "--no-shrink"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "no bad key reported" in out
@@ -69,7 +69,7 @@ def test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors(capsys):
 
 
 def test_the_cli_runs_one_input_given_as_keys(capsys):
-    assert main(["check", "examples.python_kernels:bincount_unchecked", "--kind", "histogram",
+    assert main(["check", "examples.python_kernels:histogram_clipped", "--kind", "histogram",
                  "--keys", "0,1,5", "--num-bins", "3"]) == 1
     assert "index 2" in capsys.readouterr().out
 
