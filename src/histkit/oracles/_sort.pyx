@@ -22,6 +22,29 @@ from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, first
 from histkit.oracles._keys cimport key_t
 
 
+cdef extern from *:
+    """
+    /* Streaming stores for the output indices: written once, never read back
+       here, so they need not be fetched into the cache first (x86-64 SSE2;
+       a plain store elsewhere). */
+    #if defined(__x86_64__) || defined(_M_X64)
+    #include <emmintrin.h>
+    static inline void hk_stream_i64(long long* at, long long value) {
+        _mm_stream_si64(at, value);
+    }
+    static inline void hk_stream_i32(int* at, int value) { _mm_stream_si32(at, value); }
+    static inline void hk_stream_fence(void) { _mm_sfence(); }
+    #else
+    static inline void hk_stream_i64(long long* at, long long value) { *at = value; }
+    static inline void hk_stream_i32(int* at, int value) { *at = value; }
+    static inline void hk_stream_fence(void) {}
+    #endif
+    """
+    void hk_stream_i64(long long* at, long long value) noexcept nogil
+    void hk_stream_i32(int* at, int value) noexcept nogil
+    void hk_stream_fence() noexcept nogil
+
+
 cdef inline void scatter_indices(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
                                  Py_ssize_t stop, int64_t* cursor,
                                  int64_t* original_index) noexcept nogil:
@@ -79,11 +102,18 @@ cdef inline bint copy_if_in_order(const key_t* keys, Py_ssize_t step, Py_ssize_t
     for i in range(start, stop):
         current = (<const key_t*>at)[0]
         if current < previous:
+            hk_stream_fence()
             return False
-        sorted_keys[i] = current
-        original_index[i] = i
+        if sizeof(key_t) == 8:
+            hk_stream_i64(<long long*>&sorted_keys[i], <long long>current)
+        elif sizeof(key_t) == 4:
+            hk_stream_i32(<int*>&sorted_keys[i], <int>current)
+        else:
+            sorted_keys[i] = current
+        hk_stream_i64(<long long*>&original_index[i], i)
         previous = current
         at += step
+    hk_stream_fence()
     return True
 
 
