@@ -75,7 +75,7 @@ cdef inline Py_ssize_t chunks_for(Py_ssize_t n, Py_ssize_t num_bins,
         return 1
     # Each chunk zeroes and folds num_bins counters: with many bins, fewer chunks
     # (the counters would leave the cache and cost more than the balance saves).
-    cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_CHUNK, 256 * num_bins)
+    cdef Py_ssize_t by_size = n // max(MIN_KEYS_PER_CHUNK, 64 * num_bins)
     return max(workers, min(CHUNKS_PER_WORKER * workers, by_size))
 
 
