@@ -25,13 +25,17 @@ SELF_CHECK_SIZES = (0, 1, 31, 32, 33, 255, 256, 257, 1000)
 SELF_CHECK_BINS = (1, 10, 256, 4099)
 
 
+def want_argsort(keys: np.ndarray) -> np.ndarray:
+    return np.argsort(keys, kind="stable")
+
+
 def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
     """Each oracle against its reference; prints one row per oracle and
     returns, per oracle, the cases where it disagreed (empty: it passed)."""
     failures: dict[str, list[str]] = {name: [] for name in
                                       ("histogram", "naive_wave_histogram",
                                        "privatized_histogram", "exclusive_scan",
-                                       "counting_sort")}
+                                       "counting_sort", "radix_sort")}
     cases = 0
     for distribution in GENERATORS:
         for n in SELF_CHECK_SIZES:
@@ -58,6 +62,10 @@ def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
                 if not (np.array_equal(got_keys, want_keys)
                         and np.array_equal(got_index, want_index)):
                     failures["counting_sort"].append(where)
+                # full-width keys, negatives included: a signed spread of the same keys
+                signed = (keys.astype(np.int64) - num_bins // 2) * 2654435761
+                if not np.array_equal(oracles.argsort(signed), want_argsort(signed)):
+                    failures["radix_sort"].append(where)
     table = Table(title=f"oracle self-checks ({cases} seeded cases each)")
     table.add_column("oracle")
     table.add_column("reference")
@@ -68,6 +76,7 @@ def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
         "privatized_histogram": "np.bincount + blocks x bins",
         "exclusive_scan": "np.cumsum",
         "counting_sort": "np.argsort(kind='stable')",
+        "radix_sort": "np.argsort(kind='stable'), signed 64-bit keys",
     }
     for name, failed in failures.items():
         result = "[green]pass[/]" if not failed else f"[bold red]FAIL[/] ({failed[0]}, ...)"

@@ -35,11 +35,13 @@ from histkit.oracles._wave import naive_wave_counts
 
 __all__ = [
     "BadKeyError",
+    "argsort",
     "counting_sort",
     "exclusive_scan",
     "histogram",
     "naive_wave_histogram",
     "privatized_histogram",
+    "radix_sort",
 ]
 
 WARP_SIZE = 32
@@ -141,3 +143,27 @@ def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return sorted_keys, original_index
+
+
+def argsort(keys) -> np.ndarray:
+    """Stable sorting permutation of full-width integer keys (int64), by LSD radix
+    passes of the counting sort. NumPy equivalent: ``np.argsort(keys, kind="stable")``
+    (signed keys in signed order)."""
+    from histkit.oracles._radix import radix_order
+
+    return radix_order(keys)
+
+
+def radix_sort(keys, values=None):
+    """Stable sort of full-width integer keys (7.3: the counting sort once per 8-bit
+    digit). Returns ``(sorted_keys, original_index)``, or ``(sorted_keys,
+    values[original_index])`` when values are given (one per key)."""
+    keys = as_key_array(keys)
+    order = argsort(keys)
+    if values is None:
+        return keys[order], order
+    values = np.asarray(values)
+    if values.shape[:1] != keys.shape:
+        raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
+                         f"values of shape {values.shape}")
+    return keys[order], values[order]
