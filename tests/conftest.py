@@ -9,3 +9,25 @@ DISTRIBUTIONS = ["uniform", "onebin", "zipf", "sorted", "round-robin"]
 @pytest.fixture(params=KEY_DTYPES, ids=lambda d: np.dtype(d).name)
 def key_dtype(request):
     return request.param
+
+
+def _nvrtc_unavailable() -> str | None:
+    from histkit.gpu import compiler
+
+    try:
+        compiler.nvrtc_version()
+    except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
+        return str(error)
+    return None
+
+
+NO_NVRTC = _nvrtc_unavailable()
+# Compile-only tests: they need NVRTC (pip's nvidia-cuda-nvrtc), not a GPU.
+NVRTC_MARKS = [pytest.mark.nvrtc,
+               pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
+
+
+def needs_nvrtc(test):
+    for mark in NVRTC_MARKS:
+        test = mark(test)
+    return test

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_nvrtc
 
 from histkit.cli import main
 from histkit.conformance import check
@@ -101,20 +102,13 @@ def test_there_are_five_buggy_kernels_of_every_kind_python_and_cuda_together():
         assert kinds.count(kind) >= 5, kind
 
 
-compiler = pytest.importorskip("histkit.gpu.compiler")
-try:
-    compiler.nvrtc_version()
-    NO_NVRTC = None
-except Exception as error:
-    NO_NVRTC = str(error)
-
-
-@pytest.mark.nvrtc
-@pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")
+@needs_nvrtc
 @pytest.mark.parametrize("bug", _bugs(), ids=lambda b: b["id"])
 def test_each_planted_bug_applies_and_compiles(bug, tmp_path, monkeypatch):
     sys.path.insert(0, str(ROOT / "examples"))
     import check_examples
+
+    from histkit.gpu import compiler
 
     monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
     path = check_examples.plant(bug, tmp_path)

@@ -4,9 +4,10 @@ with NVRTC (a mutant that does not compile tests nothing). No GPU needed."""
 from pathlib import Path
 
 import pytest
+from conftest import needs_nvrtc
 
 from histkit.conformance import mutation
-from histkit.gpu import contract, registry
+from histkit.gpu import compiler, contract, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = mutation.load(ROOT / "mutants" / "mutants.toml")
@@ -32,16 +33,7 @@ def test_a_find_text_that_is_not_unique_is_refused(tmp_path):
         mutation.apply(bad, ROOT / "cuda", tmp_path)
 
 
-compiler = pytest.importorskip("histkit.gpu.compiler")
-try:
-    compiler.nvrtc_version()
-    NO_NVRTC = None
-except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
-    NO_NVRTC = str(error)
-
-
-@pytest.mark.nvrtc
-@pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")
+@needs_nvrtc
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_each_mutated_file_compiles_with_nvrtc(mutant, tmp_path, monkeypatch):
     copy = mutation.apply(mutant, ROOT / "cuda", tmp_path / "cuda")

@@ -4,20 +4,12 @@ Skips (with the reason) where cuda-python or NVRTC is not installed.
 """
 
 import pytest
+from conftest import NVRTC_MARKS
 
-from histkit.gpu import contract, registry
+from histkit.gpu import compiler, contract, registry
 from histkit.gpu.contract import KEY_C_TYPES
 
-compiler = pytest.importorskip("histkit.gpu.compiler")
-
-try:
-    compiler.nvrtc_version()
-    NO_NVRTC = None
-except Exception as error:  # GpuUnavailableError, or a missing libnvrtc
-    NO_NVRTC = str(error)
-
-pytestmark = [pytest.mark.nvrtc,
-              pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
+pytestmark = NVRTC_MARKS
 
 def builds() -> dict[str, list[dict]]:
     """Every source of the registry with every define set its launchers build."""
