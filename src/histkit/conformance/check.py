@@ -99,10 +99,6 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
                       block, grid, name=impl if isinstance(impl, str) else "")
 
 
-def kind_cases(quick: bool = True) -> list[Case]:
-    return all_cases(quick)
-
-
 class Judge:
     """Runs one implementation on one case, isolated when it is a .cu kernel."""
 
@@ -205,7 +201,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
             raise ValueError("keys= needs num_bins=")
         cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     elif cases is None:
-        cases = kind_cases(quick)
+        cases = all_cases(quick)
     report = CheckReport(implementation.describe(), kind)
     judge = Judge(implementation, timeout)
     start = time.perf_counter()

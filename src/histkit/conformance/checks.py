@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from histkit import oracles
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -123,9 +125,6 @@ class Expected:
     """The oracles' answers for one input, each computed once, on first use."""
 
     def __init__(self, keys: np.ndarray, num_bins: int):
-        from histkit import oracles
-
-        self._oracles = oracles
         self.keys = keys
         self.num_bins = num_bins
         self.bad = None
@@ -140,20 +139,20 @@ class Expected:
     @property
     def sorted(self):
         if self._sorted is None:
-            self._sorted = self._oracles.counting_sort(self.keys, self.num_bins)
+            self._sorted = oracles.counting_sort(self.keys, self.num_bins)
         return self._sorted
 
     def wave(self, warp_size: int) -> np.ndarray:
         if warp_size not in self._waves:
-            self._waves[warp_size] = self._oracles.naive_wave_histogram(
+            self._waves[warp_size] = oracles.naive_wave_histogram(
                 self.keys, self.num_bins, warp_size)
         return self._waves[warp_size]
 
     def offsets(self) -> np.ndarray:
-        return self._oracles.exclusive_scan(self.exact)
+        return oracles.exclusive_scan(self.exact)
 
     def privatized_atomics(self, block: int, grid: int) -> int:
-        return self._oracles.privatized_histogram(self.keys, self.num_bins, block, grid)[1]
+        return oracles.privatized_histogram(self.keys, self.num_bins, block, grid)[1]
 
 
 def bad_key_rule(expected: Expected, reported: int | None) -> Cell | None:

@@ -71,7 +71,7 @@ class IsolatedJudge:
             self._stop()
             return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
                                 f"[case {case.name}]"), ""
-        if cell.status == "FAIL" and "CUDA" in cell.detail.upper().replace("CUDA_DIR", ""):
+        if cell.status == "FAIL" and "CUDA" in cell.detail.upper():
             self._stop()  # a CUDA fault leaves the worker's context unusable
         return cell, geometry
 
