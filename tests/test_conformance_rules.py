@@ -6,7 +6,8 @@ import pytest
 
 from histkit import oracles
 from histkit.conformance import checks
-from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, plant_bad_keys
+from histkit.conformance.cases import (EDGE_SIZES, Case, all_cases, large_cases,
+                                      plant_bad_keys)
 
 
 def test_equal_names_the_first_differing_bin():
@@ -72,6 +73,12 @@ def test_cases_have_unique_names_and_cover_the_edge_sizes():
     assert len({c.name for c in cases}) == len(cases)
     sizes = {c.n for c in cases}
     assert set(EDGE_SIZES) <= sizes and (1 << 28) in sizes and max(sizes) > 2**31
+
+
+def test_a_full_run_is_the_quick_matrix_plus_the_large_only_part():
+    full = [c.name for c in all_cases(quick=False)]
+    split = [c.name for c in all_cases(quick=True) + large_cases()]
+    assert full == split and all(c.n >= 1 << 28 for c in large_cases())
 
 
 def test_case_keys_are_reproducible_and_in_range():

@@ -212,3 +212,10 @@ def test_verify_writes_its_json_without_a_gpu(tmp_path):
     assert all(not failed for failed in report["oracle_self_checks"].values())
     assert report["demo_self_checks_confirmed"] is True
     assert report["gpu_conformance"] == {"ran": False, "why": "--gpu off"}
+
+
+def test_verify_refuses_quick_with_large_only(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify", "--quick", "--large-only"])
+    assert exit_.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err

@@ -44,7 +44,7 @@ def _verify(args) -> int:
     from histkit.verify import run_verify
 
     ok = run_verify(console=make_console(), gpu=args.gpu, quick=args.quick,
-                    json_path=args.json)
+                    json_path=args.json, large_only=args.large_only)
     return 0 if ok else 1
 
 
@@ -94,8 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
                         help="auto: run GPU conformance when a GPU is present (a skip is "
                              "reported loudly); on: fail without one; off: CPU checks only")
-    verify.add_argument("--quick", action="store_true",
-                        help="GPU conformance without the 2^28 and > 2^31 key cases")
+    size = verify.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="GPU conformance without the 2^28 and > 2^31 key cases")
+    size.add_argument("--large-only", action="store_true",
+                      help="GPU conformance on the 2^28 and > 2^31 key cases alone (what "
+                           "--quick leaves out): a full run split in two")
     verify.add_argument("--json", default="conformance-results.json",
                         help="where the JSON report (self-checks, demo, conformance) goes")
     verify.set_defaults(run=_verify)

@@ -87,7 +87,8 @@ GPU_HOW_TO = ('install the GPU extra on a host with an NVIDIA GPU and driver: '
 
 
 def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False,
-               json_path: str | None = "conformance-results.json") -> bool:
+               json_path: str | None = "conformance-results.json",
+               large_only: bool = False) -> bool:
     """Run everything ``histkit verify`` promises; True when all passed.
 
     The JSON report holds the oracle self-checks, the demo's self-checks and
@@ -99,7 +100,8 @@ def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = 
     ok = demo_ok and not any(failures.values())
     summary: dict = {"histkit": __version__, "oracle_self_checks": failures,
                      "demo_self_checks_confirmed": demo_ok}
-    gpu_ok, summary["gpu_conformance"] = _gpu_conformance(console, gpu, quick, json_path)
+    gpu_ok, summary["gpu_conformance"] = _gpu_conformance(console, gpu, quick, json_path,
+                                                          large_only)
     ok &= gpu_ok
     summary["passed"] = ok
     if json_path:
@@ -107,11 +109,13 @@ def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = 
         if report is not None:
             summary["gpu_conformance"].update(report)
         Path(json_path).write_text(json.dumps(summary, indent=1, default=str))
+        Path(json_path).with_suffix(".progress.jsonl").unlink(missing_ok=True)
         console.print(f"wrote {json_path}")
     return ok
 
 
-def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path) -> tuple[bool, dict]:
+def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
+                     large_only: bool = False) -> tuple[bool, dict]:
     if gpu == "off":
         console.print("GPU conformance: skipped (--gpu off)")
         return True, {"ran": False, "why": "--gpu off"}
@@ -128,7 +132,15 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path) -> tupl
                       f"No kernel was checked. To check them, {escape(GPU_HOW_TO)}; "
                       f"--gpu on makes a missing GPU a failure.")
         return True, {"ran": False, "why": reason}
+    from histkit.conformance.cases import large_cases
     from histkit.conformance.runner import run_conformance
 
-    report = run_conformance(console=console, quick=quick, json_path=None)
-    return report.passed, {"ran": True, "report": report.to_json()}
+    # Results also go, case by case, to a progress file beside the JSON: a
+    # long run that is cut off keeps what it judged. Removed once the JSON is.
+    progress = Path(json_path).with_suffix(".progress.jsonl") if json_path else None
+    report = run_conformance(console=console, quick=quick, json_path=None,
+                             cases=large_cases() if large_only else None,
+                             progress_path=progress)
+    if progress:
+        console.print(f"(results case by case in {progress}, until the JSON is written)")
+    return report.passed, {"ran": True, "large_only": large_only, "report": report.to_json()}

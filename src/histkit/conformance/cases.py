@@ -208,10 +208,12 @@ def _bad_key_cases() -> list[Case]:
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases())
-    if not quick:
-        cases += [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
-        cases += huge_cases()
-    return cases
+    return cases if quick else cases + large_cases()
+
+
+def large_cases() -> list[Case]:
+    """What a full run adds to the quick matrix: 2^28 keys, and past 2^31."""
+    return [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)] + huge_cases()
 
 
 def huge_cases() -> list[Case]:

@@ -73,11 +73,14 @@ class Report:
             "histkit": __version__,
             "host": platform.node(),
             "passed": self.passed,
-            "results": [{"case": r.case.name, **asdict(r.case), "kernel": r.kernel,
-                         "status": r.cell.status, "detail": r.cell.detail,
-                         "figures": r.cell.figures, "geometry": r.geometry,
-                         "seconds": round(r.seconds, 4)} for r in self.results],
+            "results": [result_json(r) for r in self.results],
         }
+
+
+def result_json(r: Result) -> dict:
+    return {"case": r.case.name, **asdict(r.case), "kernel": r.kernel,
+            "status": r.cell.status, "detail": r.cell.detail, "figures": r.cell.figures,
+            "geometry": r.geometry, "seconds": round(r.seconds, 4)}
 
 
 class GuardViolation(AssertionError):
@@ -217,8 +220,13 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
 def run_conformance(console: Console | None = None, quick: bool = False,
                     json_path: str | Path | None = "conformance-results.json",
                     cases: list[Case] | None = None, rows=None,
-                    stop_at_first_fail: bool = False) -> Report:
-    """The matrix: every case x every column (of `rows`, default all)."""
+                    stop_at_first_fail: bool = False,
+                    progress_path: str | Path | None = None) -> Report:
+    """The matrix: every case x every column (of `rows`, default all).
+
+    With progress_path, each result is appended there (one JSON line) as soon
+    as its case is done: a run that is cut off or killed keeps what it judged.
+    """
     console = console or Console()
     rt = runtime()
     cases = cases if cases is not None else all_cases(quick)
@@ -227,14 +235,22 @@ def run_conformance(console: Console | None = None, quick: bool = False,
     console.print(f"GPU conformance on {rt.device.name} ({rt.arch}, {rt.sm_count} SMs): "
                   f"{len(cases)} cases x {len(selected)} kernel columns")
     start = time.perf_counter()
+    progress_log = open(progress_path, "w") if progress_path else None  # noqa: SIM115
     with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task("conformance", total=len(cases))
         for case in cases:
             progress.update(task, description=case.name)
-            report.results += run_case(rt, case, selected)
+            results = run_case(rt, case, selected)
+            report.results += results
+            if progress_log:
+                progress_log.writelines(json.dumps(result_json(r), default=str) + "\n"
+                                        for r in results)
+                progress_log.flush()
             progress.advance(task)
             if stop_at_first_fail and not report.passed:
                 break
+    if progress_log:
+        progress_log.close()
     print_report(console, report, time.perf_counter() - start)
     if json_path:
         Path(json_path).write_text(json.dumps(report.to_json(), indent=1, default=str))
