@@ -6,8 +6,7 @@ import pytest
 
 from histkit import oracles
 from histkit.conformance import checks
-from histkit.conformance.cases import (EDGE_SIZES, Case, all_cases, large_cases,
-                                      plant_bad_keys)
+from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, large_cases, plant_bad_keys
 
 
 def test_equal_names_the_first_differing_bin():
@@ -138,6 +137,10 @@ def test_a_run_of_bad_keys_starts_at_an_odd_index_and_each_bad_value_stands_alon
     plant_bad_keys(keys, "run", 10, seed=0)
     bad = np.flatnonzero(keys >= 10)
     assert len(bad) == 7 and bad[0] % 2 == 1 and np.all(np.diff(bad) == 1)
+    keys = np.zeros(100_003, np.int8)
+    plant_bad_keys(keys, "vector-run", 100, seed=0)
+    bad = np.flatnonzero(keys >= 100)
+    assert len(bad) == 15 and bad[0] % 16 == 1 and (bad[-1] + 1) % 16 == 0
     from histkit.conformance.cases import bad_values
 
     for j, value in enumerate(bad_values(np.dtype(np.int64), 10)):

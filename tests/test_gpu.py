@@ -197,3 +197,32 @@ def test_a_bad_key_on_the_gpu_is_the_oracles_bad_key_error():
     with pytest.raises(oracles.BadKeyError) as caught:
         gpu.histogram(keys, 4)
     assert (caught.value.index, caught.value.value) == (1, 5)
+
+
+@needs_gpu
+@pytest.mark.parametrize("call", ["histogram", "counting_sort"])
+def test_a_bad_key_in_one_call_does_not_leak_into_the_next(call):
+    # Calls share one cached bad-key slot per thread: each call must reset it.
+    run = getattr(gpu, call)
+    with pytest.raises(oracles.BadKeyError):
+        run(np.array([1, 2, 300, 4]), 256)
+    keys = make_keys("uniform", 10_001, 256, seed=3)
+    got = run(keys, 256)
+    want = (oracles.histogram(keys, 256) if call == "histogram"
+            else oracles.counting_sort(keys, 256))
+    for g, w in zip(got if call == "counting_sort" else [got],
+                    want if call == "counting_sort" else [want], strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_gpu
+def test_repeated_calls_set_kernel_attributes_and_ask_occupancy_once():
+    from histkit.gpu.device import runtime
+
+    keys = make_keys("uniform", 1 << 16, 40_000, seed=4)  # > 48 KiB of shared bins
+    gpu.histogram(keys, 40_000)
+    rt = runtime()
+    asked, allowed = dict(rt._resident), dict(rt._shared_allowed)
+    for _ in range(3):
+        np.testing.assert_array_equal(gpu.histogram(keys, 40_000), oracles.histogram(keys, 40_000))
+    assert rt._resident == asked and rt._shared_allowed == allowed and allowed

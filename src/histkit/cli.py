@@ -51,7 +51,7 @@ def _verify(args) -> int:
 def _bench(args) -> int:
     from histkit.gpu.bench import run_gpu_bench
 
-    return run_gpu_bench(out_dir=args.out, quick=args.quick, only=args.only)
+    return run_gpu_bench(out_dir=args.out, quick=args.quick, only=args.only, calls=args.calls)
 
 
 def _check(args) -> int:
@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="2^24 keys instead of 2^28")
     bench.add_argument("--only", choices=("histogram", "sort"),
                        help="run one half of the benchmark")
+    bench.add_argument("--calls", action="store_true",
+                       help="time whole public calls (what a user waits for) against the "
+                            "peers' calls, at N = 2^12 ... 2^28 (--quick: up to 2^24)")
     bench.set_defaults(run=_bench)
     return parser
 

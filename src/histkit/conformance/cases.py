@@ -29,7 +29,7 @@ MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
-BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run")
+BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
 
@@ -114,6 +114,13 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         start = min(n - 1, (n // 3) | 1)
         keys[start:start + 7] = values[0]
         return
+    if pattern == "vector-run":
+        # 15 bad keys from an index = 1 (mod 16): for 1-, 2- and 4-byte keys the
+        # run ends on the last key of a 16-byte vector, so a walk that reports
+        # a vector's last run at its end, not its start, reports the wrong index
+        start = min(n - 15, 16 * (n // 48) + 1)
+        keys[start:start + 15] = values[0]
+        return
     if pattern == "first":
         where = [0]
     elif pattern == "last":
@@ -197,6 +204,9 @@ def _bad_key_cases() -> list[Case]:
               for t in ("uint8", "uint16", "uint32", "uint64")]
     cases += [Case("uniform", 30_011, 1000, seed=12, dtype=t, bad="run")
               for t in ("int8", "int32", "int64")]
+    # the same at a grid of 1, where each thread walks batches of vectors
+    cases += [Case("uniform", 100_003, 100, seed=12, dtype=t, bad="vector-run", grid=g)
+              for t in ("int8", "int16", "int32") for g in (None, 1)]
     # each bad value alone, in every wide dtype (int8 ... uint16 are covered above)
     for t in ("int32", "uint32", "int64", "uint64"):
         count = len(bad_values(np.dtype(t), 1000))

@@ -95,14 +95,9 @@ def _hand_back(rt: Runtime, source: _Input, array: DeviceArray):
     return array
 
 
-def _first_bad(rt: Runtime) -> DeviceArray:
-    first_bad = rt.empty(1, np.uint64)
-    rt.memset(first_bad.ptr, 0xFF, 8)
-    return first_bad
-
-
 def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int) -> None:
-    index = int(rt.copy_to_host(first_bad.ptr, np.empty(1, np.uint64))[0])
+    """Wait for the call's work; raise the oracles' error if a kernel noted a bad key."""
+    index = rt.read_word(first_bad.ptr)
     if index != NO_BAD_KEY:
         value = rt.copy_to_host(keys.ptr + index * keys.dtype.itemsize,
                                 np.empty(1, keys.dtype))[0]
@@ -128,7 +123,7 @@ def histogram(keys, num_bins: int, method: str = "auto"):
     except DeviceMemoryError as error:
         raise DeviceMemoryError(error.nbytes, error.free,
                                 f"num_bins={num_bins} (int64 counts)") from None
-    first_bad = _first_bad(rt)
+    first_bad = rt.bad_key_slot()
     if source.keys.n:
         registry.serving("histogram", method).run(rt, source.keys, num_bins, hist, first_bad)
     _raise_if_bad(rt, first_bad, source.keys, num_bins)
@@ -149,7 +144,7 @@ def counting_sort(keys, num_bins: int, stable: bool = True):
     n = source.keys.n
     out_keys = rt.empty(n, source.keys.dtype)
     out_index = rt.empty(n, np.int64)
-    first_bad = _first_bad(rt)
+    first_bad = rt.bad_key_slot()
     keep_alive: list = []
     if n:
         registry.serving("counting_sort", bool(stable)).run(

@@ -341,7 +341,7 @@ def plot(results: dict, path: Path) -> None:
 
 
 def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
-                  only: str | None = None) -> int:
+                  only: str | None = None, calls: bool = False) -> int:
     missing = [name for name in ("cupy", "matplotlib") if importlib.util.find_spec(name) is None]
     if missing:
         print(f"histkit bench needs {' and '.join(missing)}: install the bench extra, "
@@ -352,6 +352,10 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
     if reason is not None:
         print(f"histkit bench needs a CUDA GPU: {reason}", file=sys.stderr)
         return 1
+    if calls:
+        from histkit.gpu.bench_calls import CALL_SIZES, run_call_bench
+
+        return run_call_bench(out_dir, sizes=CALL_SIZES[:-1] if quick else CALL_SIZES)
     import cupy
 
     try:

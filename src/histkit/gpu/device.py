@@ -4,10 +4,18 @@ One ``Runtime`` per process, created on first use. Every driver call is
 checked; a failure raises ``CudaError`` naming the call and the CUDA error.
 All histkit work goes on one stream and each public call synchronises it
 before returning, so results can be read (and bad keys raised) at once.
+
+A public call pays Python and driver work on top of its kernels; what can be
+done once is done once here: kernel attributes and occupancy are asked once
+per kernel and shape, launch configurations are kept, and the bad-key slot a
+call needs is one cached device word per thread, read back through one
+pinned host word (no allocation, no pageable copy).
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from dataclasses import dataclass
 from functools import cache
 
@@ -70,6 +78,10 @@ class Runtime:
         self.sm_count = props.multiprocessor_count
         self.max_shared_per_block = props.max_shared_memory_per_block_optin
         self._kernels: dict = {}
+        self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
+        self._resident: dict = {}
+        self._configs: dict = {}
+        self._scratch = threading.local()
 
     # --- modules ---------------------------------------------------------
     def kernel(self, source: str, name: str, defines: dict[str, str]):
@@ -85,31 +97,48 @@ class Runtime:
         return self._kernels[key]
 
     def allow_shared(self, kernel, nbytes: int) -> None:
-        """Let kernel use more than the default 48 KiB of dynamic shared memory."""
-        if nbytes > 48 * 1024:
-            from cuda.bindings import driver
+        """Let kernel use more than the default 48 KiB of dynamic shared memory
+        (set once per kernel and size: later calls cost a dict lookup)."""
+        handle = int(kernel.handle)
+        if nbytes <= max(48 * 1024, self._shared_allowed.get(handle, 0)):
+            return
+        from cuda.bindings import driver
 
-            attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            check(driver.cuKernelSetAttribute(attribute, nbytes, kernel.handle,
-                                              self.device.device_id),
-                  "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check(driver.cuKernelSetAttribute(attribute, nbytes, kernel.handle,
+                                          self.device.device_id),
+              "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        self._shared_allowed[handle] = nbytes
 
     def launch(self, kernel, geometry: Geometry, *args) -> None:
-        from cuda.core import LaunchConfig, launch
+        from cuda.core import launch
 
         self.allow_shared(kernel, geometry.shared_bytes)
-        config = LaunchConfig(grid=geometry.grid, block=geometry.block,
-                              shmem_size=geometry.shared_bytes)
         try:
-            launch(self.stream, config, kernel, *args)
+            launch(self.stream, self._config(geometry), kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
 
+    def _config(self, geometry: Geometry):
+        shape = (geometry.grid, geometry.block, geometry.shared_bytes)
+        config = self._configs.get(shape)
+        if config is None:
+            from cuda.core import LaunchConfig
+
+            if len(self._configs) > 4096:  # many distinct shapes: keep the cache bounded
+                self._configs.clear()
+            config = self._configs[shape] = LaunchConfig(
+                grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes)
+        return config
+
     def resident_blocks(self, kernel, block: int, shared_bytes: int) -> int:
-        """Blocks of this kernel that fit on one SM at once (at least 1)."""
-        self.allow_shared(kernel, shared_bytes)
-        per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(block, shared_bytes)
-        return max(1, per_sm)
+        """Blocks of this kernel that fit on one SM at once (at least 1); asked once."""
+        key = (int(kernel.handle), block, shared_bytes)
+        if key not in self._resident:
+            self.allow_shared(kernel, shared_bytes)
+            per_sm = kernel.occupancy.max_active_blocks_per_multiprocessor(block, shared_bytes)
+            self._resident[key] = max(1, per_sm)
+        return self._resident[key]
 
     def sync(self, what: str) -> None:
         try:
@@ -167,6 +196,31 @@ class Runtime:
                                            self.stream.handle), "cuMemcpyDtoHAsync")
         self.sync("copying results to the host")
         return host
+
+    # --- per-call scratch -------------------------------------------------
+    def bad_key_slot(self, reset_to: int = 0xFF) -> DeviceArray:
+        """This thread's cached first-bad-key word on the device, reset (all ones:
+        no bad key). Valid until this thread's next call: public calls use it
+        synchronously, one at a time."""
+        slot = getattr(self._scratch, "slot", None)
+        if slot is None:
+            slot = self._scratch.slot = self.empty(1, np.uint64)
+        self.memset(slot.ptr, reset_to, 8)
+        return slot
+
+    def read_word(self, ptr: int) -> int:
+        """One uint64 from the device, through this thread's pinned host word
+        (an asynchronous copy, then a stream sync)."""
+        from cuda.bindings import driver
+
+        word = getattr(self._scratch, "pinned", None)
+        if word is None:
+            host_ptr = check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc")
+            word = self._scratch.pinned = (ctypes.c_uint64 * 1).from_address(int(host_ptr))
+        check(driver.cuMemcpyDtoHAsync(ctypes.addressof(word), ptr, 8, self.stream.handle),
+              "cuMemcpyDtoHAsync")
+        self.sync("reading a result word back")
+        return int(word[0])
 
     def copy_device(self, dst: int, src: int, nbytes: int) -> None:
         from cuda.bindings import driver

@@ -1,0 +1,255 @@
+"""``histkit bench --calls``: what a user waits for, one public call at a time.
+
+``histkit bench`` times kernels back to back on pre-allocated buffers; users
+call ``gpu.histogram(x, K)`` and wait for the answer. Here each contender is a
+whole call as a user writes it, ending with the result ready on the device
+(histkit's calls return synchronised; a peer's call is followed by a
+synchronise of its stream), timed on the host clock one call at a time:
+
+- histkit: ``gpu.histogram(keys, K)`` and ``gpu.counting_sort(keys, K)`` on a
+  CuPy array (results come back as CuPy arrays);
+- histkit's kernel alone: the kernel ``auto`` picks, launched on
+  pre-allocated buffers and timed with CUDA events (the floor a call can reach);
+- ``torch.bincount``, ``cupy.bincount``, ``torch.sort(stable=True)``;
+- CUB through cuda.compute, with its temporary storage sized and allocated
+  in the call, as a user would (the algorithm object is built once: its JIT
+  compile is not a per-call cost).
+
+Every result is checked against the CPU oracle before it is timed; a peer
+that is missing or wrong is recorded with the reason, never estimated. Each
+figure is the median of many calls after warm-up calls.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+from histkit import __version__, oracles
+
+CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
+CALL_BINS = (256, 65536, 1 << 20)
+CALL_SORT_BINS = (256, 65536)
+WARM_UP_CALLS = 3
+MIN_CALLS, MAX_CALLS = 15, 400
+SECONDS_PER_CONTENDER = 0.4
+
+
+def median_call_us(call, sync) -> float:
+    """Median wall time of one call followed by sync(), in microseconds."""
+    for _ in range(WARM_UP_CALLS):
+        call()
+        sync()
+    start = time.perf_counter()
+    call()
+    sync()
+    first = time.perf_counter() - start
+    count = int(min(MAX_CALLS, max(MIN_CALLS, SECONDS_PER_CONTENDER / max(first, 1e-6))))
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times) * 1e6)
+
+
+def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
+    try:
+        got = to_host(call())
+        if not np.array_equal(np.asarray(got).astype(np.int64), want):
+            row["notes"][name] = "WRONG RESULT: not timed"
+            return
+        row["us_per_call"][name] = median_call_us(call, sync)
+    except Exception as error:  # a peer that fails is reported, never estimated
+        row["notes"][name] = f"skipped: {type(error).__name__}: {error}"
+
+
+def _cub_histogram_call(cupy, keys, num_bins: int):
+    """CUB HistogramEven as a user calls it: output and temporary storage per call."""
+    from cuda.compute import make_histogram_even
+
+    levels = np.array([num_bins + 1], dtype=np.int32)
+    lower, upper = np.array([0], np.int32), np.array([num_bins], np.int32)
+    probe = cupy.zeros(num_bins, dtype=cupy.int32)
+    algorithm = make_histogram_even(d_samples=keys, d_histogram=probe,
+                                    h_num_output_levels=levels, h_lower_level=lower,
+                                    h_upper_level=upper, num_samples=keys.size)
+
+    def call():
+        hist = cupy.zeros(num_bins, dtype=cupy.int32)
+        arguments = {"d_samples": keys, "d_histogram": hist, "h_num_output_levels": levels,
+                     "h_lower_level": lower, "h_upper_level": upper,
+                     "num_samples": keys.size}
+        temp_bytes = algorithm(temp_storage=None, **arguments)
+        algorithm(temp_storage=cupy.empty(max(1, temp_bytes), dtype=cupy.uint8), **arguments)
+        return hist
+
+    return call
+
+
+def _cub_sort_call(cupy, keys, bits: int):
+    """CUB DeviceRadixSort of (key, int32 index) pairs as a user calls it;
+    returns the sorted indices."""
+    from cuda.compute import SortOrder, make_radix_sort
+
+    def buffers():
+        values = cupy.arange(keys.size, dtype=cupy.int32)
+        return values, cupy.empty_like(keys), cupy.empty_like(values)
+
+    values, out_keys, out_values = buffers()
+    sorter = make_radix_sort(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
+                             d_out_values=out_values, order=SortOrder.ASCENDING)
+
+    def call():
+        values, out_keys, out_values = buffers()
+        arguments = {"d_in_keys": keys, "d_out_keys": out_keys, "d_in_values": values,
+                     "d_out_values": out_values, "num_items": keys.size, "begin_bit": 0,
+                     "end_bit": bits}
+        temp_bytes = sorter(temp_storage=None, **arguments)
+        sorter(temp_storage=cupy.empty(max(1, temp_bytes), dtype=cupy.uint8), **arguments)
+        return out_values
+
+    return call
+
+
+def _kernel_alone_us(cupy, keys, num_bins: int) -> tuple[float, str]:
+    """The auto kernel on pre-allocated buffers, timed with CUDA events (median)."""
+    from histkit.gpu import registry
+    from histkit.gpu.bench import Timer, _keys_of
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    hist = rt.empty(num_bins, np.uint64)
+    first_bad = rt.bad_key_slot()
+    device_keys = _keys_of(keys)
+    auto = registry.serving("histogram", "auto")
+    geometry = auto.run(rt, device_keys, num_bins, hist, first_bad)
+
+    def launch():
+        rt.memset(hist.ptr, 0, num_bins * 8)
+        auto.run(rt, device_keys, num_bins, hist, first_bad)
+
+    return Timer(cupy, None).ours(launch) * 1e6, str(geometry)
+
+
+def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
+    from histkit import gpu
+
+    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+    want = oracles.histogram(cupy.asnumpy(keys), num_bins)
+    row = {"N": n, "K": num_bins, "us_per_call": {}, "notes": {}}
+    sync = cupy.cuda.get_current_stream().synchronize
+    _checked(row, "histkit gpu.histogram", lambda: gpu.histogram(keys, num_bins),
+             lambda: None, cupy.asnumpy, want)
+    row["us_per_call"]["histkit kernel alone"], row["kernel"] = _kernel_alone_us(
+        cupy, keys, num_bins)
+    _checked(row, "cupy.bincount", lambda: cupy.bincount(keys, minlength=num_bins), sync,
+             cupy.asnumpy, want)
+    if torch is None:
+        row["notes"]["torch.bincount"] = "skipped: PyTorch is not installed"
+    else:
+        tkeys = torch.as_tensor(keys, device="cuda")
+        _checked(row, "torch.bincount", lambda: torch.bincount(tkeys, minlength=num_bins),
+                 torch.cuda.synchronize, lambda t: t.cpu().numpy(), want)
+    try:
+        cub = _cub_histogram_call(cupy, keys, num_bins)
+    except Exception as error:
+        row["notes"]["CUB HistogramEven"] = f"skipped: {type(error).__name__}: {error}"
+    else:
+        _checked(row, "CUB HistogramEven", cub, sync, cupy.asnumpy, want)
+    return row
+
+
+def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
+    from histkit import gpu
+
+    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+    want_index = oracles.counting_sort(cupy.asnumpy(keys), num_bins)[1]
+    row = {"N": n, "K": num_bins, "us_per_call": {}, "notes": {}}
+    sync = cupy.cuda.get_current_stream().synchronize
+    _checked(row, "histkit gpu.counting_sort", lambda: gpu.counting_sort(keys, num_bins)[1],
+             lambda: None, cupy.asnumpy, want_index)
+    if torch is None:
+        row["notes"]["torch.sort(stable)"] = "skipped: PyTorch is not installed"
+    else:
+        tkeys = torch.as_tensor(keys, device="cuda")
+        _checked(row, "torch.sort(stable)", lambda: torch.sort(tkeys, stable=True).indices,
+                 torch.cuda.synchronize, lambda t: t.cpu().numpy(), want_index)
+    bits = max(1, int(np.ceil(np.log2(num_bins))))
+    try:
+        cub = _cub_sort_call(cupy, keys, bits)
+    except Exception as error:
+        row["notes"]["CUB DeviceRadixSort pairs"] = f"skipped: {type(error).__name__}: {error}"
+    else:
+        _checked(row, "CUB DeviceRadixSort pairs", cub, sync, cupy.asnumpy, want_index)
+    return row
+
+
+def format_row(row: dict) -> str:
+    figures = "  ".join(f"{name} {us:8.1f}" for name, us in row["us_per_call"].items())
+    notes = "; ".join(f"{k}: {v}" for k, v in row["notes"].items())
+    return (f"N=2^{int(np.log2(row['N'])):<2} K={row['K']:>7} [us/call] {figures}"
+            + (f"  ({notes})" if notes else ""))
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("histogram", k) for k in CALL_BINS] + [("sort", k) for k in CALL_SORT_BINS]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.8))
+    for ax, (job, num_bins) in zip(axes, panels, strict=True):
+        rows = [r for r in results[job] if r["K"] == num_bins]
+        names = list(dict.fromkeys(name for r in rows for name in r["us_per_call"]))
+        for name in names:
+            xs = [r["N"] for r in rows if name in r["us_per_call"]]
+            ys = [r["us_per_call"][name] for r in rows if name in r["us_per_call"]]
+            ax.plot(xs, ys, marker="o", label=name, linewidth=2.5 if "histkit" in name else 1.2,
+                    linestyle=":" if "alone" in name else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"{job}, K = {num_bins}")
+        ax.set_xlabel("keys N (int32, uniform)")
+        ax.legend(fontsize=6)
+    axes[0].set_ylabel("microseconds per synchronised call")
+    fig.suptitle(f"Whole public calls on {results['device']} (median wall time per call)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
+    import cupy
+
+    from histkit.gpu.device import runtime
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    rt = runtime()
+    results = {"histkit": __version__, "device": rt.device.name, "arch": rt.arch,
+               "date": date.today().isoformat(), "host": platform.node(), "method": __doc__,
+               "histogram": [], "sort": []}
+    for n in sizes:
+        for num_bins in CALL_BINS:
+            results["histogram"].append(histogram_row(cupy, torch, n, num_bins))
+            print("histogram " + format_row(results["histogram"][-1]), flush=True)
+        for num_bins in CALL_SORT_BINS:
+            results["sort"].append(sort_row(cupy, torch, n, num_bins))
+            print("sort      " + format_row(results["sort"][-1]), flush=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    device = "h200" if "H200" in rt.device.name else "gpu"
+    stem = f"calls-{device}-{results['date']}"
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
+    plot(results, out / f"{stem}.png")
+    print(f"wrote {out / stem}.json and .png")
+    return 0
