@@ -226,3 +226,29 @@ def test_repeated_calls_set_kernel_attributes_and_ask_occupancy_once():
     for _ in range(3):
         np.testing.assert_array_equal(gpu.histogram(keys, 40_000), oracles.histogram(keys, 40_000))
     assert rt._resident == asked and rt._shared_allowed == allowed and allowed
+
+
+@needs_gpu
+def test_cupy_keys_written_on_another_stream_are_read_after_that_work():
+    cupy = pytest.importorskip("cupy")
+    n = 1 << 24
+    with cupy.cuda.Stream(non_blocking=True):
+        keys = cupy.zeros(n, dtype=cupy.int32)
+        for _ in range(8):  # long enough to still run when histkit's call starts
+            keys = (keys + 1) % 7
+        got = gpu.histogram(keys, 7)
+    want = np.zeros(7, np.int64)
+    want[8 % 7] = n
+    np.testing.assert_array_equal(cupy.asnumpy(got), want)
+
+
+@needs_gpu
+def test_strided_cupy_keys_are_refused_naming_the_stride():
+    cupy = pytest.importorskip("cupy")
+    keys = cupy.arange(100, dtype=cupy.int32)[::2]
+    with pytest.raises(ValueError, match="must be contiguous"):
+        gpu.histogram(keys, 100)
+    with pytest.raises(TypeError, match="integer dtype"):
+        gpu.histogram(cupy.zeros(4, dtype=cupy.float32), 4)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        gpu.histogram(cupy.zeros((2, 2), dtype=cupy.int32), 4)

@@ -21,6 +21,11 @@ from functools import cache
 
 import numpy as np
 
+try:  # cuda-python is the gpu extra: without it, Runtime() says so
+    from cuda.bindings import driver
+except ImportError:  # pragma: no cover - exercised on hosts without the extra
+    driver = None
+
 from histkit.gpu import contract
 from histkit.gpu.compiler import compile_cubin
 from histkit.gpu.errors import CudaError, DeviceMemoryError, GpuUnavailableError
@@ -29,8 +34,6 @@ from histkit.gpu.geometry import Geometry
 
 def check(result, call: str):
     """Unpack a cuda.bindings driver result, raising CudaError on failure."""
-    from cuda.bindings import driver
-
     status, *values = result if isinstance(result, tuple) else (result,)
     if status != driver.CUresult.CUDA_SUCCESS:
         _, name = driver.cuGetErrorName(status)
@@ -62,7 +65,7 @@ class DeviceArray:
 class Runtime:
     def __init__(self):
         try:
-            from cuda.core import Device
+            from cuda.core import Device, launch
         except ImportError as error:
             raise GpuUnavailableError(
                 f"cuda-python (cuda.core) is not installed: {error}") from None
@@ -82,6 +85,7 @@ class Runtime:
         self._resident: dict = {}
         self._configs: dict = {}
         self._scratch = threading.local()
+        self._launch = launch
 
     # --- modules ---------------------------------------------------------
     def kernel(self, source: str, name: str, defines: dict[str, str]):
@@ -102,8 +106,6 @@ class Runtime:
         handle = int(kernel.handle)
         if nbytes <= max(48 * 1024, self._shared_allowed.get(handle, 0)):
             return
-        from cuda.bindings import driver
-
         attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(driver.cuKernelSetAttribute(attribute, nbytes, kernel.handle,
                                           self.device.device_id),
@@ -111,11 +113,9 @@ class Runtime:
         self._shared_allowed[handle] = nbytes
 
     def launch(self, kernel, geometry: Geometry, *args) -> None:
-        from cuda.core import launch
-
         self.allow_shared(kernel, geometry.shared_bytes)
         try:
-            launch(self.stream, self._config(geometry), kernel, *args)
+            self._launch(self.stream, self._config(geometry), kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
 
@@ -159,8 +159,6 @@ class Runtime:
         return DeviceArray(buffer, n, dtype)
 
     def free_bytes(self) -> int | None:
-        from cuda.bindings import driver
-
         try:
             free, _ = check(driver.cuMemGetInfo(), "cuMemGetInfo")
         except CudaError:
@@ -173,13 +171,9 @@ class Runtime:
         return array
 
     def memset(self, ptr: int, byte: int, nbytes: int) -> None:
-        from cuda.bindings import driver
-
         check(driver.cuMemsetD8Async(ptr, byte, nbytes, self.stream.handle), "cuMemsetD8Async")
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
-        from cuda.bindings import driver
-
         host = np.ascontiguousarray(host)
         array = self.empty(len(host), host.dtype)
         if host.nbytes:
@@ -189,8 +183,6 @@ class Runtime:
 
     def copy_to_host(self, ptr: int, host: np.ndarray) -> np.ndarray:
         """Copy into a contiguous host array and wait for it."""
-        from cuda.bindings import driver
-
         if host.nbytes:
             check(driver.cuMemcpyDtoHAsync(host.ctypes.data, ptr, host.nbytes,
                                            self.stream.handle), "cuMemcpyDtoHAsync")
@@ -198,21 +190,44 @@ class Runtime:
         return host
 
     # --- per-call scratch -------------------------------------------------
-    def bad_key_slot(self, reset_to: int = 0xFF) -> DeviceArray:
-        """This thread's cached first-bad-key word on the device, reset (all ones:
-        no bad key). Valid until this thread's next call: public calls use it
-        synchronously, one at a time."""
-        slot = getattr(self._scratch, "slot", None)
+    def bad_key_slot(self) -> DeviceArray:
+        """This thread's cached first-bad-key word on the device, holding
+        NO_BAD_KEY. Valid until this thread's next call: public calls use it
+        synchronously, one at a time. It is reset only when a kernel may have
+        written it since read_bad_key last found it untouched."""
+        scratch = self._scratch
+        slot = getattr(scratch, "slot", None)
         if slot is None:
-            slot = self._scratch.slot = self.empty(1, np.uint64)
-        self.memset(slot.ptr, reset_to, 8)
+            slot = scratch.slot = self.empty(1, np.uint64)
+            scratch.slot_clean = False
+        if not scratch.slot_clean:
+            self.memset(slot.ptr, 0xFF, 8)
+        scratch.slot_clean = False  # kernels launched from here on may write it
         return slot
+
+    def read_bad_key(self, slot: DeviceArray) -> int:
+        """The first bad index a call's kernels noted in slot (NO_BAD_KEY: none),
+        after waiting for them."""
+        index = self.read_word(slot.ptr)
+        if slot is getattr(self._scratch, "slot", None):
+            self._scratch.slot_clean = index == contract.NO_BAD_KEY
+        return index
+
+    def wait_for(self, foreign_stream: int) -> None:
+        """Order this runtime's stream after the work pending on another stream
+        (a raw CUstream handle; 1 and 2 are the legacy and per-thread defaults)."""
+        if foreign_stream == int(self.stream.handle):
+            return
+        event = getattr(self._scratch, "event", None)
+        if event is None:
+            flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+            event = self._scratch.event = check(driver.cuEventCreate(flags), "cuEventCreate")
+        check(driver.cuEventRecord(event, driver.CUstream(foreign_stream)), "cuEventRecord")
+        check(driver.cuStreamWaitEvent(self.stream.handle, event, 0), "cuStreamWaitEvent")
 
     def read_word(self, ptr: int) -> int:
         """One uint64 from the device, through this thread's pinned host word
         (an asynchronous copy, then a stream sync)."""
-        from cuda.bindings import driver
-
         word = getattr(self._scratch, "pinned", None)
         if word is None:
             host_ptr = check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc")
@@ -223,8 +238,6 @@ class Runtime:
         return int(word[0])
 
     def copy_device(self, dst: int, src: int, nbytes: int) -> None:
-        from cuda.bindings import driver
-
         if nbytes:
             check(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream.handle),
                   "cuMemcpyDtoDAsync")
