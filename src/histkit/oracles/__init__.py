@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from histkit.oracles import _pages
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
     BadKeyError,
@@ -42,6 +43,7 @@ __all__ = [
     "naive_wave_histogram",
     "privatized_histogram",
     "radix_sort",
+    "release_pages",
 ]
 
 WARP_SIZE = 32
@@ -136,13 +138,20 @@ def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
     num_bins = bin_count(num_bins)
     require_memory(8 * num_bins + (keys.itemsize + 8) * len(keys),
                    f"counting_sort of {len(keys)} keys into num_bins={num_bins}")
-    sorted_keys = np.empty(len(keys), dtype=keys.dtype)
-    original_index = np.empty(len(keys), dtype=np.int64)
+    # Pooled pages: a repeated call writes into pages a dropped result left.
+    sorted_keys = _pages.empty(len(keys), keys.dtype)
+    original_index = _pages.empty(len(keys), np.int64)
     bad = counting_sort_arrays(keys, num_bins, sorted_keys, original_index,
                                idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return sorted_keys, original_index
+
+
+def release_pages() -> int:
+    """Return to the OS the pages kept from large results the caller dropped
+    (counting_sort reuses them, see ``_pages``); the bytes released."""
+    return _pages.release_pages()
 
 
 def argsort(keys) -> np.ndarray:
