@@ -31,6 +31,21 @@ def test_histogram_equals_bincount_on_inputs_large_enough_to_use_threads(distrib
     np.testing.assert_array_equal(oracles.histogram(keys, num_bins), bincount(keys, num_bins))
 
 
+@pytest.mark.parametrize("num_bins", [4097, 65536, (1 << 22), (1 << 22) + 1])
+def test_many_bins_on_32_bit_chunk_counters_equal_bincount_and_report_the_first_bad_key(
+        num_bins):
+    # Up to 2^22 bins each chunk counts in uint32 and the chunks are summed in
+    # int64; one hot bin past 2^16 keys per chunk would show a narrow total.
+    keys = make_keys("uniform", 1 << 21, num_bins, seed=4)
+    keys[: 1 << 17] = num_bins - 1
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins), bincount(keys, num_bins))
+    keys[(1 << 21) - 3] = num_bins  # in the last chunk, after an earlier one below
+    keys[1_500_001] = -1
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins)
+    assert caught.value.index == 1_500_001
+
+
 def test_histogram_reads_strided_and_reversed_views_without_copying_wrongly():
     base = make_keys("uniform", 300_001, 77, seed=5, dtype=np.int16)
     for view in (base[::3], base[::-1], base[5:-7:2]):

@@ -5,9 +5,16 @@
 # unsigned value, so one comparison rejects both negatives and keys that are
 # too large. Counting stops at the first bad key and reports its index, so the
 # caller can name it; nothing is clipped.
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memset
 from histkit.oracles._keys cimport key_t
+
+# Counter width of one chunk's histogram: int64 in general; uint32 where a
+# chunk holds fewer than 2^32 keys and many bins (half the bytes keep more of
+# the counters in cache under random increments).
+ctypedef fused count_t:
+    int64_t
+    uint32_t
 
 cimport openmp
 
@@ -91,7 +98,7 @@ cdef inline Py_ssize_t chunk_start(Py_ssize_t n, Py_ssize_t workers,
 
 
 cdef inline Py_ssize_t count_one_by_one(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
-                                        Py_ssize_t stop, int64_t* hist,
+                                        Py_ssize_t stop, count_t* hist,
                                         uint64_t num_bins) noexcept nogil:
     """The plain loop: the tail of the unrolled ones, and where they stopped at a bad
     key (so the first bad index is found exactly). Returns -1 or that index."""
@@ -106,7 +113,7 @@ cdef inline Py_ssize_t count_one_by_one(const key_t* keys, Py_ssize_t step, Py_s
 
 
 cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
-                                   Py_ssize_t stop, int64_t* hist,
+                                   Py_ssize_t stop, count_t* hist,
                                    uint64_t num_bins) noexcept nogil:
     """Count keys[start:stop] into one histogram, two keys at a time.
 
@@ -181,6 +188,15 @@ cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_
         for b in range(num_bins):
             scratch[b] += scratch[j * num_bins + b]
     return bad
+
+
+cdef inline Py_ssize_t count_chunk_narrow(const key_t* keys, Py_ssize_t step,
+                                          Py_ssize_t start, Py_ssize_t stop, uint32_t* scratch,
+                                          Py_ssize_t num_bins) noexcept nogil:
+    """count_chunk into 32-bit counters, for many bins (one lane) and chunks of
+    fewer than 2^32 keys: scratch[0:num_bins] is zeroed and counted."""
+    memset(scratch, 0, num_bins * sizeof(uint32_t))
+    return count_pairs(keys, step, start, stop, scratch, <uint64_t>num_bins)
 
 
 cdef inline Py_ssize_t first_bad(const Py_ssize_t[:] bad) noexcept nogil:

@@ -5,10 +5,10 @@ NumPy equivalent: ``np.bincount(keys, minlength=num_bins)``.
 import numpy as np
 
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint32_t
 
-from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, first_bad,
-                                     lanes_for, padded_row, threads_for)
+from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, count_chunk_narrow,
+                                     first_bad, lanes_for, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
@@ -25,8 +25,10 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t max_th
     cdef Py_ssize_t c
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
-    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
     bad = np.full(chunks, -1, dtype=np.intp)
+    if lanes_for(num_bins) == 1 and num_bins <= NARROW_MAX_BINS and -(-n // chunks) < 2**32:
+        return _count_narrow(keys, num_bins, chunks, max_threads, bad)
+    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
     cdef int64_t[:, ::1] scratch_v = scratch
     cdef Py_ssize_t[::1] bad_v = bad
     for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
@@ -34,3 +36,28 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t max_th
         bad_v[c] = count_chunk(first, step, chunk_start(n, chunks, c),
                                chunk_start(n, chunks, c + 1), &scratch_v[c, 0], num_bins)
     return fold_rows(scratch, num_bins), first_bad(bad_v)
+
+
+# 32-bit chunk counters up to this many bins: past it the counters leave the
+# cache either way, and the int64 total beside them would cost memory.
+NARROW_MAX_BINS = 1 << 22
+
+
+def _count_narrow(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t chunks,
+                  Py_ssize_t max_threads, bad):
+    """histogram_counts with uint32 chunk counters (each chunk < 2^32 keys)."""
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef Py_ssize_t c
+    cdef const key_t* first = &keys[0] if n else NULL
+    cdef Py_ssize_t step = keys.strides[0]
+    narrow = np.empty((chunks, padded_row(num_bins)), dtype=np.uint32)
+    cdef uint32_t[:, ::1] narrow_v = narrow
+    cdef Py_ssize_t[::1] bad_v = bad
+    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
+                    num_threads=threads_for(chunks, max_threads)):
+        bad_v[c] = count_chunk_narrow(first, step, chunk_start(n, chunks, c),
+                                      chunk_start(n, chunks, c + 1), &narrow_v[c, 0], num_bins)
+    counts = narrow[0, :num_bins].astype(np.int64)
+    for c in range(1, chunks):
+        counts += narrow[c, :num_bins]
+    return counts, first_bad(bad_v)
