@@ -117,12 +117,15 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
                                    uint64_t num_bins) noexcept nogil:
     """Count keys[start:stop] into one histogram, two keys at a time.
 
-    Large histograms get a single lane (several would fall out of cache). An
-    equal pair is added in one store, which halves the dependency chain on
-    a hot bin. Returns -1, or the index of the first key outside [0, num_bins).
+    Large histograms get a single lane (several would fall out of cache).
+    Equal pairs of one bin in a row (a hot bin) are summed in a register and
+    stored once when the run ends: no load-add-store chain on one address.
+    Returns -1, or the index of the first key outside [0, num_bins).
     """
     cdef Py_ssize_t i = start
     cdef uint64_t b0, b1
+    cdef uint64_t held_bin = 0
+    cdef int64_t held = 0
     cdef const char* at = <const char*>keys + start * step
     while i + 2 <= stop:
         b0 = key_at(keys, at)
@@ -130,12 +133,17 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
         if (b0 >= num_bins) | (b1 >= num_bins):
             break
         if b0 == b1:
-            hist[b0] += 2
+            if b0 != held_bin:
+                hist[held_bin] += <count_t>held
+                held_bin = b0
+                held = 0
+            held += 2
         else:
             hist[b0] += 1
             hist[b1] += 1
         i += 2
         at += 2 * step
+    hist[held_bin] += <count_t>held  # bin 0 < num_bins always: held may be 0
     return count_one_by_one(keys, step, i, stop, hist, num_bins)
 
 
