@@ -148,7 +148,7 @@ cdef inline Py_ssize_t count_pairs(const key_t* keys, Py_ssize_t step, Py_ssize_
 
 
 cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
-                                   Py_ssize_t stop, int64_t* hist,
+                                   Py_ssize_t stop, count_t* hist,
                                    uint64_t num_bins) noexcept nogil:
     """Count keys[start:stop] into LANES_SMALL_K interleaved sub-histograms.
 
@@ -157,9 +157,9 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
     """
     cdef Py_ssize_t i = start
     cdef uint64_t b0, b1, b2, b3
-    cdef int64_t* h1 = hist + num_bins
-    cdef int64_t* h2 = hist + 2 * num_bins
-    cdef int64_t* h3 = hist + 3 * num_bins
+    cdef count_t* h1 = hist + num_bins
+    cdef count_t* h2 = hist + 2 * num_bins
+    cdef count_t* h3 = hist + 3 * num_bins
     cdef const char* at = <const char*>keys + start * step
     cdef Py_ssize_t step2 = 2 * step, step3 = 3 * step, step4 = 4 * step
     while i + 4 <= stop:
@@ -179,16 +179,20 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
 
 
 cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_t start,
-                                   Py_ssize_t stop, int64_t* scratch,
+                                   Py_ssize_t stop, count_t* scratch,
                                    Py_ssize_t num_bins) noexcept nogil:
     """Histogram keys[start:stop] into scratch[0:num_bins].
 
-    scratch must hold lanes_for(num_bins) * num_bins counters; it is zeroed
-    here and the lanes are folded into its first num_bins entries.
+    int64 scratch must hold lanes_for(num_bins) * num_bins counters; it is
+    zeroed here and the lanes are folded into its first num_bins entries.
+    uint32 scratch (many bins, chunks of fewer than 2^32 keys) holds num_bins
+    counters and is counted in one lane.
     """
     cdef int lanes = lanes_for(num_bins)
     cdef Py_ssize_t b, j, bad
-    memset(scratch, 0, lanes * num_bins * sizeof(int64_t))
+    if count_t is uint32_t:
+        lanes = 1
+    memset(scratch, 0, lanes * num_bins * sizeof(count_t))
     if lanes == 1:
         return count_pairs(keys, step, start, stop, scratch, <uint64_t>num_bins)
     bad = count_lanes(keys, step, start, stop, scratch, <uint64_t>num_bins)
@@ -196,15 +200,6 @@ cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_
         for b in range(num_bins):
             scratch[b] += scratch[j * num_bins + b]
     return bad
-
-
-cdef inline Py_ssize_t count_chunk_narrow(const key_t* keys, Py_ssize_t step,
-                                          Py_ssize_t start, Py_ssize_t stop, uint32_t* scratch,
-                                          Py_ssize_t num_bins) noexcept nogil:
-    """count_chunk into 32-bit counters, for many bins (one lane) and chunks of
-    fewer than 2^32 keys: scratch[0:num_bins] is zeroed and counted."""
-    memset(scratch, 0, num_bins * sizeof(uint32_t))
-    return count_pairs(keys, step, start, stop, scratch, <uint64_t>num_bins)
 
 
 cdef inline Py_ssize_t first_bad(const Py_ssize_t[:] bad) noexcept nogil:

@@ -7,8 +7,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint32_t
 
-from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, count_chunk_narrow,
-                                     first_bad, lanes_for, padded_row, threads_for)
+from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, count_t, first_bad,
+                                     lanes_for, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
@@ -22,42 +22,37 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t max_th
     """
     cdef Py_ssize_t n = keys.shape[0]
     cdef Py_ssize_t chunks = chunks_for(n, num_bins, max_threads)
+    cdef int64_t[:, ::1] wide
+    cdef uint32_t[:, ::1] narrow
+    if lanes_for(num_bins) == 1 and num_bins <= NARROW_MAX_BINS and -(-n // chunks) < 2**32:
+        rows = np.empty((chunks, padded_row(num_bins)), dtype=np.uint32)
+        narrow = rows
+        bad = _count_rows(keys, narrow, num_bins, max_threads)
+    else:
+        rows = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+        wide = rows
+        bad = _count_rows(keys, wide, num_bins, max_threads)
+    return fold_rows(rows, num_bins), bad
+
+
+# 32-bit chunk counters up to this many bins (one lane): half the bytes under
+# random increments; past it the counters leave the cache either way, and the
+# int64 total beside them would cost memory.
+NARROW_MAX_BINS = 1 << 22
+
+
+cdef Py_ssize_t _count_rows(const key_t[:] keys, count_t[:, ::1] rows, Py_ssize_t num_bins,
+                            Py_ssize_t max_threads):
+    """Chunk c of the keys into rows[c] (chunks = rows); the first bad index or -1."""
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef Py_ssize_t chunks = rows.shape[0]
     cdef Py_ssize_t c
     cdef const key_t* first = &keys[0] if n else NULL
     cdef Py_ssize_t step = keys.strides[0]
     bad = np.full(chunks, -1, dtype=np.intp)
-    if lanes_for(num_bins) == 1 and num_bins <= NARROW_MAX_BINS and -(-n // chunks) < 2**32:
-        return _count_narrow(keys, num_bins, chunks, max_threads, bad)
-    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
-    cdef int64_t[:, ::1] scratch_v = scratch
     cdef Py_ssize_t[::1] bad_v = bad
     for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
                     num_threads=threads_for(chunks, max_threads)):
         bad_v[c] = count_chunk(first, step, chunk_start(n, chunks, c),
-                               chunk_start(n, chunks, c + 1), &scratch_v[c, 0], num_bins)
-    return fold_rows(scratch, num_bins), first_bad(bad_v)
-
-
-# 32-bit chunk counters up to this many bins: past it the counters leave the
-# cache either way, and the int64 total beside them would cost memory.
-NARROW_MAX_BINS = 1 << 22
-
-
-def _count_narrow(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t chunks,
-                  Py_ssize_t max_threads, bad):
-    """histogram_counts with uint32 chunk counters (each chunk < 2^32 keys)."""
-    cdef Py_ssize_t n = keys.shape[0]
-    cdef Py_ssize_t c
-    cdef const key_t* first = &keys[0] if n else NULL
-    cdef Py_ssize_t step = keys.strides[0]
-    narrow = np.empty((chunks, padded_row(num_bins)), dtype=np.uint32)
-    cdef uint32_t[:, ::1] narrow_v = narrow
-    cdef Py_ssize_t[::1] bad_v = bad
-    for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
-                    num_threads=threads_for(chunks, max_threads)):
-        bad_v[c] = count_chunk_narrow(first, step, chunk_start(n, chunks, c),
-                                      chunk_start(n, chunks, c + 1), &narrow_v[c, 0], num_bins)
-    counts = narrow[0, :num_bins].astype(np.int64)
-    for c in range(1, chunks):
-        counts += narrow[c, :num_bins]
-    return counts, first_bad(bad_v)
+                               chunk_start(n, chunks, c + 1), &rows[c, 0], num_bins)
+    return first_bad(bad_v)
