@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
+from histkit.gpu.bench import _skip_note, _time_peer
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -60,14 +61,21 @@ def median_call_us(call, sync) -> float:
 
 
 def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
+    """Check call's result against the oracle's, then time it per call (bench's
+    rule: a wrong or failing peer is noted, never timed)."""
+    _time_peer(row, name, lambda checked: median_call_us(checked, sync), call, want, to_host,
+               ("us_per_call", lambda us: us))
+
+
+def _peer(row: dict, name: str, build, sync, to_host, want) -> None:
+    """A peer whose call build() makes once (its set-up or import may fail:
+    then it is noted as skipped), checked and timed like every contender."""
     try:
-        got = to_host(call())
-        if not np.array_equal(np.asarray(got).astype(np.int64), want):
-            row["notes"][name] = "WRONG RESULT: not timed"
-            return
-        row["us_per_call"][name] = median_call_us(call, sync)
-    except Exception as error:  # a peer that fails is reported, never estimated
-        row["notes"][name] = f"skipped: {type(error).__name__}: {error}"
+        call = build()
+    except Exception as error:
+        row["notes"][name] = _skip_note(error)
+        return
+    _checked(row, name, call, sync, to_host, want)
 
 
 def _cub_histogram_call(cupy, keys, num_bins: int):
@@ -151,18 +159,10 @@ def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
         cupy, keys, num_bins)
     _checked(row, "cupy.bincount", lambda: cupy.bincount(keys, minlength=num_bins), sync,
              cupy.asnumpy, want)
-    if torch is None:
-        row["notes"]["torch.bincount"] = "skipped: PyTorch is not installed"
-    else:
-        tkeys = torch.as_tensor(keys, device="cuda")
-        _checked(row, "torch.bincount", lambda: torch.bincount(tkeys, minlength=num_bins),
-                 torch.cuda.synchronize, lambda t: t.cpu().numpy(), want)
-    try:
-        cub = _cub_histogram_call(cupy, keys, num_bins)
-    except Exception as error:
-        row["notes"]["CUB HistogramEven"] = f"skipped: {type(error).__name__}: {error}"
-    else:
-        _checked(row, "CUB HistogramEven", cub, sync, cupy.asnumpy, want)
+    _torch_peer(row, "torch.bincount", torch, keys,
+                lambda tkeys: torch.bincount(tkeys, minlength=num_bins), want)
+    _peer(row, "CUB HistogramEven", lambda: _cub_histogram_call(cupy, keys, num_bins), sync,
+          cupy.asnumpy, want)
     return row
 
 
@@ -175,20 +175,22 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
     sync = cupy.cuda.get_current_stream().synchronize
     _checked(row, "histkit gpu.counting_sort", lambda: gpu.counting_sort(keys, num_bins)[1],
              lambda: None, cupy.asnumpy, want_index)
-    if torch is None:
-        row["notes"]["torch.sort(stable)"] = "skipped: PyTorch is not installed"
-    else:
-        tkeys = torch.as_tensor(keys, device="cuda")
-        _checked(row, "torch.sort(stable)", lambda: torch.sort(tkeys, stable=True).indices,
-                 torch.cuda.synchronize, lambda t: t.cpu().numpy(), want_index)
+    _torch_peer(row, "torch.sort(stable)", torch, keys,
+                lambda tkeys: torch.sort(tkeys, stable=True).indices, want_index)
     bits = max(1, int(np.ceil(np.log2(num_bins))))
-    try:
-        cub = _cub_sort_call(cupy, keys, bits)
-    except Exception as error:
-        row["notes"]["CUB DeviceRadixSort pairs"] = f"skipped: {type(error).__name__}: {error}"
-    else:
-        _checked(row, "CUB DeviceRadixSort pairs", cub, sync, cupy.asnumpy, want_index)
+    _peer(row, "CUB DeviceRadixSort pairs", lambda: _cub_sort_call(cupy, keys, bits), sync,
+          cupy.asnumpy, want_index)
     return row
+
+
+def _torch_peer(row: dict, name: str, torch, keys, run, want) -> None:
+    """run(tensor) on the keys as a PyTorch tensor (shared memory), synchronised."""
+    if torch is None:
+        row["notes"][name] = "skipped: PyTorch is not installed"
+        return
+    tkeys = torch.as_tensor(keys, device="cuda")
+    _checked(row, name, lambda: run(tkeys), torch.cuda.synchronize,
+             lambda t: t.cpu().numpy(), want)
 
 
 def format_row(row: dict) -> str:
