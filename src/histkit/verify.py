@@ -109,9 +109,14 @@ def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = 
         if report is not None:
             summary["gpu_conformance"].update(report)
         Path(json_path).write_text(json.dumps(summary, indent=1, default=str))
-        Path(json_path).with_suffix(".progress.jsonl").unlink(missing_ok=True)
+        progress_path(json_path).unlink(missing_ok=True)
         console.print(f"wrote {json_path}")
     return ok
+
+
+def progress_path(json_path) -> Path:
+    """Where the conformance results go case by case until the JSON is written."""
+    return Path(json_path).with_suffix(".progress.jsonl")
 
 
 def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
@@ -137,7 +142,7 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
 
     # Results also go, case by case, to a progress file beside the JSON: a
     # long run that is cut off keeps what it judged. Removed once the JSON is.
-    progress = Path(json_path).with_suffix(".progress.jsonl") if json_path else None
+    progress = progress_path(json_path) if json_path else None
     report = run_conformance(console=console, quick=quick, json_path=None,
                              cases=large_cases() if large_only else None,
                              progress_path=progress)
