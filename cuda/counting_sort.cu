@@ -29,13 +29,18 @@
 // (in_index); the first pass makes them from the key's position.
 #include "common.cuh"
 
-// Keys were validated by the count (atomic_histogram.cu); cursor starts as the
-// exclusive scan of the counts.
-extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64* cursor,
-                                                 hk_key* out_keys, i64* out_index) {
+// The count (atomic_histogram.cu) reported any bad key; cursor starts as the
+// exclusive scan of the counts. A bad key is skipped here, as the count skipped
+// it, so a call that does not wait for the count's verdict (check=False) still
+// writes nothing out of bounds.
+extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 num_bins,
+                                                 u64* cursor, hk_key* out_keys,
+                                                 i64* out_index) {
     for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
         hk_key key = keys[i];
-        u64 pos = atomicAdd(&cursor[hk_bin(key)], 1ULL);
+        const u64 bin = hk_bin(key);
+        if (bin >= num_bins) continue;
+        u64 pos = atomicAdd(&cursor[bin], 1ULL);
         out_keys[pos] = key;
         out_index[pos] = i;
     }
@@ -210,8 +215,9 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
         for (int k = 0; k < TILE_ITEMS; ++k) {
             const int pos = (int)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
             const u64 bin = hk_bin(held[k]);
-            // A bad key (count_ranges reported it; the host stops before this
-            // kernel) is skipped rather than written out of bounds.
+            // A bad key (count_ranges reported it and skipped it) is skipped
+            // here too: nothing is written out of bounds, even when the host
+            // does not wait for the count's verdict.
             digits[k] = pos < tile_n && bin < num_bins ? digit_of(bin, shift) : NO_DIGIT;
             const unsigned peers = same_digit_lanes(digits[k]);
             const unsigned leader = __ffs(peers) - 1;

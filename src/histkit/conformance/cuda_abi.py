@@ -18,7 +18,8 @@ both passed as -D defines, with ``WARP_SIZE``:
   signature (COUNT_T is unsigned long long); histkit scans the counts into
   per-bin cursors; then
   ``scatter(const KEY_T* keys, long long n, unsigned long long* cursor,
-  KEY_T* out_keys, long long* out_index)``.
+  KEY_T* out_keys, long long* out_index)``, launched only when the count
+  reported no bad key (it has no num_bins to skip one by).
 
 Geometry: blocks of ``block`` threads (a wave kernel: one block of
 ``warp_size``); ``grid=None`` launches one thread per key (ceil(n / block)
@@ -31,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from histkit.gpu import kernels
-from histkit.gpu.contract import KEY_C_TYPES
+from histkit.gpu.contract import KEY_C_TYPES, NO_BAD_KEY
 from histkit.gpu.geometry import Geometry
 
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
@@ -115,6 +116,8 @@ def _sort_launcher(impl):
                                                      keep_alive)]
         if between is not None and between() is False:
             return geometries
+        if rt.read_word(first_bad.ptr) != NO_BAD_KEY:
+            return geometries  # the ABI's scatter has no num_bins: it never sees bad keys
         scatter = _geometry(impl, scatter_entry, keys.n, grid)
         rt.launch(rt.kernel(impl.path, scatter_entry, defines), scatter, keys.ptr,
                   np.int64(keys.n), cursor.ptr, out_keys.ptr, out_index.ptr)

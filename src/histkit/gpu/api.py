@@ -1,15 +1,31 @@
-"""histkit.gpu's public functions: input checks, device residency, results.
+"""histkit.gpu's public functions: input checks, streams, results.
 
 Keys may be NumPy arrays (copied to the device) or device arrays from any
 library speaking DLPack or ``__cuda_array_interface__`` (CuPy, PyTorch, ...),
 used in place. Results come back as the same kind: NumPy in, NumPy out; a
-CuPy or PyTorch array in, one of theirs out (sharing histkit's allocation).
-Bad input raises exactly what the oracles raise, out-of-range keys included
-(found on the device, reported with the first bad index and its value).
+CuPy or PyTorch array in, one of theirs out, allocated by that library on the
+call's stream (its memory pool then orders reuse as for its own arrays).
+
+Streams. A call on CuPy or PyTorch keys runs on that library's current
+stream, so it is ordered with the caller's work without any cross-stream
+wait; ``stream=`` names another (a CuPy, PyTorch or cuda.core stream,
+anything with ``__cuda_stream__``, or a raw CUstream handle). NumPy keys and
+other device arrays run on histkit's own stream unless ``stream=`` is given.
+
+Checking. ``check=True`` (the default) waits for the call and raises the
+oracles' ``BadKeyError`` (first bad index and its value) for a key outside
+``[0, num_bins)``. ``check=False`` waits for nothing (except to copy results
+back to NumPy): the call returns its results and ``first_bad``, a one-element
+uint64 device array in which the kernels leave the first bad index
+(``NO_BAD_KEY`` = 2**64 - 1 when there is none); ``raise_if_bad`` turns it
+into the error later. Bad keys are never counted, nor written anywhere. With
+``out=`` and ``first_bad=`` given, a histogram call allocates nothing, so a
+loop of calls can be captured in a CUDA graph and replayed.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,14 +39,32 @@ from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")
 
+# Raw CUstream handles 0 and 1 both name the legacy default stream.
+_LEGACY = 1
+
 
 @dataclass
-class _Input:
-    """Keys resident on the device, and what to hand results back as."""
+class _Call:
+    """One public call: its runtime (on the call's stream), keys on the device,
+    and how results go back to the caller."""
 
+    rt: Runtime
     keys: Keys
     framework: str  # "numpy", "cupy", "torch" or "device"
-    owner: object  # keeps the device memory alive while kernels read it
+    owner: object  # keeps the keys' device memory alive while kernels read them
+    # The framework's own current stream (CuPy, PyTorch), where its allocator
+    # orders memory reuse; None for NumPy and other device arrays.
+    framework_stream: int | None = None
+
+
+@dataclass
+class _Out:
+    """A device array a call writes: its pointer, and what the caller gets."""
+
+    ptr: int
+    n: int
+    dtype: np.dtype
+    handed: object  # the caller's array (CuPy, PyTorch), or histkit's DeviceArray
 
 
 def _framework_of(obj) -> str:
@@ -53,33 +87,77 @@ def is_device_array(obj) -> bool:
         return False
 
 
-def _on_device(rt: Runtime, keys, name: str = "keys") -> _Input:
-    if is_device_array(keys):
-        return _device_view(rt, keys, name)
-    host = as_key_array(keys, name)
-    array = rt.to_device(host)
-    return _Input(Keys(array.ptr, len(host), host.dtype), "numpy", array)
+def stream_handle(stream) -> int | None:
+    """The raw CUstream handle of what a caller passes as stream= (None: none).
+
+    Takes an int, anything with ``__cuda_stream__`` (cuda.core), a PyTorch
+    stream (``.cuda_stream``), a CuPy stream (``.ptr``) or an object whose
+    ``.handle`` converts to int. 0 and 1 both mean the legacy default stream.
+    """
+    if stream is None:
+        return None
+    if isinstance(stream, bool):
+        raise TypeError("stream must be a CUDA stream or a raw CUstream handle; got a bool")
+    if isinstance(stream, int | np.integer):
+        handle = int(stream)
+    elif hasattr(stream, "__cuda_stream__"):
+        protocol = stream.__cuda_stream__
+        handle = int((protocol() if callable(protocol) else protocol)[1])
+    elif isinstance(getattr(stream, "cuda_stream", None), int):
+        handle = stream.cuda_stream
+    elif isinstance(getattr(stream, "ptr", None), int):
+        handle = stream.ptr
+    elif getattr(stream, "handle", None) is not None:
+        handle = int(stream.handle)
+    else:
+        raise TypeError(f"stream must be a CUDA stream (CuPy, PyTorch, cuda.core, or anything "
+                        f"with __cuda_stream__) or a raw CUstream handle; got "
+                        f"{type(stream).__name__}")
+    if handle < 0:
+        raise ValueError(f"stream handle must be >= 0; got {handle}")
+    return _LEGACY if handle == 0 else handle
 
 
-def _device_view(rt: Runtime, obj, name: str) -> _Input:
-    framework = _framework_of(obj)
+# --- keys on the device ------------------------------------------------------
+
+def _begin(rt: Runtime, keys, handle: int | None, name: str = "keys") -> _Call:
+    """The call's keys on the device and its stream: handle, else the keys'
+    framework's current stream, else histkit's own."""
+    if not is_device_array(keys):
+        call_rt = rt.on(handle)
+        array = call_rt.to_device(keys)
+        return _Call(call_rt, Keys(array.ptr, len(keys), keys.dtype), "numpy", array)
+    framework = _framework_of(keys)
     if framework == "cupy":
-        return _cupy_view(rt, obj, name)
+        return _cupy_call(rt, keys, handle, name)
+    own_stream = None
+    if framework == "torch":
+        import torch
+
+        own_stream = stream_handle(torch.cuda.current_stream(keys.device).cuda_stream)
+    call_rt = rt.on(handle if handle is not None else own_stream)
+    ptr, n, dtype = _view(call_rt, keys, name)
+    return _Call(call_rt, Keys(ptr, n, dtype), framework, keys, own_stream)
+
+
+def _view(rt: Runtime, obj, name: str) -> tuple[int, int, np.dtype]:
+    """(pointer, length, dtype) of a 1-d contiguous device array on our device,
+    through DLPack or its array interface; the exporter orders its pending
+    work before rt's stream."""
     from cuda.core.utils import StridedMemoryView
 
-    # Passing our stream orders our kernels after the producer's pending work.
-    view = StridedMemoryView.from_any_interface(obj, stream_ptr=int(rt.stream.handle))
+    view = StridedMemoryView.from_any_interface(obj, stream_ptr=rt.handle)
     shape = tuple(view.shape)
     strided = view.strides is not None and shape and shape[0] > 1 and tuple(view.strides) != (1,)
     _check_layout(np.dtype(view.dtype), shape, name,
                   f"strides {view.strides} (in elements)" if strided else None)
     _check_device(rt, view.device_id, name)
-    return _Input(Keys(view.ptr, shape[0], np.dtype(view.dtype)), framework, obj)
+    return view.ptr, shape[0], np.dtype(view.dtype)
 
 
-def _cupy_view(rt: Runtime, array, name: str) -> _Input:
-    """A CuPy array read through its __cuda_array_interface__ (v3): cheaper per
-    call than a general view; our stream waits for the stream it names."""
+def _cupy_interface(array, rt: Runtime, name: str) -> tuple[int, int, np.dtype, int | None]:
+    """(pointer, length, dtype, producer stream) of a CuPy array, read through
+    its __cuda_array_interface__ (v3): cheaper per call than a general view."""
     interface = array.__cuda_array_interface__
     dtype = np.dtype(interface["typestr"])
     shape = tuple(interface["shape"])
@@ -88,15 +166,26 @@ def _cupy_view(rt: Runtime, array, name: str) -> _Input:
                and tuple(strides) != (dtype.itemsize,))
     _check_layout(dtype, shape, name, f"strides {tuple(strides)} (in bytes)" if strided else None)
     _check_device(rt, array.device.id, name)
-    stream = interface.get("stream")
-    if stream is not None:
-        rt.wait_for(int(stream))
-    return _Input(Keys(int(interface["data"][0]), shape[0], dtype), "cupy", array)
+    producer = interface.get("stream")
+    return (int(interface["data"][0]), shape[0], dtype,
+            None if producer is None else stream_handle(producer))
 
 
-def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None) -> None:
+def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
+    import cupy
+
+    ptr, n, dtype, producer = _cupy_interface(array, rt, name)
+    own_stream = stream_handle(cupy.cuda.get_current_stream().ptr)
+    call_rt = rt.on(handle if handle is not None else own_stream)
+    if producer is not None and producer != call_rt.handle:
+        call_rt.wait_for(producer)  # keys written on another stream: read them after
+    return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
+
+
+def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None,
+                  kinds: str = "iu") -> None:
     """Integer keys in one contiguous dimension (strided: the strides, when not contiguous)."""
-    if dtype.kind not in "iu":
+    if dtype.kind not in kinds:
         raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got {dtype}")
     if len(shape) != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {shape}")
@@ -111,103 +200,204 @@ def _check_device(rt: Runtime, device_id: int, name: str) -> None:
                          f"device {rt.device.device_id}")
 
 
-def _hand_back(rt: Runtime, source: _Input, array: DeviceArray):
-    """A result in the caller's kind of array (the device array is synchronised)."""
-    if source.framework == "numpy":
-        return rt.copy_to_host(array.ptr, np.empty(array.n, dtype=array.dtype))
-    if source.framework == "cupy":
+# --- results -----------------------------------------------------------------
+
+def _framework_stream(call: _Call):
+    """A context in which the caller's framework allocates on the call's stream
+    (nothing to enter when that is already its current stream)."""
+    if call.framework_stream == call.rt.handle:
+        return contextlib.nullcontext()
+    if call.framework == "cupy":
         import cupy
 
-        # Our memory seen by CuPy directly (cupy.asarray would ask the driver
-        # which device holds the pointer, on every call); array keeps it alive.
-        memory = cupy.cuda.UnownedMemory(array.ptr, array.n * array.dtype.itemsize, array,
-                                         rt.device.device_id)
-        return cupy.ndarray((array.n,), array.dtype, cupy.cuda.MemoryPointer(memory, 0))
-    if source.framework == "torch":
-        import torch
+        return cupy.cuda.ExternalStream(call.rt.handle)
+    import torch
 
-        return torch.as_tensor(array, device=source.owner.device)
-    return array
+    return torch.cuda.stream(torch.cuda.ExternalStream(call.rt.handle, device=call.owner.device))
 
 
-def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int) -> None:
+def _allocate(call: _Call, n: int, dtype, what: str) -> _Out:
+    """A new result array of the caller's kind (what: named if it does not fit)."""
+    dtype = np.dtype(dtype)
+    try:
+        if call.framework == "cupy":
+            import cupy
+
+            with _framework_stream(call):
+                array = cupy.empty(n, dtype)
+            return _Out(array.data.ptr, n, dtype, array)
+        if call.framework == "torch":
+            import torch
+
+            with _framework_stream(call):
+                tensor = torch.empty(n, dtype=getattr(torch, dtype.name),
+                                     device=call.owner.device)
+            return _Out(tensor.data_ptr(), n, dtype, tensor)
+        array = call.rt.empty(n, dtype)
+        return _Out(array.ptr, n, dtype, array)
+    except DeviceMemoryError as error:
+        raise DeviceMemoryError(error.nbytes, error.free, what) from None
+    except Exception as error:  # CuPy's and PyTorch's out-of-memory errors
+        if "outofmemory" not in type(error).__name__.lower():
+            raise
+        raise DeviceMemoryError(n * dtype.itemsize, call.rt.free_bytes(), what) from None
+
+
+def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
+    """A caller's device array for the call to write: n elements of dtype."""
+    dtype = np.dtype(dtype)
+    if not is_device_array(array):
+        raise TypeError(f"{name} must be a device array (CuPy, PyTorch, ...) of {n} {dtype}; "
+                        f"got {type(array).__name__}")
+    if _framework_of(array) == "cupy":
+        ptr, size, got, _ = _cupy_interface(array, call.rt, name)
+    else:
+        ptr, size, got = _view(call.rt, array, name)
+    if got != dtype or size != n:
+        raise ValueError(f"{name} must hold {n} {dtype}; got {size} {got}")
+    return _Out(ptr, n, dtype, array)
+
+
+def _first_bad_word(call: _Call, check: bool, first_bad) -> _Out | DeviceArray:
+    """Where the kernels note the first bad index: with check, the thread's
+    cached slot; else the caller's word (first_bad) or a new one, reset here."""
+    if check:
+        return call.rt.bad_key_slot()
+    word = (_allocate(call, 1, np.uint64, "the first_bad word") if first_bad is None
+            else _borrow(call, first_bad, 1, np.uint64, "first_bad"))
+    call.rt.memset(word.ptr, 0xFF, 8)
+    return word
+
+
+def _hand_back(call: _Call, out: _Out | DeviceArray):
+    """A result as the caller's kind of array (NumPy: copied back, synchronised)."""
+    if call.framework == "numpy":
+        return call.rt.copy_to_host(out.ptr, np.empty(out.n, dtype=out.dtype))
+    return out.handed if isinstance(out, _Out) else out
+
+
+def _raise_if_bad(rt: Runtime, first_bad, keys: Keys, num_bins: int) -> None:
     """Wait for the call's work; raise the oracles' error if a kernel noted a bad key."""
-    index = rt.read_bad_key(first_bad)
+    index = rt.read_bad_key(first_bad) if isinstance(first_bad, DeviceArray) \
+        else rt.read_word(first_bad.ptr)
     if index != NO_BAD_KEY:
         value = rt.copy_to_host(keys.ptr + index * keys.dtype.itemsize,
                                 np.empty(1, keys.dtype))[0]
         raise bad_key_error(index, value.item(), num_bins)
 
 
-def histogram(keys, num_bins: int, method: str = "auto"):
+def _check_options(check, first_bad) -> None:
+    if not isinstance(check, bool | np.bool_):
+        raise TypeError(f"check must be True or False; got {check!r}")
+    if check and first_bad is not None:
+        raise ValueError("first_bad= is where a call with check=False leaves the first bad "
+                         "index; pass check=False with it")
+
+
+# --- the calls ---------------------------------------------------------------
+
+def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=None,
+              check: bool = True, first_bad=None):
     """Histogram of keys on the GPU (int64 counts).
 
     method: "atomic" (one global atomicAdd per key), "privatized" (the
     chapter's shared-memory kernel), "partitioned" (two passes, for many
     bins: up to 2^22), "naive" (the chapter's racy non-atomic kernel: it
     LOSES updates, on purpose) or "auto" (the fastest exact kernel).
+    out: a device array of num_bins int64 to write the counts into (returned).
+    stream: the stream to run on (default: the keys' framework's current
+    stream, else histkit's own). check=False: return (counts, first_bad)
+    without waiting; see the module's docstring.
     """
     num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    _check_options(check, first_bad)
     keys = keys if is_device_array(keys) else as_key_array(keys)
-    rt = runtime()
-    source = _on_device(rt, keys)
-    try:
-        hist = rt.zeros(num_bins, np.int64)
-    except DeviceMemoryError as error:
-        raise DeviceMemoryError(error.nbytes, error.free,
-                                f"num_bins={num_bins} (int64 counts)") from None
-    first_bad = rt.bad_key_slot()
-    if source.keys.n:
-        registry.serving("histogram", method).run(rt, source.keys, num_bins, hist, first_bad)
-    _raise_if_bad(rt, first_bad, source.keys, num_bins)
-    return _hand_back(rt, source, hist)
+    handle = stream_handle(stream)
+    call = _begin(runtime(), keys, handle)
+    what = f"num_bins={num_bins} (int64 counts)"
+    hist = (_allocate(call, num_bins, np.int64, what) if out is None
+            else _borrow(call, out, num_bins, np.int64, "out"))
+    call.rt.memset(hist.ptr, 0, max(1, num_bins * 8))
+    slot = _first_bad_word(call, check, first_bad)
+    if call.keys.n:
+        registry.serving("histogram", method).run(call.rt, call.keys, num_bins, hist, slot)
+    if check:
+        _raise_if_bad(call.rt, slot, call.keys, num_bins)
+        return _hand_back(call, hist)
+    return _hand_back(call, hist), _hand_back(call, slot)
 
 
-def counting_sort(keys, num_bins: int, stable: bool = True):
+def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
+                  check: bool = True, first_bad=None):
     """(sorted_keys, original_index) on the GPU.
 
     stable=True: the exact stable sort (equals oracles.counting_sort).
     stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
-    may leave their input order.
+    may leave their input order. stream, check, first_bad: as for histogram;
+    check=False returns (sorted_keys, original_index, first_bad); with a bad
+    key the outputs' contents are unspecified (nothing is written outside them).
     """
     num_bins = bin_count(num_bins)
+    _check_options(check, first_bad)
     keys = keys if is_device_array(keys) else as_key_array(keys)
-    rt = runtime()
-    source = _on_device(rt, keys)
-    n = source.keys.n
-    out_keys = rt.empty(n, source.keys.dtype)
-    out_index = rt.empty(n, np.int64)
-    first_bad = rt.bad_key_slot()
-    keep_alive: list = []
+    handle = stream_handle(stream)
+    call = _begin(runtime(), keys, handle)
+    n = call.keys.n
+    what = f"sorting {n} keys"
+    out_keys = _allocate(call, n, call.keys.dtype, what)
+    out_index = _allocate(call, n, np.int64, what)
+    slot = _first_bad_word(call, check, first_bad)
+    keep_alive: list = []  # scratch, freed on the call's stream after its kernels
     if n:
         registry.serving("counting_sort", bool(stable)).run(
-            rt, source.keys, num_bins, out_keys, out_index, first_bad, keep_alive,
-            between=lambda: _raise_if_bad(rt, first_bad, source.keys, num_bins))
-    rt.sync("counting_sort")
-    return _hand_back(rt, source, out_keys), _hand_back(rt, source, out_index)
+            call.rt, call.keys, num_bins, out_keys, out_index, slot, keep_alive)
+    if check:
+        _raise_if_bad(call.rt, slot, call.keys, num_bins)
+        return _hand_back(call, out_keys), _hand_back(call, out_index)
+    return _hand_back(call, out_keys), _hand_back(call, out_index), _hand_back(call, slot)
 
 
-def exclusive_scan(counts):
+def exclusive_scan(counts, *, stream=None):
     """Exclusive prefix sum of non-negative integer counts on the GPU (int64)."""
     host_counts = None
     if not is_device_array(counts):  # check the input before looking for a GPU
         host_counts = as_key_array(counts, name="counts")
         _require_int64_counts(host_counts.dtype, len(host_counts))
         _refuse_negative(host_counts)
-    rt = runtime()
-    source = _on_device(rt, counts if host_counts is None else host_counts, name="counts")
-    n = source.keys.n
-    _require_int64_counts(source.keys.dtype, n)
-    out = rt.empty(n, np.int64)
+    handle = stream_handle(stream)
+    call = _begin(runtime(), counts if host_counts is None else host_counts, handle,
+                  name="counts")
+    n = call.keys.n
+    _require_int64_counts(call.keys.dtype, n)
+    out = _allocate(call, n, np.int64, f"scanning {n} counts")
     keep_alive: list = []
     if n:
         if host_counts is None:
-            _refuse_negative(rt.copy_to_host(source.keys.ptr, np.empty(n, np.int64)))
-        registry.serving("exclusive_scan").run(rt, source.keys.ptr, n, out.ptr, keep_alive)
-    rt.sync("exclusive_scan")
-    return _hand_back(rt, source, out)
+            _refuse_negative(call.rt.copy_to_host(call.keys.ptr, np.empty(n, np.int64)))
+        registry.serving("exclusive_scan").run(call.rt, call.keys.ptr, n, out.ptr, keep_alive)
+    call.rt.sync("exclusive_scan")
+    return _hand_back(call, out)
+
+
+def raise_if_bad(first_bad, keys, num_bins: int) -> None:
+    """Raise the oracles' BadKeyError if first_bad (what a check=False call
+    returned) holds a bad index of keys. Reads two elements, waiting for the
+    call's work."""
+    index = _element(first_bad, 0)
+    if index != NO_BAD_KEY:
+        raise bad_key_error(index, _element(keys, index), bin_count(num_bins))
+
+
+def _element(array, index: int) -> int:
+    """array[index] as a Python int, from any array histkit takes or returns."""
+    if isinstance(array, DeviceArray):  # histkit's own: wait for every stream
+        rt = runtime()
+        rt.device.sync()
+        return rt.copy_to_host(array.ptr + index * array.dtype.itemsize,
+                               np.empty(1, array.dtype))[0].item()
+    return int(array[index])
 
 
 def _require_int64_counts(dtype: np.dtype, n: int) -> None:
@@ -223,4 +413,5 @@ def _refuse_negative(counts: np.ndarray) -> None:
                          f"{counts[negative[0]]}")
 
 
-__all__ = ["METHODS", "counting_sort", "exclusive_scan", "histogram"]
+__all__ = ["METHODS", "counting_sort", "exclusive_scan", "histogram", "raise_if_bad",
+           "stream_handle"]

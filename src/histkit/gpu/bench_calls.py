@@ -10,6 +10,11 @@ synchronise of its stream), timed on the host clock one call at a time:
   CuPy array (results come back as CuPy arrays);
 - histkit's kernel alone: the kernel ``auto`` picks, launched on
   pre-allocated buffers and timed with CUDA events (the floor a call can reach);
+- histkit with ``check=False`` (no wait inside the call; the bench's sync
+  waits), and histkit per call in a CUDA graph: GRAPH_CALLS calls with
+  ``out=`` and ``first_bad=`` captured once on a CuPy stream, the graph
+  replayed and synchronised, divided by GRAPH_CALLS (their results checked
+  against the oracle after a replay);
 - ``torch.bincount``, ``cupy.bincount``, ``torch.sort(stable=True)``;
 - CUB through cuda.compute, with its temporary storage sized and allocated
   in the call, as a user would (the algorithm object is built once: its JIT
@@ -36,6 +41,7 @@ from histkit.gpu.bench import _skip_note, _time_peer
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
 CALL_SORT_BINS = (256, 65536)
+GRAPH_CALLS = 100
 WARM_UP_CALLS = 3
 MIN_CALLS, MAX_CALLS = 15, 400
 SECONDS_PER_CONTENDER = 0.4
@@ -126,6 +132,35 @@ def _cub_sort_call(cupy, keys, bits: int):
     return call
 
 
+def _graph_call(cupy, keys, num_bins: int):
+    """GRAPH_CALLS gpu.histogram calls captured in one CUDA graph on a CuPy
+    stream; the call replays it and returns the last call's counts (every
+    call's counts are checked once here)."""
+    from histkit import gpu
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    hist = cupy.empty((GRAPH_CALLS, num_bins), dtype=cupy.int64)
+    words = cupy.empty((GRAPH_CALLS, 1), dtype=cupy.uint64)
+    with stream:
+        gpu.histogram(keys, num_bins, out=hist[0], first_bad=words[0], check=False)
+        stream.begin_capture()
+        for i in range(GRAPH_CALLS):
+            gpu.histogram(keys, num_bins, out=hist[i], first_bad=words[i], check=False)
+        graph = stream.end_capture()
+        hist.fill(-1)
+        graph.launch(stream)
+    stream.synchronize()
+    if not (hist == hist[0]).all() or int(words.min()) != 2**64 - 1:
+        raise AssertionError("the graph's calls disagree with each other")
+
+    def call():
+        graph.launch(stream)
+        stream.synchronize()
+        return hist[-1]
+
+    return call
+
+
 def _kernel_alone_us(cupy, keys, num_bins: int) -> tuple[float, str]:
     """The auto kernel on pre-allocated buffers, timed with CUDA events (median)."""
     from histkit.gpu import registry
@@ -155,6 +190,12 @@ def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
     sync = cupy.cuda.get_current_stream().synchronize
     _checked(row, "histkit gpu.histogram", lambda: gpu.histogram(keys, num_bins),
              lambda: None, cupy.asnumpy, want)
+    _checked(row, "histkit check=False", lambda: gpu.histogram(keys, num_bins, check=False)[0],
+             sync, cupy.asnumpy, want)
+    _peer(row, "histkit in a CUDA graph", lambda: _graph_call(cupy, keys, num_bins), sync,
+          cupy.asnumpy, want)
+    if "histkit in a CUDA graph" in row["us_per_call"]:
+        row["us_per_call"]["histkit in a CUDA graph"] /= GRAPH_CALLS
     row["us_per_call"]["histkit kernel alone"], row["kernel"] = _kernel_alone_us(
         cupy, keys, num_bins)
     _checked(row, "cupy.bincount", lambda: cupy.bincount(keys, minlength=num_bins), sync,
@@ -175,6 +216,9 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
     sync = cupy.cuda.get_current_stream().synchronize
     _checked(row, "histkit gpu.counting_sort", lambda: gpu.counting_sort(keys, num_bins)[1],
              lambda: None, cupy.asnumpy, want_index)
+    _checked(row, "histkit check=False",
+             lambda: gpu.counting_sort(keys, num_bins, check=False)[1], sync, cupy.asnumpy,
+             want_index)
     _torch_peer(row, "torch.sort(stable)", torch, keys,
                 lambda tkeys: torch.sort(tkeys, stable=True).indices, want_index)
     bits = max(1, int(np.ceil(np.log2(num_bins))))

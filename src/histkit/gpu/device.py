@@ -2,8 +2,12 @@
 
 One ``Runtime`` per process, created on first use. Every driver call is
 checked; a failure raises ``CudaError`` naming the call and the CUDA error.
-All histkit work goes on one stream and each public call synchronises it
-before returning, so results can be read (and bad keys raised) at once.
+A runtime works on one stream: histkit's own, or -- through ``on(handle)``,
+a view sharing every cache -- the caller's (a CuPy or PyTorch stream, say),
+so a call is ordered with the caller's work without cross-stream waits and
+can be captured in a CUDA graph. A public call synchronises its stream before
+returning only when it must read something back (results for NumPy, the
+bad-key word when it checks keys).
 
 A public call pays Python and driver work on top of its kernels; what can be
 done once is done once here: kernel attributes and occupancy are asked once
@@ -14,6 +18,7 @@ pinned host word (no allocation, no pageable copy).
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import threading
 from dataclasses import dataclass
@@ -42,6 +47,15 @@ def check(result, call: str):
         text = text.decode() if isinstance(text, bytes) else text
         raise CudaError(f"{call} failed: {name} ({text})")
     return values[0] if len(values) == 1 else tuple(values)
+
+
+@dataclass(frozen=True)
+class Borrowed:
+    """Device memory someone else owns (a caller's output array), by pointer."""
+
+    ptr: int
+    n: int
+    dtype: np.dtype
 
 
 @dataclass
@@ -75,6 +89,7 @@ class Runtime:
         except Exception as error:
             raise GpuUnavailableError(f"no usable CUDA device: {error}") from None
         self.stream = self.device.create_stream()
+        self.handle = int(self.stream.handle)
         major, minor = self.device.compute_capability
         self.arch = f"sm_{major}{minor}"
         props = self.device.properties
@@ -84,8 +99,30 @@ class Runtime:
         self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
         self._resident: dict = {}
         self._configs: dict = {}
+        self._plans: dict = {}
         self._scratch = threading.local()
         self._launch = launch
+        self._views: dict[int, Runtime] = {}
+        self._base = self
+
+    # --- streams -----------------------------------------------------------
+    def on(self, handle: int | None) -> Runtime:
+        """This runtime working on the stream with this raw CUstream handle (0 or
+        1: the legacy default stream, 2: the per-thread one; None: histkit's
+        own). Views share every cache; one is made per handle, once."""
+        if handle is None:
+            return self._base
+        if handle == self.handle:
+            return self
+        view = self._views.get(handle)
+        if view is None:
+            if len(self._views) > 64:  # streams come and go: keep the map bounded
+                self._views.clear()
+            view = copy.copy(self)
+            view.stream = foreign_stream(handle)
+            view.handle = handle
+            self._views[handle] = view
+        return view
 
     # --- modules ---------------------------------------------------------
     def kernel(self, source: str, name: str, defines: dict[str, str]):
@@ -130,6 +167,16 @@ class Runtime:
             config = self._configs[shape] = LaunchConfig(
                 grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes)
         return config
+
+    def plan(self, shape: tuple, make):
+        """make()'s result for this launch shape, made once (launch wrappers keep
+        their kernel, geometry and names here: a repeated call looks them up)."""
+        found = self._plans.get(shape)
+        if found is None:
+            if len(self._plans) > 4096:  # many distinct shapes: keep the cache bounded
+                self._plans.clear()
+            found = self._plans[shape] = make()
+        return found
 
     def resident_blocks(self, kernel, block: int, shared_bytes: int) -> int:
         """Blocks of this kernel that fit on one SM at once (at least 1); asked once."""
@@ -216,7 +263,7 @@ class Runtime:
     def wait_for(self, foreign_stream: int) -> None:
         """Order this runtime's stream after the work pending on another stream
         (a raw CUstream handle; 1 and 2 are the legacy and per-thread defaults)."""
-        if foreign_stream == int(self.stream.handle):
+        if foreign_stream == self.handle:
             return
         event = getattr(self._scratch, "event", None)
         if event is None:
@@ -241,6 +288,21 @@ class Runtime:
         if nbytes:
             check(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream.handle),
                   "cuMemcpyDtoDAsync")
+
+
+def foreign_stream(handle: int):
+    """A cuda.core Stream for a raw CUstream handle someone else owns."""
+    import cuda.core
+
+    if handle in (0, 1):
+        legacy = getattr(cuda.core, "LEGACY_DEFAULT_STREAM", None)
+        if legacy is not None:
+            return legacy
+    if handle == 2:
+        per_thread = getattr(cuda.core, "PER_THREAD_DEFAULT_STREAM", None)
+        if per_thread is not None:
+            return per_thread
+    return cuda.core.Stream.from_handle(handle)
 
 
 @cache

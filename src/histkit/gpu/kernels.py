@@ -153,6 +153,19 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     """
     if num_bins >= 2**32:
         return atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
+    # The plan depends on the shape only: made once, so a repeated call pays
+    # one dict lookup here, not the layout, the compile key and the names.
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share)
+    kernel, geometry, shared_bins = rt.plan(shape, lambda: _fast_plan(
+        rt, keys, num_bins, hold_runs, grid, shared_share))
+    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
+              np.uint64(shared_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
+               shared_share: float | None):
+    """(kernel, geometry, shared_bins) of fast_histogram for one shape."""
     copies, shared_bins = fast_layout(rt, num_bins)
     if shared_share is not None:
         shared_bins = min(shared_bins, int(num_bins * shared_share))
@@ -172,9 +185,7 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
                         f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
                         FAST_BLOCK, shared)
-    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
-              np.uint64(shared_bins), hist.ptr, first_bad.ptr)
-    return geometry
+    return kernel, geometry, shared_bins
 
 
 PARTITION_BINS = 1 << contract.PART_LOW_BITS
@@ -334,8 +345,9 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     else:
         geometry = fast_histogram(rt, keys, num_bins, hist, first_bad,
                                   hold_runs=choice == "fast-hold", grid=grid)
-    return Geometry(f"auto -> {choice}: {geometry.kernel}", geometry.grid, geometry.block,
-                    geometry.shared_bytes)
+    return rt.plan(("auto", choice, geometry), lambda: Geometry(
+        f"auto -> {choice}: {geometry.kernel}", geometry.grid, geometry.block,
+        geometry.shared_bytes))
 
 
 def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_alive: list,
@@ -380,12 +392,13 @@ def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: Devic
     return cursor, geometries
 
 
-def scatter_atomic_cursor(rt: Runtime, keys: Keys, cursor: DeviceArray, out_keys: DeviceArray,
-                          out_index: DeviceArray, grid: int | None = None) -> Geometry:
+def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: DeviceArray,
+                          out_keys: DeviceArray, out_index: DeviceArray,
+                          grid: int | None = None) -> Geometry:
     kernel = rt.kernel("counting_sort.cu", "scatter_atomic_cursor", keys.defines())
     geometry = Geometry("scatter_atomic_cursor", _grid_stride_blocks(rt, keys.n, grid),
                         CHAPTER_BLOCK)
-    rt.launch(kernel, geometry, keys.ptr, np.int64(keys.n), cursor.ptr, out_keys.ptr,
+    rt.launch(kernel, geometry, *_args(keys, num_bins), cursor.ptr, out_keys.ptr,
               out_index.ptr)
     return geometry
 

@@ -17,13 +17,16 @@ Launch signatures, by kind:
 - scan: ``run(rt, counts_ptr, n, out_ptr, keep_alive, **options) -> [Geometry]``
 - sort, stable-sort: ``run(rt, keys, num_bins, out_keys, out_index, first_bad,
   keep_alive, grid=None, between=None) -> [Geometry]``; ``between()`` runs
-  after the count and before the scatter (the API raises bad keys there).
+  after the count and before the scatter, which runs unless it returns False
+  (the conformance runner stops there when the count's bad-key verdict is
+  wrong). The scatters skip bad keys themselves: the API does not stop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from histkit.gpu import kernels
 
@@ -105,8 +108,8 @@ def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep
                                                      grid)
     if between is not None and between() is False:
         return geometries
-    return geometries + [kernels.scatter_atomic_cursor(rt, keys, cursor, out_keys, out_index,
-                                                       grid)]
+    return geometries + [kernels.scatter_atomic_cursor(rt, keys, num_bins, cursor, out_keys,
+                                                       out_index, grid)]
 
 
 def _fast_builds() -> tuple[dict[str, str], ...]:
@@ -181,6 +184,7 @@ def by_row(row: str) -> Kernel:
     raise KeyError(f"no kernel row {row!r}; rows: {[k.row for k in KERNELS]}")
 
 
+@cache
 def serving(call: str, choice=None) -> Kernel:
     for kernel in KERNELS:
         if kernel.serves is not None and kernel.serves[0] == call and (
