@@ -1,7 +1,8 @@
 """Where a small public call's time goes: cProfile over many gpu.histogram and
-gpu.counting_sort calls on 2^12 CuPy keys (a GPU host with CuPy).
+gpu.counting_sort calls on 2^12 CuPy keys (a GPU host with CuPy); with
+--steps, each step of a call timed alone instead (median of many).
 
-    python bench/profile_calls.py [--calls 300] [--top 25]
+    python bench/profile_calls.py [--calls 300] [--top 25] [--steps]
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--steps", action="store_true", help="time each step alone")
     args = parser.parse_args()
+    if args.steps:
+        time_steps()
+        return
     import cupy
 
     from histkit import gpu
@@ -41,6 +46,83 @@ def main() -> None:
             call()
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+
+
+def _median_us(step, repeats: int = 3000) -> float:
+    for _ in range(50):
+        step()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times) * 1e6)
+
+
+def time_steps() -> None:
+    """Each step of gpu.histogram(cupy keys of 2^12, 256) alone, on an idle GPU
+    (the ones that queue work are followed by nothing: launch cost only)."""
+    import ctypes
+
+    import cupy
+    from cuda.bindings import driver
+
+    from histkit import gpu
+    from histkit.gpu import registry
+    from histkit.gpu.api import _begin
+    from histkit.gpu.device import runtime
+
+    keys = cupy.random.RandomState(0).randint(0, 256, 1 << 12, dtype=cupy.int32)
+    rt = runtime()
+    call = _begin(rt, keys, None)
+    crt = call.rt
+    hist = cupy.empty(256, cupy.int64)
+    slot = crt.bad_key_slot()
+    auto = registry.serving("histogram", "auto")
+    fast = registry.by_row("fast")
+    auto.run(crt, call.keys, 256, hist.data, slot)
+    kernel, geometry, shared_bins = next(v for k, v in rt._plans.items() if k[0] == "fast")
+    config = crt._config(geometry)
+    args = (call.keys.ptr, np.int64(call.keys.n), np.uint64(256), np.int64(0),
+            np.uint64(shared_bins), hist.data.ptr, slot.ptr)
+    # The same launch through cuLaunchKernel with parameters packed once.
+    values = [ctypes.c_uint64(int(a)) for a in args]
+    pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+    function = driver.CUfunction(int(kernel.handle))
+    stream = crt.stream.handle
+    steps = {
+        "keys.__cuda_array_interface__": lambda: keys.__cuda_array_interface__,
+        "keys.device.id": lambda: keys.device.id,
+        "cupy.cuda.get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
+        "_begin (keys view, stream)": lambda: _begin(rt, keys, None),
+        "cupy.empty(256, int64)": lambda: cupy.empty(256, cupy.int64),
+        "rt.empty(256, int64)": lambda: crt.empty(256, np.int64),
+        "rt.memset(2 KiB)": lambda: crt.memset(hist.data.ptr, 0, 2048),
+        "registry.serving": lambda: registry.serving("histogram", "auto"),
+        "auto.run (plan lookup + launch)": lambda: auto.run(crt, call.keys, 256, hist.data,
+                                                            slot),
+        "fast.run": lambda: fast.run(crt, call.keys, 256, hist.data, slot),
+        "cuda.core launch alone": lambda: crt._launch(crt.stream, config, kernel, *args),
+        "cuLaunchKernel, packed once": lambda: driver.cuLaunchKernel(
+            function, geometry.grid, 1, 1, geometry.block, 1, 1, geometry.shared_bytes,
+            stream, ctypes.addressof(pointers), 0),
+        "stream sync, idle": lambda: crt.sync("idle"),
+        "read_word (DtoH + sync)": lambda: crt.read_word(slot.ptr),
+        "launch + read_word": lambda: (auto.run(crt, call.keys, 256, hist.data, slot),
+                                       crt.read_word(slot.ptr)),
+        "gpu.histogram": lambda: gpu.histogram(keys, 256),
+        "gpu.histogram(check=False) + sync": lambda: (gpu.histogram(keys, 256, check=False),
+                                                      crt.sync("x")),
+        "gpu.histogram(out=, first_bad=, check=False) + sync": lambda: (
+            gpu.histogram(keys, 256, out=hist, first_bad=words, check=False), crt.sync("x")),
+        "gpu.counting_sort": lambda: gpu.counting_sort(keys, 256),
+        "cupy.bincount + sync": lambda: (cupy.bincount(keys, minlength=256), crt.sync("x")),
+    }
+    words = cupy.empty(1, cupy.uint64)
+    for name, step in steps.items():
+        us = _median_us(step)
+        crt.sync("after " + name)
+        print(f"{us:8.2f} us  {name}", flush=True)
 
 
 if __name__ == "__main__":

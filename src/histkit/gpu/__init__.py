@@ -6,7 +6,7 @@ raise GpuUnavailableError saying why, and ``gpu_unavailable_reason()`` returns
 it without raising.
 """
 
-from histkit.gpu.api import METHODS, counting_sort, exclusive_scan, histogram
+from histkit.gpu.api import METHODS, counting_sort, exclusive_scan, histogram, raise_if_bad
 from histkit.gpu.device import gpu_unavailable_reason
 from histkit.gpu.errors import (
     CudaError,
@@ -25,4 +25,5 @@ __all__ = [
     "exclusive_scan",
     "gpu_unavailable_reason",
     "histogram",
+    "raise_if_bad",
 ]

@@ -104,6 +104,7 @@ class Runtime:
         self._launch = launch
         self._views: dict[int, Runtime] = {}
         self._base = self
+        self._graph_resource = None
 
     # --- streams -----------------------------------------------------------
     def on(self, handle: int | None) -> Runtime:
@@ -194,16 +195,36 @@ class Runtime:
             raise CudaError(f"{what}: {error}") from error
 
     # --- memory ----------------------------------------------------------
+    def capturing(self) -> bool:
+        """Whether this runtime's stream is being captured into a CUDA graph
+        (only a caller's stream can be: histkit's own is never handed out)."""
+        if self is self._base:
+            return False
+        status = check(driver.cuStreamIsCapturing(self.stream.handle), "cuStreamIsCapturing")
+        return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
     def empty(self, n: int, dtype) -> DeviceArray:
+        """n elements on the device, stream-ordered on this runtime's stream; while
+        the stream is captured, from the graph's memory (an allocation node)."""
         dtype = np.dtype(dtype)
         nbytes = max(1, n * dtype.itemsize)
         try:
-            buffer = self.device.allocate(nbytes, stream=self.stream)
+            if self.capturing():
+                buffer = self._graph_memory().allocate(nbytes, stream=self.stream)
+            else:
+                buffer = self.device.allocate(nbytes, stream=self.stream)
         except Exception as error:
             if "OUT_OF_MEMORY" in str(error):
                 raise DeviceMemoryError(nbytes, self.free_bytes()) from None
             raise
         return DeviceArray(buffer, n, dtype)
+
+    def _graph_memory(self):
+        if self._base._graph_resource is None:
+            from cuda.core import GraphMemoryResource
+
+            self._base._graph_resource = GraphMemoryResource(self.device.device_id)
+        return self._base._graph_resource
 
     def free_bytes(self) -> int | None:
         try:

@@ -335,11 +335,18 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
 
     Below PARTITION_MIN_BINS bins (or keys), the fast kernel. Above, a sample
     of the keys picks the kernel (auto_choice; bench/NOTES.md has the
-    measurements behind it).
+    measurements behind it), except in a CUDA graph capture, which cannot
+    read a sample back: there, the partitioned kernel.
     """
     choice = "fast"
     if policy.samples(keys.n, num_bins):
-        choice = auto_choice(sample_runs(rt, keys), fast_layout(rt, num_bins)[1], num_bins)
+        if rt.capturing():
+            # A graph cannot read a sample back: the kernel whose speed depends
+            # least on the keys (two bandwidth-bound passes).
+            choice = "partitioned"
+        else:
+            choice = auto_choice(sample_runs(rt, keys), fast_layout(rt, num_bins)[1],
+                                 num_bins)
     if choice == "partitioned":
         geometry = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid)
     else:
