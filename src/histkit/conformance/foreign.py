@@ -200,7 +200,8 @@ class CudaFileImpl:
                       entries=self.entries, run=cuda_abi.launcher(self),
                       takes_grid=self.grid is not None and self.kind != "scan",
                       count_dtype=COUNT_TYPES[self.count_bits][1]
-                      if self.kind not in ("sort", "stable-sort") else "uint64")
+                      if self.kind not in ("sort", "stable-sort") else "uint64",
+                      skips_bad_keys=False)  # the ABI asks only for the first bad index
 
 
 def parse_kernel_spec(spec: str, kind: str) -> tuple[str, tuple[str, ...]]:

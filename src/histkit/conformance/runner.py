@@ -172,10 +172,8 @@ class CaseRun:
                                 **variant.options)
         outcome = checks.Outcome(first_bad=self.reported_bad(slot))
         if (self.expected.bad is None) == (outcome.first_bad is None):
-            sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
-            original_index = self.read(out_index, fill=POISON)
-            if self.expected.bad is None:
-                outcome.sorted_keys, outcome.original_index = sorted_keys, original_index
+            outcome.sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
+            outcome.original_index = self.read(out_index, fill=POISON)
         return outcome, " + ".join(map(str, geometries))
 
     def judge(self, kernel: Kernel, variant: Variant) -> tuple[Cell, str]:
@@ -198,7 +196,8 @@ class CaseRun:
             return Cell("skip", str(error).split(";")[0]), ""
         except GuardViolation as error:
             return Cell("FAIL", str(error)), ""
-        return checks.judge(kernel.kind, self.expected, outcome, warp_size=lanes), geometry
+        return checks.judge(kernel.kind, self.expected, outcome, warp_size=lanes,
+                            skips_bad_keys=kernel.skips_bad_keys), geometry
 
 
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:

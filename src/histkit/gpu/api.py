@@ -96,6 +96,8 @@ def stream_handle(stream) -> int | None:
     """
     if stream is None:
         return None
+    if type(stream) is int and stream > 0:  # the common case, kept short
+        return stream
     if isinstance(stream, bool):
         raise TypeError("stream must be a CUDA stream or a raw CUstream handle; got a bool")
     if isinstance(stream, int | np.integer):
@@ -175,7 +177,7 @@ def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
     import cupy
 
     ptr, n, dtype, producer = _cupy_interface(array, rt, name)
-    own_stream = stream_handle(cupy.cuda.get_current_stream().ptr)
+    own_stream = cupy.cuda.get_current_stream().ptr or _LEGACY
     call_rt = rt.on(handle if handle is not None else own_stream)
     if producer is not None and producer != call_rt.handle:
         call_rt.wait_for(producer)  # keys written on another stream: read them after
@@ -336,8 +338,9 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
     stable=True: the exact stable sort (equals oracles.counting_sort).
     stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
     may leave their input order. stream, check, first_bad: as for histogram;
-    check=False returns (sorted_keys, original_index, first_bad); with a bad
-    key the outputs' contents are unspecified (nothing is written outside them).
+    check=False returns (sorted_keys, original_index, first_bad); with bad
+    keys, the first slots hold the valid keys' sort and the last ones (one per
+    bad key) are unspecified.
     """
     num_bins = bin_count(num_bins)
     _check_options(check, first_bad)

@@ -36,9 +36,13 @@ from histkit.gpu.compiler import compile_cubin
 from histkit.gpu.errors import CudaError, DeviceMemoryError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
 
+_SUCCESS = driver.CUresult.CUDA_SUCCESS if driver is not None else None
+
 
 def check(result, call: str):
     """Unpack a cuda.bindings driver result, raising CudaError on failure."""
+    if type(result) is tuple and result[0] == _SUCCESS:  # the common case, kept short
+        return result[1] if len(result) == 2 else result[1:]
     status, *values = result if isinstance(result, tuple) else (result,)
     if status != driver.CUresult.CUDA_SUCCESS:
         _, name = driver.cuGetErrorName(status)
@@ -141,8 +145,10 @@ class Runtime:
     def allow_shared(self, kernel, nbytes: int) -> None:
         """Let kernel use more than the default 48 KiB of dynamic shared memory
         (set once per kernel and size: later calls cost a dict lookup)."""
+        if nbytes <= 48 * 1024:
+            return
         handle = int(kernel.handle)
-        if nbytes <= max(48 * 1024, self._shared_allowed.get(handle, 0)):
+        if nbytes <= self._shared_allowed.get(handle, 0):
             return
         attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(driver.cuKernelSetAttribute(attribute, nbytes, kernel.handle,
@@ -158,6 +164,9 @@ class Runtime:
             raise CudaError(f"launching {geometry} failed: {error}") from error
 
     def _config(self, geometry: Geometry):
+        config = self._configs.get(geometry)
+        if config is not None:
+            return config
         shape = (geometry.grid, geometry.block, geometry.shared_bytes)
         config = self._configs.get(shape)
         if config is None:
@@ -167,6 +176,7 @@ class Runtime:
                 self._configs.clear()
             config = self._configs[shape] = LaunchConfig(
                 grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes)
+        self._configs[geometry] = config
         return config
 
     def plan(self, shape: tuple, make):
@@ -298,9 +308,10 @@ class Runtime:
         (an asynchronous copy, then a stream sync)."""
         word = getattr(self._scratch, "pinned", None)
         if word is None:
-            host_ptr = check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc")
-            word = self._scratch.pinned = (ctypes.c_uint64 * 1).from_address(int(host_ptr))
-        check(driver.cuMemcpyDtoHAsync(ctypes.addressof(word), ptr, 8, self.stream.handle),
+            host_ptr = int(check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc"))
+            word = self._scratch.pinned = (ctypes.c_uint64 * 1).from_address(host_ptr)
+            self._scratch.pinned_ptr = host_ptr
+        check(driver.cuMemcpyDtoHAsync(self._scratch.pinned_ptr, ptr, 8, self.stream.handle),
               "cuMemcpyDtoHAsync")
         self.sync("reading a result word back")
         return int(word[0])

@@ -9,6 +9,7 @@ to go on (the sort reads nothing back: bad keys are checked by the caller).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,9 +34,9 @@ class UnsupportedShape(ValueError):
     """This kernel cannot take this input's shape (too many bins for it, ...)."""
 
 
-@dataclass(frozen=True)
-class Keys:
-    """Keys already on the device: a contiguous 1-d array."""
+class Keys(NamedTuple):
+    """Keys already on the device: a contiguous 1-d array (a named tuple: one
+    is made per public call, and a tuple is the cheapest to make)."""
 
     ptr: int
     n: int
@@ -514,6 +515,12 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
         to_outputs = (passes - 1 - number) % 2 == 0
         target_keys, target_index = ((out_keys, out_index) if to_outputs
                                      else (spare_keys, spare_index))
+        if number < passes - 1:
+            # Bad keys are skipped, leaving a pass's last slots unwritten; all
+            # ones there read as bad keys to the next pass (-1 signed; unsigned,
+            # the dtype's largest value, >= num_bins whenever a key can be bad),
+            # so it skips them too and the valid keys' sort stays exact.
+            rt.memset(target_keys.ptr, 0xFF, keys.n * keys.dtype.itemsize)
         geometry = Geometry(f"scatter_ranges_stable[shift={shift}]", plan.blocks, TILE_THREADS)
         rt.launch(kernel, geometry, source_keys, source_index, *_args(keys, num_bins)[1:],
                   np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(plan.tiles),

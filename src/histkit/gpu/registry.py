@@ -75,6 +75,11 @@ class Kernel:
     serves: tuple | None = None
     takes_grid: bool = True  # False: the geometry is fixed (one warp; one block per tile)
     count_dtype: str = "uint64"  # the counters a histogram kernel writes
+    # Bad keys are skipped (never counted, never written), so results on the
+    # valid keys are exact and are judged on bad-key inputs too: histkit's
+    # kernels promise it (check=False hands those results back); a user's
+    # kernel under the ABI does not.
+    skips_bad_keys: bool = True
 
     @property
     def sources(self) -> tuple[str, ...]:
