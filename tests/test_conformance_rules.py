@@ -147,3 +147,48 @@ def test_a_run_of_bad_keys_starts_at_an_odd_index_and_each_bad_value_stands_alon
         keys = np.zeros(100, np.int64)
         plant_bad_keys(keys, f"value{j}", 10, seed=0)
         assert keys[50] == value and np.count_nonzero(keys) == 1
+
+
+# --- kernels that promise to skip bad keys (histkit's own: check=False) -------
+
+BAD_INPUT = np.array([3, 1, 9, 1, 0, 3, 2, 3], np.int64)  # index 2 is bad (K = 4)
+VALID = np.array([0, 1, 3, 4, 5, 6, 7])
+
+
+def _judged(kind, skips=True, **outcome):
+    expected = checks.Expected(BAD_INPUT, 4)
+    return checks.judge(kind, expected, checks.Outcome(first_bad=2, **outcome),
+                        skips_bad_keys=skips)
+
+
+def test_histogram_of_the_valid_keys_passes_on_a_bad_key_input():
+    counts = oracles.histogram(BAD_INPUT[VALID], 4)
+    assert _judged("histogram", counts=counts).status == "pass"
+
+
+def test_a_bad_key_counted_into_a_bin_fails_when_kernels_promise_to_skip_them():
+    counts = oracles.histogram(BAD_INPUT[VALID], 4) + np.array([0, 1, 0, 0])
+    cell = _judged("histogram", counts=counts)
+    assert cell.status == "FAIL" and "bad keys not skipped" in cell.detail
+    # A user's kernel promises only the first bad index.
+    assert _judged("histogram", skips=False, counts=counts).status == "pass"
+
+
+def test_stable_sort_front_holds_the_valid_keys_sort_with_original_indices():
+    order = VALID[np.argsort(BAD_INPUT[VALID], kind="stable")]
+    tail = np.array([-7])  # one unspecified slot per bad key
+    keys = np.concatenate([BAD_INPUT[order], tail])
+    assert _judged("stable-sort", sorted_keys=keys,
+                   original_index=np.concatenate([order, tail])).status == "pass"
+    written_bad = np.concatenate([order[:-1], [2], tail])  # the bad key's index placed
+    cell = _judged("stable-sort", sorted_keys=keys, original_index=written_bad)
+    assert cell.status == "FAIL" and "holds index 2, not a valid key's" in cell.detail
+
+
+def test_atomic_cursor_sort_on_the_valid_keys_keeps_its_stability_finding():
+    order = VALID[np.argsort(BAD_INPUT[VALID], kind="stable")]
+    swapped = order.copy()
+    swapped[[-1, -2]] = swapped[[-2, -1]]  # the two last are equal keys (3, 3)
+    keys = np.concatenate([BAD_INPUT[swapped], [0]])
+    cell = _judged("sort", sorted_keys=keys, original_index=np.concatenate([swapped, [0]]))
+    assert cell.status == "finding" and "on the valid keys" in cell.detail
