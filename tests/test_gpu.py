@@ -426,3 +426,22 @@ def test_a_loop_of_1000_calls_captured_in_a_cuda_graph_replays_correctly():
         valid = host[i][host[i] < num_bins]
         np.testing.assert_array_equal(got[i], oracles.histogram(valid, num_bins))
     assert bad[3] == 100 and np.all(np.delete(bad, 3) == 2**64 - 1)
+
+
+@needs_gpu
+def test_pooled_scratch_is_reused_and_stale_data_never_reaches_a_result():
+    from histkit.gpu.device import POOL_MAX_BYTES, runtime
+
+    rng = np.random.default_rng(13)
+    for n, num_bins in [(70_001, 70_000), (5_000, 300), (70_001, 70_000), (123, 7)] * 2:
+        keys = rng.integers(0, num_bins, n).astype(np.int32)
+        got_keys, got_index = gpu.counting_sort(keys, num_bins)
+        want_keys, want_index = oracles.counting_sort(keys, num_bins)
+        np.testing.assert_array_equal(got_index, want_index)
+        np.testing.assert_array_equal(gpu.histogram(keys, num_bins),
+                                      oracles.histogram(keys, num_bins))
+    pool = runtime().pool
+    kept = dict((key, len(stack)) for key, stack in pool.free.items())
+    gpu.counting_sort(keys, num_bins)  # the same call again takes what it gave back
+    assert dict((key, len(stack)) for key, stack in pool.free.items()) == kept
+    assert pool.kept <= POOL_MAX_BYTES

@@ -48,3 +48,25 @@ def test_keys_in_shared_memory_or_out_of_range_count_as_not_scattered():
     assert kernels.scattered_share(runs, 1_000, 1 << 20) == 0.5
     assert kernels.scattered_share(runs, 100_000, 1 << 20) == 0.0
     assert kernels.scattered_share(runs, 1_000, 60_000) == 0.0
+
+
+def test_pool_size_classes_round_up_by_at_most_an_eighth():
+    from histkit.gpu.device import size_class
+
+    assert [size_class(n) for n in (1, 512, 513, 65536)] == [512, 512, 1024, 65536]
+    for nbytes in (65537, 100_000, 3 << 20, (1 << 26) + 1):
+        got = size_class(nbytes)
+        assert nbytes <= got <= nbytes * 1.125 + 1
+    assert size_class(100_000) == size_class(100_001)  # nearby sizes share blocks
+
+
+def test_pool_hands_back_a_freed_block_of_the_same_stream_and_size_only():
+    from histkit.gpu.device import POOL_MAX_BYTES, BufferPool
+
+    pool = BufferPool()
+    pool.give_back((7, 1024), "block")
+    assert pool.take((8, 1024)) is None and pool.take((7, 2048)) is None
+    assert pool.take((7, 1024)) == "block" and pool.take((7, 1024)) is None
+    pool.give_back((7, POOL_MAX_BYTES), "big")
+    pool.give_back((7, 1024), "over the cap")  # dropped, not kept
+    assert pool.kept == POOL_MAX_BYTES and pool.take((7, 1024)) is None

@@ -235,7 +235,9 @@ def _allocate(call: _Call, n: int, dtype, what: str) -> _Out:
                 tensor = torch.empty(n, dtype=getattr(torch, dtype.name),
                                      device=call.owner.device)
             return _Out(tensor.data_ptr(), n, dtype, tensor)
-        array = call.rt.empty(n, dtype)
+        # NumPy results are copied back and dropped within the call; another
+        # framework's results may be used on its streams: not from the pool.
+        array = call.rt.empty(n, dtype, pooled=call.framework == "numpy")
         return _Out(array.ptr, n, dtype, array)
     except DeviceMemoryError as error:
         raise DeviceMemoryError(error.nbytes, error.free, what) from None

@@ -62,6 +62,27 @@ class Borrowed:
     dtype: np.dtype
 
 
+class PooledBuffer:
+    """A cuda.core Buffer on loan from Runtime's pool: dropped, it goes back to
+    the pool of its stream (for the next allocation of its size class there)
+    instead of being freed. Shared by every DeviceArray made from it."""
+
+    __slots__ = ("inner", "handle", "pool", "key")
+
+    def __init__(self, inner, pool: dict | None, key: tuple):
+        self.inner = inner
+        self.handle = int(inner.handle)
+        self.pool = pool
+        self.key = key
+
+    def __del__(self):
+        if self.pool is not None:
+            try:
+                self.pool.give_back(self.key, self.inner)
+            except Exception:  # interpreter shutdown: nothing to keep it for
+                pass
+
+
 @dataclass
 class DeviceArray:
     """A 1-d device array histkit allocated; exposes __cuda_array_interface__."""
@@ -78,6 +99,60 @@ class DeviceArray:
     def __cuda_array_interface__(self):
         return {"shape": (self.n,), "typestr": self.dtype.str, "data": (self.ptr, False),
                 "version": 3, "strides": None}
+
+
+# Streams that outlive every buffer and are one stream for every thread:
+# histkit's own and the legacy default stream (handle 1). Only their buffers
+# are pooled: a caller's stream may be destroyed while a pooled buffer still
+# names it, and the per-thread default stream (2) is another stream on each
+# thread, which would not order a reuse after the last use.
+LASTING_STREAMS = (1,)
+POOL_MAX_BLOCK = 64 << 20  # larger buffers cost little to allocate next to their work
+POOL_MAX_BYTES = 1 << 30
+
+
+def size_class(nbytes: int) -> int:
+    """nbytes rounded up: to 512 B below 64 KiB, else to 1/8 of its power of two
+    (at most 12.5% more), so nearby sizes share pooled blocks."""
+    if nbytes <= 1 << 16:
+        return max(512, -(-nbytes // 512) * 512)
+    step = 1 << (nbytes.bit_length() - 4)
+    return -(-nbytes // step) * step
+
+
+class BufferPool:
+    """Freed device buffers kept per (stream, size class) and handed out again.
+
+    Reuse on the stream that freed a buffer is ordered after its last use by
+    the stream itself (work queued before the free runs before work queued
+    after the reuse), whichever thread queues it -- CuPy's and PyTorch's
+    allocators rest on the same rule. At most POOL_MAX_BYTES are kept.
+    """
+
+    def __init__(self):
+        self.free: dict[tuple, list] = {}
+        self.kept = 0
+        self.lock = threading.Lock()
+
+    def take(self, key: tuple):
+        with self.lock:
+            stack = self.free.get(key)
+            if not stack:
+                return None
+            self.kept -= key[1]
+            return stack.pop()
+
+    def give_back(self, key: tuple, inner) -> None:
+        with self.lock:
+            if self.kept + key[1] > POOL_MAX_BYTES:
+                return  # dropped: the buffer frees itself on its stream
+            self.free.setdefault(key, []).append(inner)
+            self.kept += key[1]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.free.clear()
+            self.kept = 0
 
 
 class Runtime:
@@ -109,6 +184,8 @@ class Runtime:
         self._views: dict[int, Runtime] = {}
         self._base = self
         self._graph_resource = None
+        self.pool = BufferPool()
+        self._zero_word = None
 
     # --- streams -----------------------------------------------------------
     def on(self, handle: int | None) -> Runtime:
@@ -213,21 +290,50 @@ class Runtime:
         status = check(driver.cuStreamIsCapturing(self.stream.handle), "cuStreamIsCapturing")
         return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
-    def empty(self, n: int, dtype) -> DeviceArray:
-        """n elements on the device, stream-ordered on this runtime's stream; while
+    def empty(self, n: int, dtype, pooled: bool = True) -> DeviceArray:
+        """n elements on the device, stream-ordered on this runtime's stream:
+        from the pool when this stream outlives its buffers (histkit's own, the
+        legacy default stream) and the array is used only on it (pooled=False:
+        a result handed to a caller, who may use it on other streams); while
         the stream is captured, from the graph's memory (an allocation node)."""
         dtype = np.dtype(dtype)
         nbytes = max(1, n * dtype.itemsize)
-        try:
-            if self.capturing():
-                buffer = self._graph_memory().allocate(nbytes, stream=self.stream)
-            else:
-                buffer = self.device.allocate(nbytes, stream=self.stream)
-        except Exception as error:
-            if "OUT_OF_MEMORY" in str(error):
-                raise DeviceMemoryError(nbytes, self.free_bytes()) from None
-            raise
-        return DeviceArray(buffer, n, dtype)
+        lasting = self is self._base or self.handle in LASTING_STREAMS
+        if pooled and lasting and nbytes <= POOL_MAX_BLOCK:
+            key = (self.handle, size_class(nbytes))
+            inner = self.pool.take(key)
+            if inner is None:
+                inner = self._allocate(key[1])
+            return DeviceArray(PooledBuffer(inner, self.pool, key), n, dtype)
+        if self.capturing():
+            return DeviceArray(self._graph_memory().allocate(nbytes, stream=self.stream),
+                               n, dtype)
+        return DeviceArray(self._allocate(nbytes), n, dtype)
+
+    def _allocate(self, nbytes: int):
+        """A new buffer on this stream; when the device is full, the pool's kept
+        buffers are freed and the allocation tried once more."""
+        for attempt in (1, 2):
+            try:
+                return self.device.allocate(nbytes, stream=self.stream)
+            except Exception as error:
+                if "OUT_OF_MEMORY" not in str(error):
+                    raise
+                if attempt == 2 or not self.pool.kept:
+                    raise DeviceMemoryError(nbytes, self.free_bytes()) from None
+                self.pool.clear()
+
+    def zero_word(self) -> DeviceArray:
+        """One uint64 zero on the device, made once and never written: a
+        constant any stream may read (a single-tile scan's tile offset)."""
+        base = self._base
+        if base._zero_word is None:
+            word = DeviceArray(base.device.allocate(8, stream=base.stream), 1,
+                               np.dtype(np.uint64))
+            base.memset(word.ptr, 0, 8)
+            base.sync("zeroing a constant word")
+            base._zero_word = word
+        return base._zero_word
 
     def _graph_memory(self):
         if self._base._graph_resource is None:

@@ -371,7 +371,7 @@ def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_aliv
     tiles = -(-n // (threads * items))
     geometries = []
     if tiles == 1:
-        offsets = rt.zeros(1, np.uint64)
+        offsets = rt.zero_word()
     else:
         sums = rt.empty(tiles, np.uint64)
         offsets = rt.empty(tiles, np.uint64)
