@@ -76,10 +76,12 @@ class PooledBuffer:
         self.key = key
 
     def __del__(self):
+        # Not contextlib.suppress: at interpreter shutdown module globals may
+        # already be gone, and there is nothing left to keep the buffer for.
         if self.pool is not None:
-            try:
+            try:  # noqa: SIM105
                 self.pool.give_back(self.key, self.inner)
-            except Exception:  # interpreter shutdown: nothing to keep it for
+            except Exception:
                 pass
 
 
