@@ -70,3 +70,21 @@ def test_pool_hands_back_a_freed_block_of_the_same_stream_and_size_only():
     pool.give_back((7, POOL_MAX_BYTES), "big")
     pool.give_back((7, 1024), "over the cap")  # dropped, not kept
     assert pool.kept == POOL_MAX_BYTES and pool.take((7, 1024)) is None
+
+
+def test_a_buffer_given_back_by_a_finaliser_in_the_middle_of_take_does_not_deadlock():
+    # The garbage collector can run PooledBuffer.__del__ (give_back) while the
+    # same thread is inside take(); a lock there hung the conformance run.
+    from histkit.gpu.device import BufferPool
+
+    pool = BufferPool()
+
+    class StackCollectedMidPop(list):
+        def pop(self):
+            pool.give_back((1, 512), "freed by a finaliser")
+            return super().pop()
+
+    pool.free[(1, 1024)] = StackCollectedMidPop(["block"])
+    pool.kept = 1024
+    assert pool.take((1, 1024)) == "block"
+    assert pool.take((1, 512)) == "freed by a finaliser" and pool.kept == 0

@@ -128,33 +128,38 @@ class BufferPool:
     Reuse on the stream that freed a buffer is ordered after its last use by
     the stream itself (work queued before the free runs before work queued
     after the reuse), whichever thread queues it -- CuPy's and PyTorch's
-    allocators rest on the same rule. At most POOL_MAX_BYTES are kept.
+    allocators rest on the same rule. About POOL_MAX_BYTES at most are kept.
+
+    No lock: buffers come back from finalisers (PooledBuffer.__del__), which
+    the garbage collector may run in the middle of take() on the same thread,
+    where a lock would deadlock. list.append and list.pop are atomic under
+    the GIL; the byte count is only a cap, so a racy update is harmless.
     """
 
     def __init__(self):
         self.free: dict[tuple, list] = {}
         self.kept = 0
-        self.lock = threading.Lock()
 
     def take(self, key: tuple):
-        with self.lock:
-            stack = self.free.get(key)
-            if not stack:
-                return None
-            self.kept -= key[1]
-            return stack.pop()
+        stack = self.free.get(key)
+        if not stack:
+            return None
+        try:
+            inner = stack.pop()
+        except IndexError:  # another thread took the last one
+            return None
+        self.kept -= key[1]
+        return inner
 
     def give_back(self, key: tuple, inner) -> None:
-        with self.lock:
-            if self.kept + key[1] > POOL_MAX_BYTES:
-                return  # dropped: the buffer frees itself on its stream
-            self.free.setdefault(key, []).append(inner)
-            self.kept += key[1]
+        if self.kept + key[1] > POOL_MAX_BYTES:
+            return  # dropped: the buffer frees itself on its stream
+        self.free.setdefault(key, []).append(inner)
+        self.kept += key[1]
 
     def clear(self) -> None:
-        with self.lock:
-            self.free.clear()
-            self.kept = 0
+        self.free = {}
+        self.kept = 0
 
 
 class Runtime:
