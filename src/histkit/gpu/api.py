@@ -184,10 +184,9 @@ def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
     return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
 
 
-def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None,
-                  kinds: str = "iu") -> None:
+def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None) -> None:
     """Integer keys in one contiguous dimension (strided: the strides, when not contiguous)."""
-    if dtype.kind not in kinds:
+    if dtype.kind not in "iu":
         raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got {dtype}")
     if len(shape) != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {shape}")
@@ -290,10 +289,10 @@ def _hand_back(call: _Call, out: _Out | DeviceArray):
     return out.handed if isinstance(out, _Out) else out
 
 
-def _raise_if_bad(rt: Runtime, first_bad, keys: Keys, num_bins: int) -> None:
-    """Wait for the call's work; raise the oracles' error if a kernel noted a bad key."""
-    index = rt.read_bad_key(first_bad) if isinstance(first_bad, DeviceArray) \
-        else rt.read_word(first_bad.ptr)
+def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int) -> None:
+    """Wait for the call's work; raise the oracles' error if a kernel noted a bad key
+    in first_bad (the thread's cached slot: check=True calls use it)."""
+    index = rt.read_bad_key(first_bad)
     if index != NO_BAD_KEY:
         value = rt.copy_to_host(keys.ptr + index * keys.dtype.itemsize,
                                 np.empty(1, keys.dtype))[0]

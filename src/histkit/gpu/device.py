@@ -53,15 +53,6 @@ def check(result, call: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
-@dataclass(frozen=True)
-class Borrowed:
-    """Device memory someone else owns (a caller's output array), by pointer."""
-
-    ptr: int
-    n: int
-    dtype: np.dtype
-
-
 class PooledBuffer:
     """A cuda.core Buffer on loan from Runtime's pool: dropped, it goes back to
     the pool of its stream (for the next allocation of its size class there)
@@ -69,7 +60,7 @@ class PooledBuffer:
 
     __slots__ = ("inner", "handle", "pool", "key")
 
-    def __init__(self, inner, pool: dict | None, key: tuple):
+    def __init__(self, inner, pool: BufferPool | None, key: tuple):
         self.inner = inner
         self.handle = int(inner.handle)
         self.pool = pool
