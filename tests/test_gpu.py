@@ -339,6 +339,9 @@ def test_out_receives_the_counts_and_is_returned():
     out = cupy.full(500, 7, dtype=cupy.int64)
     assert gpu.histogram(cupy.asarray(host), 500, out=out) is out
     np.testing.assert_array_equal(cupy.asnumpy(out), oracles.histogram(host, 500))
+    again = cupy.full(500, 3, dtype=cupy.int64)  # NumPy keys, a device out: out comes back
+    assert gpu.histogram(host, 500, out=again) is again
+    np.testing.assert_array_equal(cupy.asnumpy(again), oracles.histogram(host, 500))
     with pytest.raises(ValueError, match=r"out must hold 500 int64; got 499 int64"):
         gpu.histogram(cupy.asarray(host), 500, out=out[1:])
     with pytest.raises(ValueError, match=r"out must hold 500 int64; got 500 int32"):

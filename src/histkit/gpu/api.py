@@ -253,7 +253,9 @@ def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
         raise TypeError(f"{name} must be a device array (CuPy, PyTorch, ...) of {n} {dtype}; "
                         f"got {type(array).__name__}")
     if _framework_of(array) == "cupy":
-        ptr, size, got, _ = _cupy_interface(array, call.rt, name)
+        ptr, size, got, producer = _cupy_interface(array, call.rt, name)
+        if producer is not None and producer != call.rt.handle:
+            call.rt.wait_for(producer)  # its pending writes come before ours
     else:
         ptr, size, got = _view(call.rt, array, name)
     if got != dtype or size != n:
@@ -317,7 +319,9 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     chapter's shared-memory kernel), "partitioned" (two passes, for many
     bins: up to 2^22), "naive" (the chapter's racy non-atomic kernel: it
     LOSES updates, on purpose) or "auto" (the fastest exact kernel).
-    out: a device array of num_bins int64 to write the counts into (returned).
+    out: a device array of num_bins int64 to write the counts into (returned
+    as itself; with NumPy keys and check=False, pass the stream you will
+    read it on as stream=).
     stream: the stream to run on (default: the keys' framework's current
     stream, else histkit's own). check=False: return (counts, first_bad)
     without waiting; see the module's docstring.
@@ -338,8 +342,9 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
         registry.serving("histogram", method).run(call.rt, call.keys, num_bins, hist, slot)
     if check:
         _raise_if_bad(call.rt, slot, call.keys, num_bins)
-        return _hand_back(call, hist)
-    return _hand_back(call, hist), _hand_back(call, slot)
+    # A caller's out= comes back as itself, whatever kind the keys were.
+    counts = out if out is not None else _hand_back(call, hist)
+    return counts if check else (counts, _hand_back(call, slot))
 
 
 def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
