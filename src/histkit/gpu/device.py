@@ -380,7 +380,10 @@ class Runtime:
         scratch = self._scratch
         slot = getattr(scratch, "slot", None)
         if slot is None:
-            slot = scratch.slot = self.empty(1, np.uint64)
+            # On histkit's own stream, which outlives every caller's, and ready
+            # before any stream uses it.
+            slot = scratch.slot = self._base.empty(1, np.uint64)
+            self._base.sync("allocating the bad-key slot")
             scratch.slot_clean = False
         if not scratch.slot_clean:
             self.memset(slot.ptr, 0xFF, 8)
