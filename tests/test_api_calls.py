@@ -1,0 +1,239 @@
+"""What a public GPU call asks of the runtime, on a recording fake (no GPU).
+
+histkit.gpu.api and the launch wrappers run for real; the runtime under them
+(driver calls: allocations, memsets, launches, waits) and CuPy are stand-ins
+that record what they are asked. This pins, in CI, the properties a GPU run
+cannot show by its results alone: which calls wait, which allocate, which
+stream the work goes on, what is prepared once.
+"""
+
+import contextlib
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from histkit.gpu import api, kernels
+from histkit.gpu.contract import NO_BAD_KEY
+
+CUPY_STREAM = 0x5000  # the fake CuPy's current stream
+
+
+class FakeKernel:
+    def __init__(self, name):
+        self.name = name
+        self.handle = id(self)
+
+
+class FakeArray:
+    """Device memory the fake runtime hands out: just a pointer."""
+
+    def __init__(self, ptr, n, dtype):
+        self.ptr, self.n, self.dtype = ptr, n, np.dtype(dtype)
+
+
+class FakeRuntime:
+    def __init__(self):
+        self.log: list[tuple] = []
+        self.handle = 0xA000
+        self.sm_count = 132
+        self.max_shared_per_block = 227 * 1024
+        self.device = types.SimpleNamespace(device_id=0)
+        self.compiled: list[tuple] = []
+        self._plans: dict = {}
+        self._next = 0x10000
+        self._slot = FakeArray(0x8, 1, np.uint64)
+
+    # streams
+    def on(self, handle):
+        """The runtime on that stream (one object here: calls run one at a time)."""
+        self.log.append(("on", handle))
+        self.handle = 0xA000 if handle is None else handle
+        return self
+
+    def wait_for(self, stream):
+        self.log.append(("wait_for", stream))
+
+    def capturing(self):
+        return False
+
+    # memory
+    def empty(self, n, dtype, pooled=True):
+        self.log.append(("empty", n))
+        self._next += 1 << 20
+        return FakeArray(self._next, n, dtype)
+
+    def zero_word(self):
+        return FakeArray(0x10, 1, np.uint64)
+
+    def memset(self, ptr, byte, nbytes):
+        self.log.append(("memset", byte, nbytes))
+
+    def to_device(self, host):
+        self.log.append(("to_device", len(host)))
+        return self.empty(len(host), host.dtype)
+
+    def copy_to_host(self, ptr, host):
+        self.log.append(("sync", "copy_to_host"))
+        host[...] = 0
+        return host
+
+    def bad_key_slot(self):
+        return self._slot
+
+    def read_bad_key(self, slot):
+        self.log.append(("sync", "read_bad_key"))
+        return NO_BAD_KEY
+
+    def sync(self, what):
+        self.log.append(("sync", what))
+
+    def free_bytes(self):
+        return None
+
+    # kernels
+    def kernel(self, source, name, defines):
+        self.compiled.append((source, name))
+        return FakeKernel(name)
+
+    def plan(self, shape, make):
+        if shape not in self._plans:
+            self._plans[shape] = make()
+        return self._plans[shape]
+
+    def resident_blocks(self, kernel, block, shared):
+        return 2
+
+    def allow_shared(self, kernel, nbytes):
+        pass
+
+    def launch(self, kernel, geometry, *args):
+        self.log.append(("launch", kernel.name))
+
+    def kinds(self, kind):
+        return [entry for entry in self.log if entry[0] == kind]
+
+
+class FakeCupyArray:
+    __module__ = "cupy"
+
+    def __init__(self, n, dtype, ptr, stream=None):
+        self.n, self.dtype = n, np.dtype(dtype)
+        self.stream = stream
+        self.device = types.SimpleNamespace(id=0)
+        self.data = types.SimpleNamespace(ptr=ptr, memset_async=self._memset)
+        self.memsets = []
+
+    def _memset(self, byte, nbytes):
+        self.memsets.append((byte, nbytes))
+
+    @property
+    def __cuda_array_interface__(self):
+        interface = {"shape": (self.n,), "typestr": self.dtype.str, "strides": None,
+                     "data": (self.data.ptr, False), "version": 3}
+        if self.stream is not None:
+            interface["stream"] = self.stream
+        return interface
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """A recording runtime under histkit.gpu.api, and a fake CuPy."""
+    rt = FakeRuntime()
+    allocated = []
+
+    def empty(n, dtype):
+        array = FakeCupyArray(n, dtype, 0x900000 + len(allocated) * 4096)
+        allocated.append(array)
+        return array
+
+    cupy = types.ModuleType("cupy")
+    cupy.empty = empty
+    def external_stream(handle):  # a context that makes `handle` CuPy's current stream
+        rt.log.append(("cupy stream", handle))
+        return contextlib.nullcontext()
+
+    cupy.cuda = types.SimpleNamespace(
+        get_current_stream=lambda: types.SimpleNamespace(ptr=CUPY_STREAM),
+        ExternalStream=external_stream)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(api, "runtime", lambda: rt)
+    rt.cupy_allocated = allocated
+    return rt
+
+
+def cupy_keys(n=4096, stream=CUPY_STREAM, dtype=np.int32):
+    return FakeCupyArray(n, dtype, 0x700000, stream=stream)
+
+
+def test_a_cupy_call_runs_on_cupys_current_stream_without_waiting_on_another(fake):
+    api.histogram(cupy_keys(), 256)
+    assert ("on", CUPY_STREAM) in fake.log and not fake.kinds("wait_for")
+
+
+def test_keys_written_on_another_stream_are_waited_for_once(fake):
+    api.histogram(cupy_keys(stream=0x6000), 256)
+    assert fake.kinds("wait_for") == [("wait_for", 0x6000)]
+
+
+def test_an_explicit_stream_wins_over_cupys_current_one(fake):
+    api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
+    assert ("on", 0x7000) in fake.log and not fake.kinds("wait_for")
+    # CuPy allocates the result on that stream too, so its pool orders reuse there.
+    assert fake.kinds("cupy stream") == [("cupy stream", 0x7000)]
+
+
+def test_a_checked_histogram_waits_exactly_once(fake):
+    api.histogram(cupy_keys(), 256)
+    assert fake.kinds("sync") == [("sync", "read_bad_key")]
+    assert [e[1] for e in fake.kinds("launch")] == ["fast_histogram"]
+
+
+def test_check_false_queues_the_work_and_waits_for_nothing(fake):
+    counts, first_bad = api.histogram(cupy_keys(), 256, check=False)
+    assert not fake.kinds("sync")
+    assert first_bad.memsets == [(0xFF, 8)] and counts.memsets == [(0, 256 * 8)]
+
+
+def test_with_out_and_first_bad_a_call_allocates_nothing_so_it_can_be_captured(fake):
+    out = FakeCupyArray(256, np.int64, 0x1000, stream=CUPY_STREAM)
+    word = FakeCupyArray(1, np.uint64, 0x2000, stream=CUPY_STREAM)
+    for _ in range(3):
+        got = api.histogram(cupy_keys(), 256, out=out, first_bad=word, check=False)
+        assert got[0] is out and got[1] is word
+    assert not fake.cupy_allocated and not fake.kinds("empty") and not fake.kinds("sync")
+
+
+def test_a_checked_sort_waits_once_after_its_scatter(fake):
+    api.counting_sort(cupy_keys(10_000), 256)
+    launches = [e[1] for e in fake.kinds("launch")]
+    assert launches == ["count_ranges", "scan_tiles", "scatter_ranges_stable"]
+    # One wait, after every launch: no read-back between count and scatter.
+    assert fake.log[-1] == ("sync", "read_bad_key") and len(fake.kinds("sync")) == 1
+
+
+def test_a_sort_of_two_digits_marks_its_intermediate_keys_as_bad_keys(fake):
+    api.counting_sort(cupy_keys(10_000), 300, check=False)
+    # The first pass writes the spare buffers: they start as all-ones (bad keys).
+    assert ("memset", 0xFF, 10_000 * 4) in fake.log and not fake.kinds("sync")
+
+
+def test_repeated_calls_prepare_each_launch_once(fake):
+    for _ in range(5):
+        api.histogram(cupy_keys(), 256)
+    assert fake.compiled == [("fast_histogram.cu", "fast_histogram")]
+
+
+def test_numpy_keys_use_histkits_stream_and_come_back_as_numpy(fake):
+    got = api.histogram(np.arange(100) % 7, 7)
+    assert isinstance(got, np.ndarray) and ("on", None) in fake.log
+
+
+def test_launch_plans_differ_by_shape(fake):
+    api.histogram(cupy_keys(4096), 256)
+    api.histogram(cupy_keys(4096, dtype=np.int16), 256)
+    api.histogram(cupy_keys(1 << 20), 256)
+    shapes = [key for key in fake._plans if key[0] == "fast"]
+    assert len(shapes) == 3 and len(fake.compiled) == 3  # each shape asked once
+    assert kernels.fast_layout(fake, 256) == (32, 256)
