@@ -74,7 +74,7 @@ def time_steps() -> None:
 
     keys = cupy.random.RandomState(0).randint(0, 256, 1 << 12, dtype=cupy.int32)
     rt = runtime()
-    call = _begin(rt, keys, None)
+    call = _begin(rt, keys, None, True)
     crt = call.rt
     hist = cupy.empty(256, cupy.int64)
     slot = crt.bad_key_slot()
@@ -94,7 +94,7 @@ def time_steps() -> None:
         "keys.__cuda_array_interface__": lambda: keys.__cuda_array_interface__,
         "keys.device.id": lambda: keys.device.id,
         "cupy.cuda.get_current_stream().ptr": lambda: cupy.cuda.get_current_stream().ptr,
-        "_begin (keys view, stream)": lambda: _begin(rt, keys, None),
+        "_begin (keys view, stream)": lambda: _begin(rt, keys, None, True),
         "cupy.empty(256, int64)": lambda: cupy.empty(256, cupy.int64),
         "rt.empty(256, int64)": lambda: crt.empty(256, np.int64),
         "rt.memset(2 KiB)": lambda: crt.memset(hist.data.ptr, 0, 2048),

@@ -8,8 +8,10 @@ stream the work goes on, what is prepared once.
 """
 
 import contextlib
+import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,6 +65,11 @@ class FakeRuntime:
         self.log.append(("empty", n))
         self._next += 1 << 20
         return FakeArray(self._next, n, dtype)
+
+    def zeros(self, n, dtype):
+        array = self.empty(n, dtype)
+        self.memset(array.ptr, 0, n * array.dtype.itemsize)
+        return array
 
     def zero_word(self):
         return FakeArray(0x10, 1, np.uint64)
@@ -237,3 +244,74 @@ def test_launch_plans_differ_by_shape(fake):
     shapes = [key for key in fake._plans if key[0] == "fast"]
     assert len(shapes) == 3 and len(fake.compiled) == 3  # each shape asked once
     assert kernels.fast_layout(fake, 256) == (32, 256)
+
+
+# --- every launch's arguments against its kernel's C signature -----------------
+
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?'
+                    r'(\w+)\s*\(([^)]*)\)', re.S)
+# How each C parameter type must arrive from Python (cuda.core passes a plain
+# int as a pointer, so every scalar must be the numpy scalar of its width).
+_SCALARS = {"i64": np.int64, "u64": np.uint64, "unsigned": np.uint32, "int": np.int32}
+
+
+def kernel_signatures() -> dict[str, list[str]]:
+    """entry name -> its parameter types, read from cuda/*.cu."""
+    signatures = {}
+    for path in sorted((Path(__file__).parent.parent / "cuda").glob("*.cu")):
+        for name, params in _ENTRY.findall(path.read_text()):
+            signatures[name] = [re.sub(r"\s*\b\w+$", "", p.strip()) for p in params.split(",")]
+    return signatures
+
+
+def mismatches(launches, signatures) -> list[str]:
+    found = []
+    for name, args in launches:
+        want = signatures[name]
+        if len(args) != len(want):
+            found.append(f"{name}: {len(args)} arguments for {len(want)} parameters")
+            continue
+        for position, (arg, ctype) in enumerate(zip(args, want, strict=True)):
+            ok = (type(arg) is int if ctype.endswith("*")
+                  else type(arg) is _SCALARS[ctype])
+            if not ok:
+                found.append(f"{name} parameter {position} ({ctype}): got {type(arg).__name__}")
+    return found
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint64])
+def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
+    from histkit.gpu import registry
+
+    rt = FakeRuntime()
+    rt.launches = []
+    rt.launch = lambda kernel, geometry, *args: rt.launches.append((kernel.name, args))
+    signatures = kernel_signatures()
+    for n, num_bins in [(5000, 100), (100_000, 300), (5_000_000, 70_000)]:
+        keys = kernels.Keys(0x700000, n, np.dtype(dtype))
+        for kernel in registry.KERNELS:
+            for _, variant in kernel.columns():
+                options = dict(variant.options)
+                if kernel.kind == "scan":
+                    kernel.run(rt, 0x1000, num_bins, 0x2000, [], **options)
+                    continue
+                if kernel.kind in ("sort", "stable-sort"):
+                    kernel.run(rt, keys, num_bins, FakeArray(0x3000, n, dtype),
+                               FakeArray(0x4000, n, np.int64), rt._slot, [], **options)
+                    continue
+                if kernel.kind == "privatized":
+                    options["atomics"] = FakeArray(0x5000, 1, np.uint64)
+                with contextlib.suppress(kernels.UnsupportedShape):  # privatized, many bins
+                    kernel.run(rt, keys, num_bins, FakeArray(0x6000, num_bins, np.uint64),
+                               rt._slot, **options)
+    ran = {name for name, _ in rt.launches}
+    assert ran >= set(signatures) - {"read_roofline"}, sorted(ran)  # roofline: bench only
+    assert mismatches(rt.launches, signatures) == []
+
+
+def test_a_launch_with_a_plain_int_for_a_scalar_is_named():
+    signatures = {"k": ["const hk_key*", "i64", "u64"]}
+    assert mismatches([("k", (1, np.int64(2), 3))], signatures) == [
+        "k parameter 2 (u64): got int"]
+    assert mismatches([("k", (1, np.int64(2)))], signatures) == [
+        "k: 2 arguments for 3 parameters"]

@@ -79,6 +79,11 @@ _DLPACK_CUDA = (2, 13)
 def is_device_array(obj) -> bool:
     if isinstance(obj, np.ndarray):
         return False
+    framework = _framework_of(obj)
+    if framework == "cupy":  # always on a GPU (asking its interface builds a dict)
+        return True
+    if framework == "torch":
+        return bool(getattr(obj, "is_cuda", False))
     if hasattr(obj, "__cuda_array_interface__"):
         return True
     try:
@@ -122,10 +127,12 @@ def stream_handle(stream) -> int | None:
 
 # --- keys on the device ------------------------------------------------------
 
-def _begin(rt: Runtime, keys, handle: int | None, name: str = "keys") -> _Call:
-    """The call's keys on the device and its stream: handle, else the keys'
-    framework's current stream, else histkit's own."""
-    if not is_device_array(keys):
+def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
+           name: str = "keys") -> _Call:
+    """The call's keys (on_device: a device array; else a checked NumPy array)
+    on the device, and its stream: handle, else the keys' framework's current
+    stream, else histkit's own."""
+    if not on_device:
         call_rt = rt.on(handle)
         array = call_rt.to_device(keys)
         return _Call(call_rt, Keys(array.ptr, len(keys), keys.dtype), "numpy", array)
@@ -217,15 +224,19 @@ def _framework_stream(call: _Call):
     return torch.cuda.stream(torch.cuda.ExternalStream(call.rt.handle, device=call.owner.device))
 
 
-def _allocate(call: _Call, n: int, dtype, what: str) -> _Out:
-    """A new result array of the caller's kind (what: named if it does not fit)."""
+def _allocate(call: _Call, n: int, dtype, what: str, *details) -> _Out:
+    """A new result array of the caller's kind (what.format(*details): named if
+    it does not fit; formatted only then)."""
     dtype = np.dtype(dtype)
     try:
         if call.framework == "cupy":
             import cupy
 
-            with _framework_stream(call):
+            if call.framework_stream == call.rt.handle:  # the common case: no context
                 array = cupy.empty(n, dtype)
+            else:
+                with _framework_stream(call):
+                    array = cupy.empty(n, dtype)
             return _Out(array.data.ptr, n, dtype, array)
         if call.framework == "torch":
             import torch
@@ -239,11 +250,12 @@ def _allocate(call: _Call, n: int, dtype, what: str) -> _Out:
         array = call.rt.empty(n, dtype, pooled=call.framework == "numpy")
         return _Out(array.ptr, n, dtype, array)
     except DeviceMemoryError as error:
-        raise DeviceMemoryError(error.nbytes, error.free, what) from None
+        raise DeviceMemoryError(error.nbytes, error.free, what.format(*details)) from None
     except Exception as error:  # CuPy's and PyTorch's out-of-memory errors
         if "outofmemory" not in type(error).__name__.lower():
             raise
-        raise DeviceMemoryError(n * dtype.itemsize, call.rt.free_bytes(), what) from None
+        raise DeviceMemoryError(n * dtype.itemsize, call.rt.free_bytes(),
+                                what.format(*details)) from None
 
 
 def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
@@ -330,11 +342,12 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     _check_options(check, first_bad)
-    keys = keys if is_device_array(keys) else as_key_array(keys)
+    on_device = is_device_array(keys)
+    keys = keys if on_device else as_key_array(keys)
     handle = stream_handle(stream)
-    call = _begin(runtime(), keys, handle)
-    what = f"num_bins={num_bins} (int64 counts)"
-    hist = (_allocate(call, num_bins, np.int64, what) if out is None
+    call = _begin(runtime(), keys, handle, on_device)
+    hist = (_allocate(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
+            if out is None
             else _borrow(call, out, num_bins, np.int64, "out"))
     _fill(call, hist, 0, num_bins * 8)
     slot = _first_bad_word(call, check, first_bad)
@@ -360,13 +373,13 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
     """
     num_bins = bin_count(num_bins)
     _check_options(check, first_bad)
-    keys = keys if is_device_array(keys) else as_key_array(keys)
+    on_device = is_device_array(keys)
+    keys = keys if on_device else as_key_array(keys)
     handle = stream_handle(stream)
-    call = _begin(runtime(), keys, handle)
+    call = _begin(runtime(), keys, handle, on_device)
     n = call.keys.n
-    what = f"sorting {n} keys"
-    out_keys = _allocate(call, n, call.keys.dtype, what)
-    out_index = _allocate(call, n, np.int64, what)
+    out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
+    out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
     slot = _first_bad_word(call, check, first_bad)
     keep_alive: list = []  # scratch, freed on the call's stream after its kernels
     if n:
@@ -387,10 +400,10 @@ def exclusive_scan(counts, *, stream=None):
         _refuse_negative(host_counts)
     handle = stream_handle(stream)
     call = _begin(runtime(), counts if host_counts is None else host_counts, handle,
-                  name="counts")
+                  on_device=host_counts is None, name="counts")
     n = call.keys.n
     _require_int64_counts(call.keys.dtype, n)
-    out = _allocate(call, n, np.int64, f"scanning {n} counts")
+    out = _allocate(call, n, np.int64, "scanning {} counts", n)
     keep_alive: list = []
     if n:
         if host_counts is None:

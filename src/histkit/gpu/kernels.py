@@ -152,21 +152,31 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     count; shared_share forces the share of bins kept in shared memory (the
     conformance suite reaches the global-atomic paths at small num_bins so).
     """
+    return _fast_launch(rt, keys, num_bins, hist, first_bad, hold_runs, grid, shared_share)
+
+
+def _fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_runs: bool,
+                 grid: int | None, shared_share: float | None, label: str = "") -> Geometry:
+    """fast_histogram's launch; label prefixes the geometry's name (auto's choice)."""
     if num_bins >= 2**32:
-        return atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
+        geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
+        return Geometry(label + geometry.kernel, geometry.grid, geometry.block)
     # The plan depends on the shape only: made once, so a repeated call pays
-    # one dict lookup here, not the layout, the compile key and the names.
-    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share)
-    kernel, geometry, shared_bins = rt.plan(shape, lambda: _fast_plan(
-        rt, keys, num_bins, hold_runs, grid, shared_share))
-    rt.launch(kernel, geometry, *_args(keys, num_bins), np.int64(_vector_head(keys)),
-              np.uint64(shared_bins), hist.ptr, first_bad.ptr)
+    # one dict lookup here, not the layout, the compile key, the names and the
+    # scalar arguments.
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label)
+    plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
+                                             shared_share, label))
+    kernel, geometry, n_and_bins, shared_bins = plan
+    rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
+              shared_bins, hist.ptr, first_bad.ptr)
     return geometry
 
 
 def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
-               shared_share: float | None):
-    """(kernel, geometry, shared_bins) of fast_histogram for one shape."""
+               shared_share: float | None, label: str):
+    """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
+    shape, the scalars as the kernel takes them."""
     copies, shared_bins = fast_layout(rt, num_bins)
     if shared_share is not None:
         shared_bins = min(shared_bins, int(num_bins * shared_share))
@@ -183,10 +193,10 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
     else:
         blocks = grid
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    geometry = Geometry(f"fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
+    geometry = Geometry(f"{label}fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
                         f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
                         FAST_BLOCK, shared)
-    return kernel, geometry, shared_bins
+    return kernel, geometry, _args(keys, num_bins)[1:], np.uint64(shared_bins)
 
 
 PARTITION_BINS = 1 << contract.PART_LOW_BITS
@@ -348,14 +358,13 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
         else:
             choice = auto_choice(sample_runs(rt, keys), fast_layout(rt, num_bins)[1],
                                  num_bins)
-    if choice == "partitioned":
-        geometry = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid)
-    else:
-        geometry = fast_histogram(rt, keys, num_bins, hist, first_bad,
-                                  hold_runs=choice == "fast-hold", grid=grid)
-    return rt.plan(("auto", choice, geometry), lambda: Geometry(
-        f"auto -> {choice}: {geometry.kernel}", geometry.grid, geometry.block,
-        geometry.shared_bytes))
+    label = f"auto -> {choice}: "
+    if choice != "partitioned":
+        return _fast_launch(rt, keys, num_bins, hist, first_bad, choice == "fast-hold", grid,
+                            None, label)
+    geometry = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid)
+    return Geometry(label + geometry.kernel, geometry.grid, geometry.block,
+                    geometry.shared_bytes)
 
 
 def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_alive: list,
