@@ -232,6 +232,15 @@ def test_repeated_calls_prepare_each_launch_once(fake):
     assert fake.compiled == [("fast_histogram.cu", "fast_histogram")]
 
 
+@pytest.mark.parametrize("num_bins", [256, 70_000])
+def test_repeated_sorts_prepare_their_passes_and_scans_once(fake, num_bins):
+    api.counting_sort(cupy_keys(3_000_000), num_bins)
+    first = list(fake.compiled)
+    for _ in range(3):
+        api.counting_sort(cupy_keys(3_000_000), num_bins)
+    assert fake.compiled == first
+
+
 def test_numpy_keys_use_histkits_stream_and_come_back_as_numpy(fake):
     got = api.histogram(np.arange(100) % 7, 7)
     assert isinstance(got, np.ndarray) and ("on", None) in fake.log

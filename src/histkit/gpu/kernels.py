@@ -376,25 +376,35 @@ def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_aliv
     """
     if n == 0:
         return []
-    defines = {"SCAN_THREADS": str(threads), "SCAN_ITEMS": str(items)}
-    tiles = -(-n // (threads * items))
+    tiles, tile_sums, scan_tiles, n64 = rt.plan(("scan", n, threads, items),
+                                                lambda: _scan_plan(rt, n, threads, items))
     geometries = []
     if tiles == 1:
         offsets = rt.zero_word()
     else:
         sums = rt.empty(tiles, np.uint64)
         offsets = rt.empty(tiles, np.uint64)
-        geometry = Geometry("scan_tile_sums", tiles, threads)
-        rt.launch(rt.kernel("exclusive_scan.cu", "scan_tile_sums", defines), geometry,
-                  counts_ptr, np.int64(n), sums.ptr)
-        geometries.append(geometry)
+        rt.launch(tile_sums[0], tile_sums[1], counts_ptr, n64, sums.ptr)
+        geometries.append(tile_sums[1])
         geometries += exclusive_scan(rt, sums.ptr, tiles, offsets.ptr, keep_alive, threads, items)
         keep_alive.append(sums)
     keep_alive.append(offsets)
-    geometry = Geometry("scan_tiles", tiles, threads)
-    rt.launch(rt.kernel("exclusive_scan.cu", "scan_tiles", defines), geometry,
-              counts_ptr, np.int64(n), offsets.ptr, out_ptr)
-    return geometries + [geometry]
+    rt.launch(scan_tiles[0], scan_tiles[1], counts_ptr, n64, offsets.ptr, out_ptr)
+    return geometries + [scan_tiles[1]]
+
+
+def _scan_plan(rt: Runtime, n: int, threads: int, items: int):
+    """(tiles, (tile-sums kernel, geometry) or None for one tile, (scan kernel,
+    geometry), n) for one scan shape."""
+    defines = {"SCAN_THREADS": str(threads), "SCAN_ITEMS": str(items)}
+    tiles = -(-n // (threads * items))
+    tile_sums = None if tiles == 1 else (rt.kernel("exclusive_scan.cu", "scan_tile_sums",
+                                                   defines),
+                                         Geometry("scan_tile_sums", tiles, threads))
+    return (tiles, tile_sums,
+            (rt.kernel("exclusive_scan.cu", "scan_tiles", defines),
+             Geometry("scan_tiles", tiles, threads)),
+            np.int64(n))
 
 
 def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
@@ -433,6 +443,56 @@ def digit_shifts(num_bins: int) -> tuple[int, ...]:
     return tuple(shifts)
 
 
+@dataclass(frozen=True)
+class SortPass:
+    """One LSD digit pass of the stable sort, its launches' shapes and scalars."""
+
+    shift: int
+    digits: int  # digits this pass can see (the count table is digits x blocks)
+    count: Geometry
+    scatter: Geometry
+    scalars: tuple  # (shift, digits, tiles) as the kernels take them
+
+
+@dataclass(frozen=True)
+class SortShape:
+    """Everything the stable sort's launches need that depends on the shape
+    only (key type, n, num_bins, grid): made once per shape (Runtime.plan)."""
+
+    count_kernel: object
+    scatter_kernel: object
+    blocks: int
+    tiles: int
+    passes: tuple[SortPass, ...]
+    n_and_bins: tuple  # (n, num_bins) as the kernels take them
+
+    @property
+    def shifts(self) -> tuple[int, ...]:
+        return tuple(p.shift for p in self.passes)
+
+
+def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None) -> SortShape:
+    tiles = -(-keys.n // TILE_KEYS)
+    count = rt.kernel("counting_sort.cu", "count_ranges", keys.defines())
+    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
+    if grid is None:
+        blocks = _blocks_for(tiles, 1,
+                             rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
+    else:
+        blocks = grid
+    # A block counts its keys in 32-bit shared counters.
+    blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
+    # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.
+    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1))
+    passes = tuple(SortPass(
+        shift, _digits(num_bins, shift),
+        Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
+        Geometry(f"scatter_ranges_stable[shift={shift}]", blocks, TILE_THREADS),
+        (np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(tiles)))
+        for shift in shifts)
+    return SortShape(count, scatter, blocks, tiles, passes, _args(keys, num_bins)[1:])
+
+
 @dataclass
 class StablePlan:
     """What the first stable count left for the scatter passes.
@@ -442,12 +502,22 @@ class StablePlan:
     tiles * (g + 1) // blocks).
     """
 
-    shifts: tuple[int, ...]
-    blocks: int
-    tiles: int
+    shape: SortShape
     offsets: DeviceArray
     geometries: list
     keep_alive: list
+
+    @property
+    def shifts(self) -> tuple[int, ...]:
+        return self.shape.shifts
+
+    @property
+    def blocks(self) -> int:
+        return self.shape.blocks
+
+    @property
+    def tiles(self) -> int:
+        return self.shape.tiles
 
     def describe(self) -> str:
         passes = len(self.shifts)
@@ -459,19 +529,17 @@ def _digits(num_bins: int, shift: int) -> int:
     return min(1 << DIGIT_BITS, ((num_bins - 1) >> shift) + 1)
 
 
-def _count_digits(rt: Runtime, keys: Keys, num_bins: int, shift: int, blocks: int, tiles: int,
+def _count_digits(rt: Runtime, shape: SortShape, step: SortPass, keys_ptr: int,
                   first_bad: DeviceArray, keep_alive: list) -> tuple[DeviceArray, list]:
     """Per-(digit, block) counts, scanned digit-major: each block's cursors."""
-    digits = _digits(num_bins, shift)
-    counts = rt.empty(digits * blocks, np.uint64)
-    offsets = rt.empty(digits * blocks, np.uint64)
+    entries = step.digits * shape.blocks
+    counts = rt.empty(entries, np.uint64)
+    offsets = rt.empty(entries, np.uint64)
     keep_alive += [counts, offsets]
-    geometry = Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS)
-    rt.launch(rt.kernel("counting_sort.cu", "count_ranges", keys.defines()), geometry,
-              *_args(keys, num_bins), np.uint32(shift), np.uint32(digits), np.int64(tiles),
+    rt.launch(shape.count_kernel, step.count, keys_ptr, *shape.n_and_bins, *step.scalars,
               counts.ptr, first_bad.ptr)
-    scans = exclusive_scan(rt, counts.ptr, digits * blocks, offsets.ptr, keep_alive)
-    return offsets, [geometry, *scans]
+    scans = exclusive_scan(rt, counts.ptr, entries, offsets.ptr, keep_alive)
+    return offsets, [step.count, *scans]
 
 
 def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
@@ -480,20 +548,11 @@ def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
 
     grid forces the block count (blocks then own several tiles each).
     """
-    tiles = -(-keys.n // TILE_KEYS)
-    if grid is None:
-        scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
-        blocks = _blocks_for(tiles, 1,
-                             rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
-    else:
-        blocks = grid
-    # A block counts its keys in 32-bit shared counters.
-    blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
-    # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.
-    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1))
-    offsets, geometries = _count_digits(rt, keys, num_bins, shifts[0], blocks, tiles,
-                                        first_bad, keep_alive)
-    return StablePlan(shifts, blocks, tiles, offsets, geometries, keep_alive)
+    shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid),
+                    lambda: _sort_shape(rt, keys, num_bins, grid))
+    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad,
+                                        keep_alive)
+    return StablePlan(shape, offsets, geometries, keep_alive)
 
 
 def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
@@ -503,8 +562,8 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     Passes ping-pong between the outputs and one pair of temporaries, arranged
     so that the last pass writes the outputs.
     """
-    kernel = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
-    passes = len(plan.shifts)
+    shape = plan.shape
+    passes = len(shape.passes)
     spare_keys = spare_index = no_bad = None
     if passes > 1:
         spare_keys = rt.empty(keys.n, keys.dtype)
@@ -515,11 +574,10 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     source_keys, source_index = keys.ptr, 0
     offsets = plan.offsets
     geometries: list[Geometry] = []
-    for number, shift in enumerate(plan.shifts):
+    for number, step in enumerate(shape.passes):
         if number:
-            current = Keys(source_keys, keys.n, keys.dtype)
-            offsets, counted = _count_digits(rt, current, num_bins, shift, plan.blocks,
-                                             plan.tiles, no_bad, plan.keep_alive)
+            offsets, counted = _count_digits(rt, shape, step, source_keys, no_bad,
+                                             plan.keep_alive)
             geometries += counted
         to_outputs = (passes - 1 - number) % 2 == 0
         target_keys, target_index = ((out_keys, out_index) if to_outputs
@@ -530,10 +588,9 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
             # the dtype's largest value, >= num_bins whenever a key can be bad),
             # so it skips them too and the valid keys' sort stays exact.
             rt.memset(target_keys.ptr, 0xFF, keys.n * keys.dtype.itemsize)
-        geometry = Geometry(f"scatter_ranges_stable[shift={shift}]", plan.blocks, TILE_THREADS)
-        rt.launch(kernel, geometry, source_keys, source_index, *_args(keys, num_bins)[1:],
-                  np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(plan.tiles),
-                  offsets.ptr, target_keys.ptr, target_index.ptr)
-        geometries.append(geometry)
+        rt.launch(shape.scatter_kernel, step.scatter, source_keys, source_index,
+                  *shape.n_and_bins, *step.scalars, offsets.ptr, target_keys.ptr,
+                  target_index.ptr)
+        geometries.append(step.scatter)
         source_keys, source_index = target_keys.ptr, target_index.ptr
     return geometries
