@@ -81,7 +81,7 @@ def time_steps() -> None:
     auto = registry.serving("histogram", "auto")
     fast = registry.by_row("fast")
     auto.run(crt, call.keys, 256, hist.data, slot)
-    kernel, geometry, shared_bins = next(v for k, v in rt._plans.items() if k[0] == "fast")
+    kernel, geometry, _, shared_bins = next(v for k, v in rt._plans.items() if k[0] == "fast")
     config = crt._config(geometry)
     args = (call.keys.ptr, np.int64(call.keys.n), np.uint64(256), np.int64(0),
             np.uint64(shared_bins), hist.data.ptr, slot.ptr)
