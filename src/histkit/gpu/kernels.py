@@ -228,14 +228,30 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
         raise UnsupportedShape(f"the partitioned kernel takes num_bins <= "
                          f"{partition_bins * MAX_PARTITIONS}; got {num_bins}; "
                          f"use method='auto' or 'atomic'")
+    plan = rt.plan(("partitioned", keys.dtype, keys.n, num_bins, grid, low_bits),
+                   lambda: _partitioned_plan(rt, keys, num_bins, grid, low_bits))
+    (partition, split, count, merge, entries, scalars, described) = plan
+    low_bins = rt.empty(keys.n, np.uint16)
+    counts = rt.empty(entries, np.uint64)
+    starts = rt.empty(entries, np.uint32)
+    positions = rt.empty(entries, np.uint64)
+    keep_alive = [low_bins, counts, starts, positions]
+    n, bins, parts, tiles = scalars
+    rt.launch(partition, split, keys.ptr, n, bins, parts, tiles, low_bins.ptr, counts.ptr,
+              starts.ptr, first_bad.ptr)
+    exclusive_scan(rt, counts.ptr, entries, positions.ptr, keep_alive)
+    rt.launch(count, merge, low_bins.ptr, tiles, parts, counts.ptr, positions.ptr, starts.ptr,
+              hist.ptr)
+    return described
+
+
+def _partitioned_plan(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
+                      low_bits: int):
+    """The partitioned histogram's kernels, geometries, table size and scalar
+    arguments for one shape."""
+    partition_bins = 1 << low_bits
     parts = -(-num_bins // partition_bins)
     tiles = -(-keys.n // PARTITION_TILE)
-    low_bins = rt.empty(keys.n, np.uint16)
-    counts = rt.empty(parts * tiles, np.uint64)
-    starts = rt.empty(parts * tiles, np.uint32)
-    positions = rt.empty(parts * tiles, np.uint64)
-    keep_alive = [low_bins, counts, starts, positions]
-
     defines = keys.defines(PART_LOW_BITS=str(low_bits))
     partition = rt.kernel("partitioned_histogram.cu", "partition_tiles", defines)
     if grid is None:
@@ -244,10 +260,6 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     else:
         grid_split = grid
     split = Geometry(f"partition_tiles[PART_LOW_BITS={low_bits}]", grid_split, PARTITION_THREADS)
-    rt.launch(partition, split, *_args(keys, num_bins), np.uint32(parts), np.int64(tiles),
-              low_bins.ptr, counts.ptr, starts.ptr, first_bad.ptr)
-    exclusive_scan(rt, counts.ptr, parts * tiles, positions.ptr, keep_alive)
-
     count = rt.kernel("partitioned_histogram.cu", "count_partitions", defines)
     shared = partition_bins * 4
     if grid is None:
@@ -258,9 +270,9 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     # Shared counters are 32-bit: no block may count 2^32 keys.
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
     merge = Geometry("count_partitions", blocks, PARTITION_COUNT_THREADS, shared)
-    rt.launch(count, merge, low_bins.ptr, np.int64(tiles), np.uint32(parts), counts.ptr,
-              positions.ptr, starts.ptr, hist.ptr)
-    return Geometry(f"{split} + count_partitions", merge.grid, merge.block, shared)
+    scalars = (*_args(keys, num_bins)[1:], np.uint32(parts), np.int64(tiles))
+    described = Geometry(f"{split} + count_partitions", merge.grid, merge.block, shared)
+    return partition, split, count, merge, parts * tiles, scalars, described
 
 
 SAMPLE_RUNS = contract.SAMPLE_RUNS
