@@ -86,6 +86,10 @@ class FakeRuntime:
         host[...] = 0
         return host
 
+    def read_word(self, ptr):
+        self.log.append(("sync", "read_word"))
+        return NO_BAD_KEY
+
     def bad_key_slot(self):
         return self._slot
 
@@ -261,14 +265,16 @@ _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([
                     r'(\w+)\s*\(([^)]*)\)', re.S)
 # How each C parameter type must arrive from Python (cuda.core passes a plain
 # int as a pointer, so every scalar must be the numpy scalar of its width).
-_SCALARS = {"i64": np.int64, "u64": np.uint64, "unsigned": np.uint32, "int": np.int32}
+_SCALARS = {"i64": np.int64, "u64": np.uint64, "unsigned": np.uint32, "int": np.int32,
+            "long long": np.int64, "unsigned long long": np.uint64, "unsigned int": np.uint32}
+ROOT = Path(__file__).parent.parent
 
 
-def kernel_signatures() -> dict[str, list[str]]:
-    """entry name -> its parameter types, read from cuda/*.cu."""
+def kernel_signatures(paths=None) -> dict[str, list[str]]:
+    """entry name -> its parameter types, read from the .cu files (cuda/*.cu)."""
     signatures = {}
-    for path in sorted((Path(__file__).parent.parent / "cuda").glob("*.cu")):
-        for name, params in _ENTRY.findall(path.read_text()):
+    for path in paths or sorted((ROOT / "cuda").glob("*.cu")):
+        for name, params in _ENTRY.findall(Path(path).read_text()):
             signatures[name] = [re.sub(r"\s*\b\w+$", "", p.strip()) for p in params.split(",")]
     return signatures
 
@@ -324,3 +330,34 @@ def test_a_launch_with_a_plain_int_for_a_scalar_is_named():
         "k parameter 2 (u64): got int"]
     assert mismatches([("k", (1, np.int64(2)))], signatures) == [
         "k: 2 arguments for 3 parameters"]
+
+
+# The user-kernel ABI (README "Check your own kernel"): the example kernels'
+# signatures against what histkit check's launcher passes them.
+EXAMPLE_KINDS = {"atomic_histogram.cu": "histogram", "naive_histogram.cu": "racy-histogram",
+                 "wave_histogram.cu": "wave", "privatized_histogram.cu": "privatized",
+                 "exclusive_scan.cu": "scan", "counting_sort.cu": "stable-sort"}
+
+
+@pytest.mark.parametrize("name,kind", sorted(EXAMPLE_KINDS.items()))
+def test_histkit_checks_launcher_passes_the_types_the_abi_documents(name, kind):
+    from histkit.conformance.foreign import DEFAULT_ENTRIES, CudaFileImpl
+
+    path = ROOT / "examples" / "cuda" / name
+    row = CudaFileImpl(str(path), kind, DEFAULT_ENTRIES[kind]).as_kernel()
+    rt = FakeRuntime()
+    rt.launches = []
+    rt.launch = lambda kernel, geometry, *args: rt.launches.append((kernel.name, args))
+    keys = kernels.Keys(0x700000, 10_000, np.dtype(np.int32))
+    if kind == "scan":
+        row.run(rt, 0x1000, 300, 0x2000, [])
+    elif kind == "stable-sort":
+        row.run(rt, keys, 300, FakeArray(0x3000, 10_000, np.int32),
+                FakeArray(0x4000, 10_000, np.int64), rt._slot, [])
+    else:
+        extra = {"atomics": FakeArray(0x5000, 1, np.uint64)} if kind == "privatized" else {}
+        row.run(rt, keys, 300, FakeArray(0x6000, 300, np.uint32), rt._slot, **extra)
+    signatures = kernel_signatures([path])
+    signatures.update(kernel_signatures())  # the scan the sort launcher runs is histkit's
+    assert {name for name, _ in rt.launches} >= set(DEFAULT_ENTRIES[kind])
+    assert mismatches(rt.launches, signatures) == []
