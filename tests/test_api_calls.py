@@ -54,8 +54,8 @@ class FakeRuntime:
         self.handle = 0xA000 if handle is None else handle
         return self
 
-    def wait_for(self, stream):
-        self.log.append(("wait_for", stream))
+    def wait_for(self, foreign_stream):
+        self.log.append(("wait_for", foreign_stream))
 
     def capturing(self):
         return False
@@ -113,7 +113,7 @@ class FakeRuntime:
             self._plans[shape] = make()
         return self._plans[shape]
 
-    def resident_blocks(self, kernel, block, shared):
+    def resident_blocks(self, kernel, block, shared_bytes):
         return 2
 
     def allow_shared(self, kernel, nbytes):
@@ -361,3 +361,18 @@ def test_histkit_checks_launcher_passes_the_types_the_abi_documents(name, kind):
     signatures.update(kernel_signatures())  # the scan the sort launcher runs is histkit's
     assert {name for name, _ in rt.launches} >= set(DEFAULT_ENTRIES[kind])
     assert mismatches(rt.launches, signatures) == []
+
+
+def test_the_fake_offers_only_what_the_real_runtime_has_with_the_same_parameters():
+    import inspect
+
+    from histkit.gpu.device import Runtime
+
+    for name, member in vars(FakeRuntime).items():
+        if name.startswith("_") or not callable(member) or name == "kinds":
+            continue
+        real = getattr(Runtime, name, None)
+        assert real is not None, f"Runtime has no {name}"
+        fake_params = list(inspect.signature(member).parameters)
+        real_params = list(inspect.signature(real).parameters)
+        assert fake_params == real_params, (name, fake_params, real_params)
