@@ -27,7 +27,7 @@ from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import DeviceArray, Runtime, runtime
-from histkit.gpu.kernels import Keys, UnsupportedShape
+from histkit.gpu.kernels import Keys, UnsupportedShape, digit_shifts
 from histkit.gpu.registry import REPORTS_BAD_KEYS, Kernel, Variant
 
 # One warp walks the whole input alone: past these it is only slow, not new.
@@ -200,8 +200,34 @@ class CaseRun:
                             skips_bad_keys=kernel.skips_bad_keys), geometry
 
 
+def device_bytes_needed(case: Case) -> int:
+    """GPU memory the case's widest column holds at once: the keys, and a
+    stable sort's outputs (keys and int64 indices), twice when it takes more
+    than one digit pass (the spare buffers the passes ping-pong through)."""
+    dtype = np.dtype(case.dtype)
+    passes = len(digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1)))
+    buffers = 1 if passes == 1 else 2
+    return ((case.n + case.offset + GUARD) * dtype.itemsize
+            + buffers * (case.n + GUARD) * (dtype.itemsize + 8))
+
+
+def too_large_here(rt: Runtime, case: Case) -> str | None:
+    """Why a 2^31-key case cannot run on this GPU (None: it can, or it is not
+    that large): a smaller GPU gets a skip naming the bytes, not a FAIL."""
+    if case.n < HUGE:
+        return None
+    needed, free = device_bytes_needed(case), rt.free_bytes()
+    if free is None or needed <= free:
+        return None
+    return (f"needs about {needed / 2**30:.1f} GiB of GPU memory; {free / 2**30:.1f} GiB "
+            f"free here")
+
+
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     selected = selected or columns()
+    reason = too_large_here(rt, case)
+    if reason is not None:
+        return [Result(case, name, Cell("skip", reason)) for name, _, _ in selected]
     try:
         run = CaseRun(rt, case)
     except Exception as error:  # the case itself could not be set up
