@@ -1,0 +1,49 @@
+"""The named key generators: small inputs from one stream, large ones in
+chunks on every CPU; both deterministic for a seed, both the named pattern."""
+
+import numpy as np
+import pytest
+
+from histkit import distributions
+from histkit.distributions import GENERATORS, make_keys
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """The chunked path at test sizes: from 1000 keys, chunks of 300."""
+    monkeypatch.setattr(distributions, "PARALLEL_FROM", 1000)
+    monkeypatch.setattr(distributions, "CHUNK", 300)
+
+
+def test_small_inputs_come_from_one_stream_of_the_seed():
+    for name, generator in GENERATORS.items():
+        want = generator(999, 50, np.random.default_rng(7)).astype(np.int32)
+        np.testing.assert_array_equal(make_keys(name, 999, 50, seed=7), want)
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_chunked_inputs_are_the_same_for_a_seed_whatever_the_cpus(small_chunks, monkeypatch,
+                                                                  name):
+    first = make_keys(name, 10_007, 50, seed=3, dtype=np.int16)
+    monkeypatch.setattr(distributions.os, "cpu_count", lambda: 1)
+    np.testing.assert_array_equal(make_keys(name, 10_007, 50, seed=3, dtype=np.int16), first)
+    assert first.dtype == np.int16 and len(first) == 10_007
+    assert first.min() >= 0 and first.max() < 50
+    if name not in ("onebin", "round-robin", "strided-31"):  # these ignore the seed
+        assert not np.array_equal(make_keys(name, 10_007, 50, seed=4, dtype=np.int16), first)
+
+
+def test_chunked_patterns_keep_their_positions_across_chunk_boundaries(small_chunks):
+    i = np.arange(10_007)
+    np.testing.assert_array_equal(make_keys("round-robin", 10_007, 64), i % 64)
+    np.testing.assert_array_equal(make_keys("strided-31", 10_007, 64), (31 * i + 17) % 64)
+    np.testing.assert_array_equal(make_keys("onebin", 10_007, 64), np.full(10_007, 32))
+    ordered = make_keys("sorted", 10_007, 64)
+    assert np.all(np.diff(ordered) >= 0) and len(ordered) == 10_007
+
+
+def test_chunked_uniform_and_zipf_keys_have_their_shapes(small_chunks):
+    uniform = np.bincount(make_keys("uniform", 200_000, 10, seed=1), minlength=10)
+    assert uniform.min() > 0.9 * 20_000 and uniform.max() < 1.1 * 20_000
+    zipf = np.bincount(make_keys("zipf", 200_000, 1000, seed=1), minlength=1000)
+    assert zipf[0] > 0.2 * 200_000 and zipf[0] > 10 * zipf[10]  # a heavy head (1/zeta(1.3))
