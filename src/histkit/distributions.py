@@ -43,14 +43,24 @@ def sorted_keys(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
     return np.repeat(np.arange(num_bins, dtype=np.int64), counts)
 
 
+def round_robin_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """Keys start .. start + count - 1 of ``i % num_bins``."""
+    return np.arange(start, start + count, dtype=np.int64) % num_bins
+
+
+def strided_31_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """Keys start .. start + count - 1 of ``(31 i + 17) % num_bins``."""
+    return (np.arange(start, start + count, dtype=np.int64) * 31 + 17) % num_bins
+
+
 def round_robin(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
     """``i % num_bins``: the chapter's inputs for 7.1 and 7.2."""
-    return np.arange(n, dtype=np.int64) % num_bins
+    return round_robin_at(0, n, num_bins)
 
 
 def strided_31(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
     """``(31 i + 17) % num_bins``: the chapter's input for 7.3."""
-    return (np.arange(n, dtype=np.int64) * 31 + 17) % num_bins
+    return strided_31_at(0, n, num_bins)
 
 
 GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
@@ -68,9 +78,8 @@ CHUNK = 1 << 22
 
 # Patterns that depend on a key's position: (offset, count, num_bins) -> keys.
 POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
-    "round-robin": lambda start, count, k: np.arange(start, start + count, dtype=np.int64) % k,
-    "strided-31": lambda start, count, k: (np.arange(start, start + count, dtype=np.int64)
-                                           * 31 + 17) % k,
+    "round-robin": round_robin_at,
+    "strided-31": strided_31_at,
 }
 
 
