@@ -24,6 +24,16 @@ def test_argsort_equals_numpys_stable_argsort_over_the_whole_range(dtype, n):
     np.testing.assert_array_equal(oracles.argsort(keys), np.argsort(keys, kind="stable"))
 
 
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.uint32, np.int64, np.uint64],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("low,high", [(-300, 300), (0, 70_000), (-(2**20), 2**20)])
+def test_keys_that_share_their_high_digits_skip_those_passes_and_still_sort(dtype, low, high):
+    info = np.iinfo(dtype)
+    low, high = max(low, info.min), min(high, info.max)
+    keys = np.random.default_rng(7).integers(low, high, size=5_003).astype(dtype)
+    np.testing.assert_array_equal(oracles.argsort(keys), np.argsort(keys, kind="stable"))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_equal_keys_keep_their_input_order(dtype):
     keys = np.array([5, 3, 5, 3, 5, 0, 3], dtype=dtype)

@@ -164,8 +164,8 @@ def argsort(keys) -> np.ndarray:
 
 
 def radix_sort(keys, values=None):
-    """Stable sort of full-width integer keys (7.3: the counting sort once per 8-bit
-    digit). Returns ``(sorted_keys, original_index)``, or ``(sorted_keys,
+    """Stable sort of full-width integer keys (7.3: the counting sort once per
+    digit, 16 bits wide). Returns ``(sorted_keys, original_index)``, or ``(sorted_keys,
     values[original_index])`` when values are given (one per key)."""
     keys = as_key_array(keys)
     order = argsort(keys)

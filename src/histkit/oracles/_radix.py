@@ -1,10 +1,17 @@
 """Stable LSD radix sort of full-width integer keys: the chapter's "radix sort
 runs the counting sort once per digit" (7.3), as an oracle.
 
-Each pass is ``counting_sort`` (Cython, stable) of one 8-bit digit of the keys
-in the current order; a digit that every key shares is skipped (its pass would
-not move anything). Signed keys sort in signed order: the sign bit is flipped
-so that negative keys come first as unsigned values.
+Each pass is ``counting_sort`` (Cython, stable) of one 16-bit digit of the
+keys in the current order (8 bits for 1-byte keys); a digit that every key
+shares is skipped (its pass would not move anything). Signed keys sort in
+signed order: the sign bit is flipped so that negative keys come first as
+unsigned values.
+
+Why 16-bit digits: each pass costs two gathers in NumPy besides the counting
+sort, and a counting sort of 65536 bins is nearly as fast as one of 256, so
+fewer passes win. On 2^24 random keys over the whole range (2-core machine,
+median of 3 in one run): int32 1.15 s with 8-bit digits, 0.66 s with 16-bit;
+int64 2.64 s and 1.58 s; ``np.argsort(kind="stable")`` 2.11 s and 2.18 s.
 """
 
 from __future__ import annotations
@@ -13,8 +20,7 @@ import numpy as np
 
 from histkit.oracles._inputs import as_key_array, require_memory
 
-DIGIT_BITS = 8
-DIGITS = 1 << DIGIT_BITS
+DIGIT_BITS = 16
 
 
 def _as_unsigned(keys: np.ndarray) -> np.ndarray:
@@ -27,19 +33,21 @@ def _as_unsigned(keys: np.ndarray) -> np.ndarray:
 
 
 def radix_order(keys) -> np.ndarray:
-    """The stable sorting permutation of keys (int64), one 8-bit digit per pass."""
+    """The stable sorting permutation of keys (int64), one 16-bit digit per pass."""
     from histkit.oracles import counting_sort
 
     keys = np.ascontiguousarray(as_key_array(keys))
     n = len(keys)
     require_memory(24 * n, f"radix sort of {n} keys")
     unsigned = _as_unsigned(keys)
+    bits = min(DIGIT_BITS, 8 * keys.itemsize)
+    digit_dtype = np.uint8 if bits == 8 else np.uint16
+    mask = unsigned.dtype.type((1 << bits) - 1)
     order = np.arange(n, dtype=np.int64)
-    for shift in range(0, 8 * keys.itemsize, DIGIT_BITS):
-        digits = ((unsigned >> unsigned.dtype.type(shift)) & unsigned.dtype.type(DIGITS - 1))
-        digits = digits.astype(np.uint8)
+    for shift in range(0, 8 * keys.itemsize, bits):
+        digits = ((unsigned >> unsigned.dtype.type(shift)) & mask).astype(digit_dtype)
         if n and np.all(digits == digits[0]):
             continue  # every key shares this digit: the pass would move nothing
-        _, by_digit = counting_sort(digits[order], DIGITS)
+        _, by_digit = counting_sort(digits[order], 1 << bits)
         order = order[by_digit]
     return order
