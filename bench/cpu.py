@@ -21,14 +21,12 @@ faults of a first call. The write floor allocates fresh pages too.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
-from datetime import date
-from pathlib import Path
 
 import numpy as np
+from _shared import write_results
 
 from histkit import __version__, oracles
 from histkit.distributions import make_keys
@@ -125,15 +123,12 @@ def main() -> None:
 
     with BusyCore() if args.busy else contextlib.nullcontext():
         rows = run_rows(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     busy = "-busy" if args.busy else ""
-    path = out / f"cpu-{os.cpu_count()}core{busy}-{date.today().isoformat()}.json"
     meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
             "machine": platform.machine(), "processor": platform.processor(),
             "one_core_busy": args.busy}
-    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
-    print(f"wrote {path}")
+    write_results(args.out, f"cpu-{os.cpu_count()}core{busy}", {"meta": meta, "rows": rows},
+                  indent=2)
 
 
 def run_rows(args) -> list[dict]:

@@ -11,22 +11,9 @@ computes, all in one run:
 from __future__ import annotations
 
 import argparse
-import json
-import time
-from datetime import date
-from pathlib import Path
 
 import numpy as np
-
-
-def median_seconds(call, repeats: int) -> float:
-    call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+from _shared import median_seconds, write_results
 
 
 def main() -> None:
@@ -73,11 +60,7 @@ def main() -> None:
                   f"({row['dask_over_oracle']:.2f}x the oracle), da.bincount "
                   f"{s['da.bincount'] * 1e3:6.1f} ms ({row['bincount_over_dask']:.1f}x slower)",
                   flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"dask-cpu-2worker-{date.today().isoformat()}.json"
-    path.write_text(json.dumps(rows, indent=1))
-    print(f"wrote {path}")
+    write_results(args.out, "dask-cpu-2worker", rows)
 
 
 if __name__ == "__main__":

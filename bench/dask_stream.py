@@ -13,14 +13,12 @@ process shows that the input never had to fit.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import time
-from datetime import date
-from pathlib import Path
 
 import numpy as np
+from _shared import write_results
 
 
 def main() -> None:
@@ -58,11 +56,7 @@ def main() -> None:
           f"({row['produce_GBps']:.2f} GB/s); histkit.dask.histogram {histogram:.1f} s "
           f"({row['histogram_GBps']:.2f} GB/s) = {row['histogram_over_produce']:.2f} of the "
           f"production rate; peak RSS {peak / 2**30:.2f} GiB", flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"dask-stream-cpu-{date.today().isoformat()}.json"
-    path.write_text(json.dumps(row, indent=1))
-    print(f"wrote {path}")
+    write_results(args.out, "dask-stream-cpu", row)
 
 
 if __name__ == "__main__":

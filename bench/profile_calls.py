@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import time
 
 import numpy as np
+from _shared import median_seconds
 
 
 def main() -> None:
@@ -31,14 +31,8 @@ def main() -> None:
     keys = cupy.random.RandomState(0).randint(0, 256, 1 << 12, dtype=cupy.int32)
     for name, call in (("histogram", lambda: gpu.histogram(keys, 256)),
                        ("counting_sort", lambda: gpu.counting_sort(keys, 256))):
-        for _ in range(20):
-            call()
-        times = []
-        for _ in range(args.calls):
-            start = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - start)
-        print(f"gpu.{name} on 2^12 keys: median {np.median(times) * 1e6:.1f} us per call "
+        us = median_seconds(call, args.calls, warm_up=20) * 1e6
+        print(f"gpu.{name} on 2^12 keys: median {us:.1f} us per call "
               f"({args.calls} calls, no profiler)")
         profile = cProfile.Profile()
         profile.enable()
@@ -46,17 +40,6 @@ def main() -> None:
             call()
         profile.disable()
         pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
-
-
-def _median_us(step, repeats: int = 3000) -> float:
-    for _ in range(50):
-        step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1e6)
 
 
 def time_steps() -> None:
@@ -120,7 +103,7 @@ def time_steps() -> None:
     }
     words = cupy.empty(1, cupy.uint64)
     for name, step in steps.items():
-        us = _median_us(step)
+        us = median_seconds(step, 3000, warm_up=50) * 1e6
         crt.sync("after " + name)
         print(f"{us:8.2f} us  {name}", flush=True)
 
