@@ -478,10 +478,6 @@ class SortShape:
     passes: tuple[SortPass, ...]
     n_and_bins: tuple  # (n, num_bins) as the kernels take them
 
-    @property
-    def shifts(self) -> tuple[int, ...]:
-        return tuple(p.shift for p in self.passes)
-
 
 def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None) -> SortShape:
     tiles = -(-keys.n // TILE_KEYS)
@@ -518,23 +514,6 @@ class StablePlan:
     offsets: DeviceArray
     geometries: list
     keep_alive: list
-
-    @property
-    def shifts(self) -> tuple[int, ...]:
-        return self.shape.shifts
-
-    @property
-    def blocks(self) -> int:
-        return self.shape.blocks
-
-    @property
-    def tiles(self) -> int:
-        return self.shape.tiles
-
-    def describe(self) -> str:
-        passes = len(self.shifts)
-        return (f"{passes} digit pass{'es' if passes > 1 else ''} over tiles of {TILE_KEYS} "
-                f"keys; " + " + ".join(map(str, self.geometries)))
 
 
 def _digits(num_bins: int, shift: int) -> int:
