@@ -55,7 +55,9 @@ class FakeRuntime:
         return self
 
     def wait_for(self, foreign_stream):
-        self.log.append(("wait_for", foreign_stream))
+        """Logs the waits the real runtime makes (none on its own stream)."""
+        if foreign_stream != self.handle:
+            self.log.append(("wait_for", foreign_stream))
 
     def capturing(self):
         return False

@@ -186,7 +186,7 @@ def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
     ptr, n, dtype, producer = _cupy_interface(array, rt, name)
     own_stream = cupy.cuda.get_current_stream().ptr or _LEGACY
     call_rt = rt.on(handle if handle is not None else own_stream)
-    if producer is not None and producer != call_rt.handle:
+    if producer is not None:
         call_rt.wait_for(producer)  # keys written on another stream: read them after
     return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
 
@@ -266,7 +266,7 @@ def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
                         f"got {type(array).__name__}")
     if _framework_of(array) == "cupy":
         ptr, size, got, producer = _cupy_interface(array, call.rt, name)
-        if producer is not None and producer != call.rt.handle:
+        if producer is not None:
             call.rt.wait_for(producer)  # its pending writes come before ours
     else:
         ptr, size, got = _view(call.rt, array, name)

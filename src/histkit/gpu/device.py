@@ -400,7 +400,8 @@ class Runtime:
 
     def wait_for(self, foreign_stream: int) -> None:
         """Order this runtime's stream after the work pending on another stream
-        (a raw CUstream handle; 1 and 2 are the legacy and per-thread defaults)."""
+        (a raw CUstream handle; 1 and 2 are the legacy and per-thread defaults);
+        nothing to do when it is this runtime's own stream."""
         if foreign_stream == self.handle:
             return
         event = getattr(self._scratch, "event", None)
