@@ -313,6 +313,16 @@ def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int
         raise bad_key_error(index, value.item(), num_bins)
 
 
+def _open(keys, stream, check, first_bad) -> _Call:
+    """A histogram's or sort's call, its arguments checked before a GPU is
+    looked for: keys (device array, or made a NumPy key array), stream, check."""
+    _check_options(check, first_bad)
+    on_device = is_device_array(keys)
+    keys = keys if on_device else as_key_array(keys)
+    handle = stream_handle(stream)
+    return _begin(runtime(), keys, handle, on_device)
+
+
 def _check_options(check, first_bad) -> None:
     if not isinstance(check, bool | np.bool_):
         raise TypeError(f"check must be True or False; got {check!r}")
@@ -341,11 +351,7 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    _check_options(check, first_bad)
-    on_device = is_device_array(keys)
-    keys = keys if on_device else as_key_array(keys)
-    handle = stream_handle(stream)
-    call = _begin(runtime(), keys, handle, on_device)
+    call = _open(keys, stream, check, first_bad)
     hist = (_allocate(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
             if out is None
             else _borrow(call, out, num_bins, np.int64, "out"))
@@ -372,11 +378,7 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
     bad key) are unspecified.
     """
     num_bins = bin_count(num_bins)
-    _check_options(check, first_bad)
-    on_device = is_device_array(keys)
-    keys = keys if on_device else as_key_array(keys)
-    handle = stream_handle(stream)
-    call = _begin(runtime(), keys, handle, on_device)
+    call = _open(keys, stream, check, first_bad)
     n = call.keys.n
     out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
     out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
