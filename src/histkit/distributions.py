@@ -104,12 +104,12 @@ def _in_chunks(distribution: str, n: int, num_bins: int, seed: int,
     """make_keys for large n: chunks of CHUNK keys on a thread per CPU (NumPy's
     generators and ufuncs release the GIL), chunk i drawing from the seed's
     i-th spawned stream."""
-    starts = range(0, n, CHUNK)
-    streams = np.random.SeedSequence(seed).spawn(len(starts))
-    workers = min(len(starts), os.cpu_count() or 1)
+    spans = [(start, min(CHUNK, n - start)) for start in range(0, n, CHUNK)]
+    streams = np.random.SeedSequence(seed).spawn(len(spans))
+    workers = min(len(spans), os.cpu_count() or 1)
 
     def draw(chunk: int) -> np.ndarray:
-        count = min(CHUNK, n - starts[chunk])
+        count = spans[chunk][1]
         rng = np.random.default_rng(streams[chunk])
         if distribution in ("uniform", "sorted"):
             return rng.integers(0, num_bins, size=count, dtype=dtype)
@@ -118,18 +118,17 @@ def _in_chunks(distribution: str, n: int, num_bins: int, seed: int,
     if distribution == "sorted":  # uniform keys, placed in order from their counts
         with ThreadPoolExecutor(workers) as pool:
             counts = sum(pool.map(lambda c: np.bincount(draw(c), minlength=num_bins),
-                                  range(len(starts))))
+                                  range(len(spans))))
         return np.repeat(np.arange(num_bins, dtype=dtype), counts)
     keys = np.empty(n, dtype)
 
     def fill(chunk: int) -> None:
-        start = starts[chunk]
-        count = min(CHUNK, n - start)
+        start, count = spans[chunk]
         if distribution in POSITIONAL:
             keys[start:start + count] = POSITIONAL[distribution](start, count, num_bins)
         else:
             keys[start:start + count] = draw(chunk)
 
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(fill, range(len(starts))))
+        list(pool.map(fill, range(len(spans))))
     return keys
