@@ -27,7 +27,26 @@
 //                          addresses.
 // A pass after the first carries the previous pass's original indices along
 // (in_index); the first pass makes them from the key's position.
+//
+// Built with -DRADIX_KEYS=1, the same passes sort full-width keys (gpu.radix_sort,
+// one pass per byte of the key): a key's digits come from its order-preserving
+// unsigned image, and every key is valid (num_bins and first_bad are not read).
 #include "common.cuh"
+
+#ifdef RADIX_KEYS
+// The key's bits as unsigned, with a signed key's sign bit flipped: negative
+// keys then come before non-negative ones, each in increasing order.
+__device__ __forceinline__ u64 sort_bin(hk_key key) {
+    const unsigned bits = 8 * sizeof(hk_key);
+    const u64 width = ~0ULL >> (64 - bits);
+    const u64 sign = (hk_key)-1 < (hk_key)0 ? 1ULL << (bits - 1) : 0ULL;
+    return ((u64)key & width) ^ sign;
+}
+__device__ __forceinline__ bool sort_key_valid(u64, u64) { return true; }
+#else
+__device__ __forceinline__ u64 sort_bin(hk_key key) { return hk_bin(key); }
+__device__ __forceinline__ bool sort_key_valid(u64 bin, u64 num_bins) { return bin < num_bins; }
+#endif
 
 // The count (atomic_histogram.cu) reported any bad key; cursor starts as the
 // exclusive scan of the counts. A bad key is skipped here, as the count skipped
@@ -148,8 +167,8 @@ count_ranges(const hk_key* keys, i64 n, u64 num_bins, unsigned shift, unsigned n
         for (int k = 0; k < TILE_ITEMS; ++k) {
             const i64 i = base + (i64)k * TILE_THREADS;
             if (i >= end) continue;
-            const u64 bin = hk_bin(held[k]);
-            if (bin < num_bins) {
+            const u64 bin = sort_bin(held[k]);
+            if (sort_key_valid(bin, num_bins)) {
                 atomicAdd(&copies[lane][digit_of(bin, shift)], 1u);
             } else {
                 hk_note_bad_key(first_bad, i);
@@ -214,11 +233,12 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
 #pragma unroll
         for (int k = 0; k < TILE_ITEMS; ++k) {
             const int pos = (int)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
-            const u64 bin = hk_bin(held[k]);
+            const u64 bin = sort_bin(held[k]);
             // A bad key (count_ranges reported it and skipped it) is skipped
             // here too: nothing is written out of bounds, even when the host
             // does not wait for the count's verdict.
-            digits[k] = pos < tile_n && bin < num_bins ? digit_of(bin, shift) : NO_DIGIT;
+            digits[k] =
+                pos < tile_n && sort_key_valid(bin, num_bins) ? digit_of(bin, shift) : NO_DIGIT;
             const unsigned peers = same_digit_lanes(digits[k]);
             const unsigned leader = __ffs(peers) - 1;
             unsigned before = 0;
@@ -262,7 +282,7 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
         // 4. Each digit's run goes to consecutive output slots.
         for (int p = threadIdx.x; p < (int)staged; p += TILE_THREADS) {
             const hk_key key = staged_keys[p];
-            const unsigned d = digit_of(hk_bin(key), shift);
+            const unsigned d = digit_of(sort_bin(key), shift);
             const u64 dst = cursor[d] + (u64)(p - (int)digit_start[d]);
             const i64 src = base + staged_pos[p];
             out_keys[dst] = key;

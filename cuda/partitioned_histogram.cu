@@ -203,6 +203,7 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
                  u64* hist) {
     extern __shared__ unsigned bins[];  // PART_BINS counters (more than 48 KB: dynamic)
     const i64 entries = (i64)num_parts * num_tiles;
+    if (entries == 0) return;  // no keys (no tiles): no last entry to read
     const u64 work = part_pos[entries - 1] + part_counts[entries - 1];
     const u64 a = work * blockIdx.x / gridDim.x, b = work * (blockIdx.x + 1) / gridDim.x;
     if (a == b) return;  // the whole block leaves together

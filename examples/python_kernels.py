@@ -179,3 +179,47 @@ def sort_by_low_byte(keys, num_bins):
     _reject_bad_keys(keys, num_bins)
     order = np.argsort(keys % 256, kind="stable")
     return keys[order], order
+
+
+# --- radix-sort: f(keys) -> (sorted_keys, original_index), full-width keys ----
+
+def radix_argsort(keys):
+    """Correct: NumPy's stable sort of the keys as the integers they are."""
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order
+
+
+def radix_unsigned_order(keys):
+    """Bug: sorts the keys' bits as unsigned, so negative keys come last."""
+    unsigned = keys.view(f"u{keys.dtype.itemsize}")
+    order = np.argsort(unsigned, kind="stable")
+    return keys[order], order
+
+
+def radix_low_bytes_only(keys):
+    """Bug: the last digit pass is missing: only the low 3 bytes (of wide
+    keys) decide the order, as if the pass count assumed 24-bit keys."""
+    if keys.dtype.itemsize < 4:
+        order = np.argsort(keys, kind="stable")
+    else:
+        order = np.argsort(keys.astype(np.int64) & 0xFFFFFF, kind="stable")
+    return keys[order], order
+
+
+def radix_equal_keys_reversed(keys):
+    """Bug: equal keys come out in reverse input order (a scatter that walks
+    each digit's run from its end): sorted, but not stable."""
+    reversed_order = np.argsort(keys[::-1], kind="stable")
+    order = (len(keys) - 1 - reversed_order) if len(keys) else reversed_order
+    return keys[order], order
+
+
+def radix_sign_flipped_in_every_digit(keys):
+    """Bug: the sign bit flip is applied to the top bit of every 8-bit digit,
+    not only the key's top one (right for 8-bit keys, wrong for wider ones)."""
+    width = keys.dtype.itemsize
+    image = keys.view(f"u{width}").astype(np.uint64)
+    if keys.dtype.kind == "i":
+        image ^= np.uint64(int("80" * width, 16))
+    order = np.argsort(image, kind="stable")
+    return keys[order], order

@@ -232,6 +232,25 @@ def test_a_sort_of_two_digits_marks_its_intermediate_keys_as_bad_keys(fake):
     assert ("memset", 0xFF, 10_000 * 4) in fake.log and not fake.kinds("sync")
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64])
+def test_a_radix_sort_makes_one_pass_per_key_byte_and_waits_for_nothing(fake, dtype):
+    keys, index = api.radix_sort(cupy_keys(10_000, dtype=dtype))
+    launches = [e[1] for e in fake.kinds("launch")]
+    passes = np.dtype(dtype).itemsize
+    assert launches == ["count_ranges", "scan_tiles", "scatter_ranges_stable"] * passes
+    # every key is valid: no read-back, and no bad-key marks between passes
+    assert not fake.kinds("sync") and ("memset", 0xFF, 10_000 * passes) not in fake.log
+    assert keys.dtype == np.dtype(dtype) and index.dtype == np.int64
+
+
+def test_radix_sort_values_follow_their_keys_through_one_gather(fake):
+    values = FakeCupyArray(10_000, np.float32, 0x800000, stream=CUPY_STREAM)
+    keys, moved = api.radix_sort(cupy_keys(10_000), values)
+    assert [e[1] for e in fake.kinds("launch")][-1] == "gather_values"
+    assert moved.dtype == np.float32 and len(fake.cupy_allocated) == 3
+    assert ("gather_values.cu", "gather_values") in fake.compiled
+
+
 def test_repeated_calls_prepare_each_launch_once(fake):
     for _ in range(5):
         api.histogram(cupy_keys(), 256)
@@ -311,6 +330,11 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                 options = dict(variant.options)
                 if kernel.kind == "scan":
                     kernel.run(rt, 0x1000, num_bins, 0x2000, [], **options)
+                    continue
+                if kernel.kind == "radix-sort":
+                    kernel.run(rt, keys, FakeArray(0x3000, n, dtype),
+                               FakeArray(0x4000, n, np.int64), [],
+                               values=(0x7000, 8, 0x8000), **options)
                     continue
                 if kernel.kind in ("sort", "stable-sort"):
                     kernel.run(rt, keys, num_bins, FakeArray(0x3000, n, dtype),

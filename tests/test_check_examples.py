@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 CORRECT = [("histogram", "histogram"), ("wave_histogram", "wave"),
            ("histogram", "racy-histogram"), ("privatized", "privatized"),
            ("exclusive_scan", "scan"), ("stable_counting_sort", "stable-sort"),
-           ("quicksort_argsort", "sort")]
+           ("quicksort_argsort", "sort"), ("radix_argsort", "radix-sort")]
 BUGGY = [("histogram_clipped", "histogram"), ("histogram_dropped_tail", "histogram"),
          ("histogram_last_bad_index", "histogram"), ("histogram_uint8_as_signed", "histogram"),
          ("histogram_int32_counts_wrap", "histogram"), ("wave_histogram_atomic", "wave"),
@@ -28,7 +28,10 @@ BUGGY = [("histogram_clipped", "histogram"), ("histogram_dropped_tail", "histogr
          ("privatized_skips_zero_bins", "privatized"), ("inclusive_scan", "scan"),
          ("scan_tiles_without_carry", "scan"), ("quicksort_argsort", "stable-sort"),
          ("sort_index_off_by_one", "stable-sort"), ("sort_unchecked", "sort"),
-         ("sort_drops_last_key", "stable-sort"), ("sort_by_low_byte", "stable-sort")]
+         ("sort_drops_last_key", "stable-sort"), ("sort_by_low_byte", "stable-sort"),
+         ("radix_unsigned_order", "radix-sort"), ("radix_low_bytes_only", "radix-sort"),
+         ("radix_equal_keys_reversed", "radix-sort"),
+         ("radix_sign_flipped_in_every_digit", "radix-sort")]
 # Bugs that need a large input to show: a bin must pass int16's 32767.
 NEEDS_MANY_KEYS = {"histogram_int32_counts_wrap"}
 
@@ -100,6 +103,12 @@ def test_there_are_five_buggy_kernels_of_every_kind_python_and_cuda_together():
     for kind in ("histogram", "racy-histogram", "wave", "privatized", "scan", "sort",
                  "stable-sort"):
         assert kinds.count(kind) >= 5, kind
+    assert kinds.count("radix-sort") >= 4  # Python only: the kernel ABI has no radix sort
+
+
+def test_a_cuda_file_of_a_kind_the_abi_lacks_is_refused_naming_the_way_in():
+    with pytest.raises(ValueError, match="no radix-sort kernels.*Python callable"):
+        check(str(ROOT / "examples" / "cuda" / "counting_sort.cu"), "radix-sort")
 
 
 @needs_nvrtc

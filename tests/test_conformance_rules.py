@@ -87,8 +87,24 @@ def test_case_keys_are_reproducible_and_in_range():
         keys = case.keys()
         assert keys.dtype == np.dtype(case.dtype) and len(keys) == case.n
         assert np.array_equal(keys, case.keys())
-        if case.n and not case.bad:
+        if case.n and not case.bad and not case.full_width:
             assert keys.min() >= 0 and keys.max() < case.num_bins
+
+
+def test_full_width_cases_span_negative_and_high_keys_of_every_dtype():
+    wide = [c for c in all_cases(quick=True) if c.full_width]
+    assert {c.dtype for c in wide} == {"int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                       "int64", "uint64"}
+    for case in wide:
+        if case.distribution != "uniform" or case.n < 50_000:
+            continue
+        keys = case.keys()
+        info = np.iinfo(keys.dtype)
+        # keys in the lowest and the highest sixteenth of the range: the top byte decides
+        span = float(info.max) - float(info.min)
+        assert keys.astype(float).min() < float(info.min) + span / 16
+        assert keys.astype(float).max() > float(info.max) - span / 16
+        assert (keys.min() < 0) == (info.min < 0)
 
 
 @pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad],
@@ -192,3 +208,33 @@ def test_atomic_cursor_sort_on_the_valid_keys_keeps_its_stability_finding():
     keys = np.concatenate([BAD_INPUT[swapped], [0]])
     cell = _judged("sort", sorted_keys=keys, original_index=np.concatenate([swapped, [0]]))
     assert cell.status == "finding" and "on the valid keys" in cell.detail
+
+
+def _radix_outcome(keys, values):
+    order = np.argsort(keys, kind="stable")  # numpy: independent of the oracle
+    return checks.Outcome(sorted_keys=keys[order], original_index=order,
+                          sorted_values=values[order])
+
+
+def test_the_radix_rule_passes_numpys_stable_argsort_of_signed_keys_and_nan_values():
+    keys = np.array([5, -3, 5, -128, 7, -3, 0], dtype=np.int8)
+    values = np.array([np.nan, 1, 2, 3, np.inf, 5, -0.0], dtype=np.float32)
+    expected = checks.Expected(keys, 0, full_width=True, values=values)
+    assert checks.judge("radix-sort", expected, _radix_outcome(keys, values)).status == "pass"
+
+
+def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values():
+    keys = np.array([5, -3, 5, -128, 7, -3, 0], dtype=np.int8)
+    values = np.arange(7, dtype=np.uint16)
+    expected = checks.Expected(keys, 0, full_width=True, values=values)
+    unstable = _radix_outcome(keys, values)
+    unstable.original_index = unstable.original_index.copy()
+    unstable.original_index[[1, 2]] = unstable.original_index[[2, 1]]  # the two -3s
+    assert "original index" in checks.judge("radix-sort", expected, unstable).detail
+    as_unsigned = np.argsort(keys.view(np.uint8), kind="stable")
+    unsigned = checks.Outcome(sorted_keys=keys[as_unsigned], original_index=as_unsigned,
+                              sorted_values=values[as_unsigned])
+    assert checks.judge("radix-sort", expected, unsigned).status == "FAIL"
+    misplaced = _radix_outcome(keys, values)
+    misplaced.sorted_values = values.copy()  # values left in input order
+    assert "values differ" in checks.judge("radix-sort", expected, misplaced).detail

@@ -448,3 +448,59 @@ def test_pooled_scratch_is_reused_and_stale_data_never_reaches_a_result():
     gpu.counting_sort(keys, num_bins)  # the same call again takes what it gave back
     assert dict((key, len(stack)) for key, stack in pool.free.items()) == kept
     assert pool.kept <= POOL_MAX_BYTES
+
+
+# --- full-width keys: gpu.radix_sort and gpu.argsort (judged against NumPy) ----
+
+WIDTHS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", WIDTHS)
+def test_radix_sort_of_full_width_keys_is_numpys_stable_argsort(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    keys = rng.integers(info.min, info.max, 100_003, endpoint=True, dtype=dtype)
+    keys[::7] = keys[3]  # runs of equal keys: stability shows
+    want = np.argsort(keys, kind="stable")
+    got_keys, got_index = gpu.radix_sort(keys)
+    np.testing.assert_array_equal(got_index, want)
+    np.testing.assert_array_equal(got_keys, keys[want])
+    np.testing.assert_array_equal(gpu.argsort(keys), want)
+
+
+@needs_gpu
+def test_radix_sort_moves_values_of_any_width_with_their_keys():
+    keys = np.random.default_rng(3).integers(-(2**40), 2**40, 70_001)
+    for values in (np.linspace(0, 1, len(keys), dtype=np.float32),
+                   np.arange(len(keys), dtype=np.uint8), np.arange(len(keys)) * 3.5):
+        got_keys, got_values = gpu.radix_sort(keys, values)
+        order = np.argsort(keys, kind="stable")
+        np.testing.assert_array_equal(got_values, values[order])
+        np.testing.assert_array_equal(got_keys, keys[order])
+
+
+@needs_gpu
+def test_radix_sort_of_cupy_keys_stays_on_the_device_and_equals_the_oracle():
+    cupy = pytest.importorskip("cupy")
+    host = np.random.default_rng(8).integers(-(2**31), 2**31, 1 << 20).astype(np.int32)
+    keys = cupy.asarray(host)
+    values = cupy.arange(len(host), dtype=cupy.float64)
+    got_keys, got_values = gpu.radix_sort(keys, values, stable=False)
+    assert isinstance(got_keys, cupy.ndarray) and isinstance(got_values, cupy.ndarray)
+    want_keys, want_index = oracles.radix_sort(host)
+    np.testing.assert_array_equal(cupy.asnumpy(got_keys), want_keys)
+    np.testing.assert_array_equal(cupy.asnumpy(got_values), want_index.astype(np.float64))
+    assert int(gpu.argsort(keys)[0]) == int(want_index[0])
+
+
+def test_radix_sort_refuses_bad_arguments_naming_them_with_or_without_a_gpu():
+    keys = np.array([3, -1, 2])
+    with pytest.raises(ValueError, match="one entry per key: 3 keys, 2 values"):
+        gpu.radix_sort(keys, np.zeros(2))
+    with pytest.raises(TypeError, match="1, 2, 4 or 8 bytes"):
+        gpu.radix_sort(keys, np.zeros(3, np.complex128))
+    with pytest.raises(TypeError, match="stable must be True or False"):
+        gpu.radix_sort(keys, stable="yes")
+    with pytest.raises(TypeError, match="integer"):
+        gpu.radix_sort(np.array([0.5, 1.5]))

@@ -132,3 +132,32 @@ def _in_chunks(distribution: str, n: int, num_bins: int, seed: int,
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(fill, range(len(spans))))
     return keys
+
+
+def full_width_keys(distribution: str, n: int, seed: int = 0, dtype=np.int32) -> np.ndarray:
+    """``n`` keys of the named distribution spread over the dtype's whole range
+    (negative keys included), for sorts of full-width keys (radix sort).
+
+    "uniform" draws every bit at random; the others draw the distribution over
+    2^16 values (2^bits for 8-bit keys) and stretch it, in order, from the
+    dtype's smallest value to its largest, keeping its shape (one value, a
+    Zipf head, sorted runs, a round robin).
+    """
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    bits = 8 * dtype.itemsize
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    if distribution == "uniform":
+        drawn = np.random.default_rng(seed).integers(0, 2**bits - 1, size=n, endpoint=True,
+                                                     dtype=np.uint64)
+        return drawn.astype(unsigned).view(dtype)
+    values = min(1 << 16, 1 << bits)
+    base = make_keys(distribution, n, values, seed, np.int64).astype(np.uint64)
+    stride = np.uint64((1 << bits) // values)
+    lowest = np.uint64(info.min % (1 << bits))  # the smallest key's bits
+    # uint64 arithmetic wraps: the bits of lowest + base * stride, in order from
+    # the smallest key up (a signed key's image is its bits plus the sign bit).
+    image = base * stride
+    if info.min < 0:
+        return (image + lowest).astype(unsigned).view(dtype)
+    return image.astype(unsigned).view(dtype)

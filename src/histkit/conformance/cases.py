@@ -9,7 +9,9 @@ kernel's less travelled paths:
 - ``grid``: a forced block count (1, 2, 3, ...): grid-stride loops, blocks
   that own several tiles and carries between tiles at small N;
 - ``bad``: out-of-range keys planted by a named pattern; the rule is then the
-  oracle's error: the first bad index, exactly.
+  oracle's error: the first bad index, exactly;
+- ``full_width``: keys over the dtype's whole range, negatives included (no
+  K: only the radix sort takes them; it also sorts every other case's keys).
 
 Every case regenerates the same keys from its fields, so its name is enough
 to reproduce it.
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histkit.distributions import make_keys
+from histkit.distributions import full_width_keys, make_keys
+from histkit.gpu.contract import TILE_ITEMS, TILE_WARPS, WARP
 
 DISTRIBUTIONS = ("uniform", "onebin", "zipf", "sorted", "round-robin")
 EDGE_SIZES = (0, 1, 31, 32, 33, 255, 256, 257)  # the block is 256: block +/- 1
@@ -29,6 +32,7 @@ MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
+SORT_TILE_KEYS = TILE_WARPS * WARP * TILE_ITEMS  # the stable sort's tile
 BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
@@ -45,16 +49,20 @@ class Case:
     bad: str | None = None
     # Explicit keys (a shrunk reproducer); then distribution is "literal".
     literal: tuple[int, ...] | None = None
+    # Keys over the dtype's whole range (num_bins is then 0: there is no K).
+    full_width: bool = False
 
     @classmethod
-    def of_keys(cls, keys, num_bins: int, grid: int | None = None) -> Case:
+    def of_keys(cls, keys, num_bins: int, grid: int | None = None,
+                full_width: bool = False) -> Case:
         keys = np.asarray(keys)
         return cls("literal", len(keys), num_bins, dtype=keys.dtype.name, grid=grid,
-                   literal=tuple(int(k) for k in keys))
+                   literal=tuple(int(k) for k in keys), full_width=full_width)
 
     @property
     def name(self) -> str:
-        name = f"{self.distribution}/N={self.n}/K={self.num_bins}/{self.dtype}"
+        width = "full-width" if self.full_width else f"K={self.num_bins}"
+        name = f"{self.distribution}/N={self.n}/{width}/{self.dtype}"
         if self.offset:
             name += f"/offset={self.offset}"
         if self.grid is not None:
@@ -67,6 +75,8 @@ class Case:
         dtype = np.dtype(self.dtype)
         if self.literal is not None:
             return np.array(self.literal, dtype=dtype)
+        if self.full_width:
+            return full_width_keys(self.distribution, self.n, self.seed, dtype)
         # K may pass the dtype's largest key (int8 keys, K = 256): draw from what
         # fits. Large inputs are drawn in chunks, in the narrow dtype, on every CPU.
         key_range = min(self.num_bins, int(np.iinfo(dtype).max) + 1)
@@ -211,15 +221,38 @@ def _bad_key_cases() -> list[Case]:
     return cases
 
 
+def _full_width_cases() -> list[Case]:
+    """Keys over the whole range of every dtype (the radix sort's own cases):
+    every byte of the key decides, negative keys sort first."""
+    def wide(distribution, n, dtype, **more) -> Case:
+        return Case(distribution, n, 0, seed=14, dtype=dtype, full_width=True, **more)
+
+    widths = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+    cases = [wide("uniform", 70_001, t) for t in widths]
+    cases += [wide(d, 100_003, t) for d in DISTRIBUTIONS[1:]
+              for t in ("int32", "uint32", "int64", "uint64")]
+    # one key, a partial warp, a block + 1, a tile + 1, two tiles + 1 (a 1-key tile)
+    cases += [wide("uniform", n, "int32")
+              for n in (1, 31, 257, SORT_TILE_KEYS + 1, 2 * SORT_TILE_KEYS + 1)]
+    cases += [wide("uniform", MEDIUM + 3, t) for t in ("int32", "int64")]
+    cases += [wide("uniform", 300_007, t, grid=g) for t in ("int64", "int16") for g in (1, 3)]
+    cases += [wide("zipf", 10_007 + 1, t, offset=1) for t in ("int8", "uint16", "int64")]
+    return cases
+
+
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
-             + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases())
+             + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases()
+             + _full_width_cases())
     return cases if quick else cases + large_cases()
 
 
 def large_cases() -> list[Case]:
     """What a full run adds to the quick matrix: 2^28 keys, and past 2^31."""
-    return [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)] + huge_cases()
+    cases = [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
+    cases += [Case("uniform", LARGE, 0, seed=3, dtype=t, full_width=True)
+              for t in ("int32", "int64")]
+    return cases + huge_cases()
 
 
 def huge_cases() -> list[Case]:

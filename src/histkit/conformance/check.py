@@ -20,6 +20,7 @@ import numpy as np
 from histkit.conformance.cases import Case, all_cases
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
+    DEFAULT_ENTRIES,
     CudaFileImpl,
     PythonImpl,
     load_callable,
@@ -89,6 +90,10 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
     if isinstance(impl, (CudaFileImpl, PythonImpl)):
         return impl
     if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
+        if kind not in DEFAULT_ENTRIES:
+            raise ValueError(f"the kernel ABI has no {kind} kernels (CUDA files may be of kind "
+                             f"{', '.join(DEFAULT_ENTRIES)}); hand a {kind} as a Python "
+                             f"callable that launches it")
         path, entries = parse_kernel_spec(impl, kind)
         return CudaFileImpl(path, kind, entries, tuple(sorted((defines or {}).items())), block,
                             grid, count_bits, warp_size)
@@ -123,8 +128,9 @@ class Judge:
             self._isolated.close()
 
 
-def _candidates(keys: np.ndarray, num_bins: int):
-    """Smaller inputs to try, most aggressive first."""
+def _candidates(keys: np.ndarray, num_bins: int, full_width: bool = False):
+    """Smaller inputs to try, most aggressive first (full-width keys: only
+    fewer of them; there is no num_bins to shrink)."""
     n = len(keys)
     if n > 1:
         yield keys[: n // 2], num_bins
@@ -132,6 +138,8 @@ def _candidates(keys: np.ndarray, num_bins: int):
         cut = max(1, n // 8)
         yield keys[: n - cut], num_bins
         yield keys[cut:], num_bins
+    if full_width:
+        return
     valid = keys[(keys >= 0) & (keys < num_bins)] if n else keys
     if len(valid) == n and n:
         top = int(keys.max()) + 1
@@ -151,15 +159,15 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     if case.n > SHRINK_MAX_N:
         return None
     keys, num_bins = case.keys(), case.num_bins
-    best = Case.of_keys(keys, num_bins, case.grid)
+    best = Case.of_keys(keys, num_bins, case.grid, case.full_width)
     best_detail = ""
     attempts = 0
     improved = True
     while improved and attempts < SHRINK_ATTEMPTS:
         improved = False
-        for cand_keys, cand_bins in _candidates(keys, num_bins):
+        for cand_keys, cand_bins in _candidates(keys, num_bins, case.full_width):
             attempts += 1
-            candidate = Case.of_keys(cand_keys, cand_bins, case.grid)
+            candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width)
             cell, _ = judge(candidate)
             if cell.status == "FAIL":
                 keys, num_bins, best, best_detail = cand_keys, cand_bins, candidate, cell.detail
@@ -181,9 +189,10 @@ def reproducer(impl, kind: str, case: Case) -> str:
             options += f" --counts {impl.count_bits}"
             return (f"histkit check {impl.describe()} --kind {kind} --keys '{keys}' "
                     f"--dtype {case.dtype} --num-bins {case.num_bins}{options}")
+        bins = "" if kind == "radix-sort" else f", num_bins={case.num_bins}"
         return (f"python -c \"import numpy as np; from histkit.conformance import check; "
                 f"print(check('{impl.describe()}', '{kind}', keys=np.array([{keys}], "
-                f"dtype='{case.dtype}'), num_bins={case.num_bins}).failures[0])\"")
+                f"dtype='{case.dtype}'){bins}).failures[0])\"")
     return (f"python -c \"from histkit.conformance import check, Case; "
             f"print(check('{impl.describe()}', '{kind}', cases=[{case!r}]).failures[0])\"")
 
@@ -197,9 +206,12 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
     if keys is not None:
-        if num_bins is None:
+        if kind == "radix-sort":  # full-width keys: there is no num_bins
+            cases = [Case.of_keys(np.asarray(keys), 0, grid, full_width=True)]
+        elif num_bins is None:
             raise ValueError("keys= needs num_bins=")
-        cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
+        else:
+            cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     elif cases is None:
         cases = all_cases(quick)
     report = CheckReport(implementation.describe(), kind)

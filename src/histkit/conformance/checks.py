@@ -106,7 +106,8 @@ NO_REPORT = None  # an implementation that reported no bad key
 class Outcome:
     """What an implementation (ours or a user's) produced on one case.
 
-    counts: histogram kinds; offsets: scan; sorted_keys + original_index: sorts;
+    counts: histogram kinds; offsets: scan; sorted_keys + original_index: sorts
+    (and sorted_values: the radix sort's values moved with their keys);
     first_bad: the first bad index it reported (None: it reported none);
     global_atomics with block and grid: privatized.
     """
@@ -115,6 +116,7 @@ class Outcome:
     offsets: np.ndarray | None = None
     sorted_keys: np.ndarray | None = None
     original_index: np.ndarray | None = None
+    sorted_values: np.ndarray | None = None
     first_bad: int | None = NO_REPORT
     global_atomics: int | None = None
     block: int | None = None
@@ -124,16 +126,20 @@ class Outcome:
 class Expected:
     """The oracles' answers for one input, each computed once, on first use."""
 
-    def __init__(self, keys: np.ndarray, num_bins: int):
+    def __init__(self, keys: np.ndarray, num_bins: int, full_width: bool = False,
+                 values: np.ndarray | None = None):
         self.keys = keys
         self.num_bins = num_bins
+        self.values = values  # what a radix sort moves with the keys (None: nothing)
         self.bad = None
         self.exact = None
-        try:
-            self.exact = oracles.histogram(keys, num_bins)
-        except oracles.BadKeyError as error:
-            self.bad = error
+        if not full_width:  # full-width keys have no K: no histogram of them
+            try:
+                self.exact = oracles.histogram(keys, num_bins)
+            except oracles.BadKeyError as error:
+                self.bad = error
         self._sorted = None
+        self._order = None
         self._waves: dict[int, np.ndarray] = {}
 
     @property
@@ -141,6 +147,13 @@ class Expected:
         if self._sorted is None:
             self._sorted = oracles.counting_sort(self.keys, self.num_bins)
         return self._sorted
+
+    @property
+    def order(self) -> np.ndarray:
+        """The stable sorting permutation of the keys as full-width integers."""
+        if self._order is None:
+            self._order = oracles.argsort(self.keys)
+        return self._order
 
     def valid_part(self) -> tuple[Expected, np.ndarray]:
         """The oracles' answers for the valid keys alone, and their positions."""
@@ -188,6 +201,8 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
     """Apply the rule of `kind` (registry.KINDS) to what an implementation produced."""
     if kind == "scan":
         return equal(got.offsets, expected.offsets(), "offset")
+    if kind == "radix-sort":  # every key is valid: there is no K
+        return radix_sorted(expected, got)
     cell = bad_key_rule(expected, got.first_bad)
     if cell is not None:
         if cell.status == "pass" and skips_bad_keys and kind in SKIPPING_KINDS:
@@ -215,6 +230,20 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         return atomic_cursor_sort(np.asarray(got.sorted_keys), np.asarray(got.original_index),
                                   expected.keys, expected.sorted[0])
     raise ValueError(f"unknown kind {kind!r}")
+
+
+def radix_sorted(expected: Expected, got: Outcome) -> Cell:
+    """Keys, original indices and values all in the oracle's stable order."""
+    order = expected.order
+    cell = equal(got.sorted_keys, expected.keys[order], "sorted key")
+    if cell.status == "pass":
+        cell = equal(got.original_index, order, "original index")
+    if cell.status == "pass" and expected.values is not None:
+        # compared as bits: float values may be NaNs
+        bits = np.dtype(f"u{expected.values.dtype.itemsize}")
+        want = expected.values[order].view(bits)
+        cell = equal(np.asarray(got.sorted_values).view(bits), want, "value")
+    return cell
 
 
 def _judge_valid_part(kind: str, expected: Expected, got: Outcome, warp_size: int,

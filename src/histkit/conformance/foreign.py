@@ -19,6 +19,8 @@ What a callable returns, by kind (arrays of any kind: NumPy, CuPy, torch):
   -> (counts, global_atomics)``
 - scan: ``f(counts) -> offsets``
 - sort, stable-sort: ``f(keys, num_bins) -> (sorted_keys, original_index)``
+- radix-sort: ``f(keys) -> (sorted_keys, original_index)`` (full-width keys;
+  every key is valid, so raising is a FAIL)
 
 A bad key is reported by raising ``ValueError`` that names the first bad index
 (``histkit.oracles.BadKeyError`` carries it as ``.index``; otherwise the
@@ -110,7 +112,9 @@ class PythonImpl:
 
     def judge(self, case: Case) -> tuple[Cell, str]:
         keys = case.keys()
-        expected = checks.Expected(keys, case.num_bins)
+        if case.full_width and self.kind != "radix-sort":
+            return Cell("skip", "full-width keys have no K: the radix sort's cases"), ""
+        expected = checks.Expected(keys, case.num_bins, case.full_width)
         if self.kind == "scan":
             if expected.bad is not None:
                 return Cell("skip", "scan inputs are counts: no bad keys"), ""
@@ -120,7 +124,7 @@ class PythonImpl:
         try:
             result = self._call(keys, case, outcome)
         except ValueError as error:
-            if expected.bad is None:
+            if expected.bad is None or self.kind == "radix-sort":
                 return Cell("FAIL", f"raised on valid input: {type(error).__name__}: {error}"), ""
             outcome.first_bad = reported_index(error)
             if outcome.first_bad is None:
@@ -141,10 +145,12 @@ class PythonImpl:
             block, grid = self.geometry(case)
             outcome.block, outcome.grid = block, grid
             return self.function(arg, case.num_bins, block_size=block, num_blocks=grid)
+        if self.kind == "radix-sort":
+            return self.function(arg)
         return self.function(arg, case.num_bins)
 
     def _fill(self, outcome: checks.Outcome, result) -> None:
-        if self.kind in ("sort", "stable-sort"):
+        if self.kind in ("sort", "stable-sort", "radix-sort"):
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)
             outcome.original_index = to_numpy(original_index)

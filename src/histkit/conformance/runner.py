@@ -21,7 +21,7 @@ from rich.progress import Progress
 
 from histkit import __version__
 from histkit.conformance import checks
-from histkit.conformance.cases import GUARD, HUGE, Case, all_cases
+from histkit.conformance.cases import GUARD, HUGE, LARGE, Case, all_cases
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
@@ -99,7 +99,8 @@ class CaseRun:
         padded[case.offset:case.offset + case.n] = self.host
         self.device_array = rt.to_device(padded)
         self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n, dtype)
-        self.expected = checks.Expected(self.host, case.num_bins)
+        self.expected = checks.Expected(self.host, case.num_bins, case.full_width,
+                                        radix_values(case))
 
     # --- device buffers, each with GUARD elements after it ----------------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
@@ -176,10 +177,37 @@ class CaseRun:
             outcome.original_index = self.read(out_index, fill=POISON)
         return outcome, " + ".join(map(str, geometries))
 
+    def run_radix(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
+        n = self.case.n
+        values = self.expected.values
+        out_keys = self.output(n, self.host.dtype, fill=POISON)
+        out_index = self.output(n, np.int64, fill=POISON)
+        out_values = self.output(n, values.dtype, fill=POISON)
+        # the values sit between guards too: a gather reading past them misplaces one
+        padded = np.empty(n + GUARD, values.dtype)
+        padded.view(np.uint8)[:] = POISON
+        padded[:n] = values
+        on_device = DeviceArray(self.rt.to_device(padded).buffer, n, values.dtype)
+        geometries = kernel.run(self.rt, self.keys, out_keys, out_index, [],
+                                grid=self.case.grid,
+                                values=(on_device.ptr, values.dtype.itemsize, out_values.ptr),
+                                **variant.options) if n else []
+        outcome = checks.Outcome(sorted_keys=self.read(out_keys, fill=POISON),
+                                 original_index=self.read(out_index, fill=POISON),
+                                 sorted_values=self.read(out_values, fill=POISON))
+        self.read(on_device, fill=POISON)  # nor may it write to its input
+        return outcome, " + ".join(map(str, geometries))
+
     def judge(self, kernel: Kernel, variant: Variant) -> tuple[Cell, str]:
         if self.case.grid is not None and not kernel.takes_grid:
             return Cell("skip", "fixed geometry: a forced grid does not apply"), ""
-        if self.expected.bad is not None and kernel.kind not in REPORTS_BAD_KEYS:
+        if self.case.full_width and kernel.kind != "radix-sort":
+            return Cell("skip", "full-width keys have no K: the radix sort's cases"), ""
+        if kernel.kind == "radix-sort" and self.expected.values is None:
+            return Cell("skip", "radix sort: past 2^31 keys the stable sort judges its passes; "
+                                "at 2^28 the full-width cases judge it"), ""
+        if (self.expected.bad is not None and kernel.kind not in REPORTS_BAD_KEYS
+                and kernel.kind != "radix-sort"):  # a radix sort takes every key
             return Cell("skip", f"{kernel.kind} kernels do not check keys"), ""
         if variant.name and VARIANT_MAX_N < self.case.n < HUGE:
             return Cell("skip", "variants reach their paths at small N; the 2^28 cases "
@@ -189,7 +217,8 @@ class CaseRun:
             limit = ONE_WARP_MAX_N if lanes == WARP else NARROW_WAVE_MAX_N
             if self.case.n > limit:
                 return Cell("skip", f"one warp over N > {limit} is only slow"), ""
-        family = {"scan": self.run_scan, "sort": self.run_sort, "stable-sort": self.run_sort}
+        family = {"scan": self.run_scan, "sort": self.run_sort, "stable-sort": self.run_sort,
+                  "radix-sort": self.run_radix}
         try:
             outcome, geometry = family.get(kernel.kind, self.run_histogram)(kernel, variant)
         except UnsupportedShape as error:
@@ -200,13 +229,27 @@ class CaseRun:
                             skips_bad_keys=kernel.skips_bad_keys), geometry
 
 
+def radix_values(case: Case) -> np.ndarray | None:
+    """The values the radix sort moves with the case's keys: random bits of a
+    width other than the keys' (every width of the gather across the cases).
+    None where the radix sort is not judged: past 2^31 keys (the stable sort's
+    row judges the same passes there) and at 2^28 keys below a K (the
+    full-width 2^28 cases judge it at that size)."""
+    if case.n >= HUGE or (case.n >= LARGE and not case.full_width):
+        return None
+    width = {1: np.float32, 2: np.uint8, 4: np.int64, 8: np.uint16}[np.dtype(case.dtype).itemsize]
+    dtype = np.dtype(width)
+    rng = np.random.default_rng(case.seed + 2)
+    return np.frombuffer(rng.bytes(case.n * dtype.itemsize), dtype=dtype)
+
+
 def device_bytes_needed(case: Case) -> int:
     """GPU memory the case's widest column holds at once: the keys, and a
     stable sort's outputs (keys and int64 indices), twice when it takes more
     than one digit pass (the spare buffers the passes ping-pong through)."""
     dtype = np.dtype(case.dtype)
     passes = len(digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1)))
-    buffers = 1 if passes == 1 else 2
+    buffers = 1 if passes == 1 and not case.full_width else 2
     return ((case.n + case.offset + GUARD) * dtype.itemsize
             + buffers * (case.n + GUARD) * (dtype.itemsize + 8))
 

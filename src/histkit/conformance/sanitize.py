@@ -22,7 +22,9 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
 def sanitizer_cases() -> list[Case]:
-    cases = [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in (1, 33, 257, 5000)
+    # N = 0 too: a kernel that reads "the last entry" of an empty table reads
+    # before its buffer, which only a sanitizer sees reliably
+    cases = [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in (0, 1, 33, 257, 5000)
              for k in (10, 256)]
     cases += [Case("uniform", 1 << 16, k, seed=1) for k in (4096, 65536, 1 << 20)]
     cases += [Case("uniform", 999, 100, seed=2, dtype=t) for t in ("int8", "uint64")]
@@ -30,6 +32,10 @@ def sanitizer_cases() -> list[Case]:
     cases += [Case("uniform", 30_001, 1 << 14, seed=3, grid=1),
               Case("sorted", 9_001, 300, seed=3, dtype="int8", offset=3, grid=2),
               Case("uniform", 5_003, 256, seed=3, bad="several", grid=2)]
+    # the radix sort's full-width keys: every width, a partial tile, a forced grid
+    cases += [Case("uniform", 4_097, 0, seed=4, dtype=t, full_width=True)
+              for t in ("int8", "uint16", "int32", "int64")]
+    cases += [Case("zipf", 20_003, 0, seed=4, dtype="int64", full_width=True, grid=2)]
     return cases
 
 

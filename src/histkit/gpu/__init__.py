@@ -6,7 +6,15 @@ raise GpuUnavailableError saying why, and ``gpu_unavailable_reason()`` returns
 it without raising.
 """
 
-from histkit.gpu.api import METHODS, counting_sort, exclusive_scan, histogram, raise_if_bad
+from histkit.gpu.api import (
+    METHODS,
+    argsort,
+    counting_sort,
+    exclusive_scan,
+    histogram,
+    radix_sort,
+    raise_if_bad,
+)
 from histkit.gpu.device import gpu_unavailable_reason
 from histkit.gpu.errors import (
     CudaError,
@@ -21,9 +29,11 @@ __all__ = [
     "DeviceMemoryError",
     "GpuUnavailableError",
     "KernelCompileError",
+    "argsort",
     "counting_sort",
     "exclusive_scan",
     "gpu_unavailable_reason",
     "histogram",
+    "radix_sort",
     "raise_if_bad",
 ]

@@ -34,7 +34,7 @@ from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.errors import DeviceMemoryError
-from histkit.gpu.kernels import Keys
+from histkit.gpu.kernels import VALUE_C_TYPES, Keys
 from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")
@@ -149,7 +149,7 @@ def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
     return _Call(call_rt, Keys(ptr, n, dtype), framework, keys, own_stream)
 
 
-def _view(rt: Runtime, obj, name: str) -> tuple[int, int, np.dtype]:
+def _view(rt: Runtime, obj, name: str, integer: bool = True) -> tuple[int, int, np.dtype]:
     """(pointer, length, dtype) of a 1-d contiguous device array on our device,
     through DLPack or its array interface; the exporter orders its pending
     work before rt's stream."""
@@ -159,12 +159,13 @@ def _view(rt: Runtime, obj, name: str) -> tuple[int, int, np.dtype]:
     shape = tuple(view.shape)
     strided = view.strides is not None and shape and shape[0] > 1 and tuple(view.strides) != (1,)
     _check_layout(np.dtype(view.dtype), shape, name,
-                  f"strides {view.strides} (in elements)" if strided else None)
+                  f"strides {view.strides} (in elements)" if strided else None, integer)
     _check_device(rt, view.device_id, name)
     return view.ptr, shape[0], np.dtype(view.dtype)
 
 
-def _cupy_interface(array, rt: Runtime, name: str) -> tuple[int, int, np.dtype, int | None]:
+def _cupy_interface(array, rt: Runtime, name: str,
+                    integer: bool = True) -> tuple[int, int, np.dtype, int | None]:
     """(pointer, length, dtype, producer stream) of a CuPy array, read through
     its __cuda_array_interface__ (v3): cheaper per call than a general view."""
     interface = array.__cuda_array_interface__
@@ -173,7 +174,8 @@ def _cupy_interface(array, rt: Runtime, name: str) -> tuple[int, int, np.dtype, 
     strides = interface.get("strides")
     strided = (strides is not None and len(shape) == 1 and shape[0] > 1
                and tuple(strides) != (dtype.itemsize,))
-    _check_layout(dtype, shape, name, f"strides {tuple(strides)} (in bytes)" if strided else None)
+    _check_layout(dtype, shape, name, f"strides {tuple(strides)} (in bytes)" if strided else None,
+                  integer)
     _check_device(rt, array.device.id, name)
     producer = interface.get("stream")
     return (int(interface["data"][0]), shape[0], dtype,
@@ -191,10 +193,14 @@ def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
     return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
 
 
-def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None) -> None:
-    """Integer keys in one contiguous dimension (strided: the strides, when not contiguous)."""
-    if dtype.kind not in "iu":
+def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None,
+                  integer: bool = True) -> None:
+    """Integer keys (integer=False: values, see _check_value_dtype) in one
+    contiguous dimension (strided: the strides, when not contiguous)."""
+    if integer and dtype.kind not in "iu":
         raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got {dtype}")
+    if not integer:
+        _check_value_dtype(dtype, name)
     if len(shape) != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {shape}")
     if strided:
@@ -412,6 +418,86 @@ def exclusive_scan(counts, *, stream=None):
     return _hand_back(call, out)
 
 
+def radix_sort(keys, values=None, *, stable: bool = True, stream=None):
+    """Stable sort of full-width integer keys on the GPU (signed keys in signed
+    order): the counting sort once per byte of the key (7.3's "radix sort").
+
+    Returns (sorted_keys, original_index), or (sorted_keys, sorted_values)
+    when values (one per key, any 1-, 2-, 4- or 8-byte dtype, the same kind of
+    array as keys) are given; equals oracles.radix_sort. The sort is always
+    stable: stable=False is accepted and gets the stable order. With device
+    keys nothing waits (no key can be bad); NumPy keys come back synchronised.
+    """
+    if not isinstance(stable, bool | np.bool_):
+        raise TypeError(f"stable must be True or False; got {stable!r}")
+    call, values_in = _open_radix(keys, values, stream)
+    n = call.keys.n
+    out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
+    out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
+    out_values = None
+    if values_in is not None:
+        out_values = _allocate(call, n, values_in.dtype, "sorting {} values", n)
+    if n:
+        keep_alive: list = []  # scratch, freed on the call's stream after its kernels
+        registry.serving("radix_sort").run(
+            call.rt, call.keys, out_keys, out_index, keep_alive,
+            values=None if values_in is None else (values_in.ptr, values_in.dtype.itemsize,
+                                                   out_values.ptr))
+    sorted_keys = _hand_back(call, out_keys)
+    if out_values is None:
+        return sorted_keys, _hand_back(call, out_index)
+    return sorted_keys, _hand_back(call, out_values)
+
+
+def argsort(keys, *, stream=None):
+    """The stable sorting permutation of integer keys on the GPU (int64), as
+    np.argsort(keys, kind="stable"): gpu.radix_sort's original indices."""
+    return radix_sort(keys, stream=stream)[1]
+
+
+def _check_value_dtype(dtype: np.dtype, name: str = "values") -> None:
+    """Values move as raw bits: any fixed-size dtype of 1, 2, 4 or 8 bytes."""
+    if dtype.kind in "OVSUMm" or dtype.itemsize not in VALUE_C_TYPES:
+        raise TypeError(f"{name} must have a numeric dtype of 1, 2, 4 or 8 bytes "
+                        f"(int8 ... uint64, float16 ... float64, bool); got {dtype}")
+
+
+def _open_radix(keys, values, stream) -> tuple[_Call, _Out | None]:
+    """A radix sort's call, and its values on the device (None: no values),
+    every argument checked before a GPU is looked for."""
+    on_device = is_device_array(keys)
+    keys = keys if on_device else as_key_array(keys)
+    if values is not None:
+        if is_device_array(values) != on_device:
+            raise TypeError("values must be the same kind of array as keys (both NumPy, or "
+                            f"both on the device); got {type(keys).__name__} keys and "
+                            f"{type(values).__name__} values")
+        if not on_device:
+            values = np.ascontiguousarray(values)
+            if values.ndim != 1:
+                raise ValueError(f"values must be one-dimensional; got shape {values.shape}")
+            _check_value_dtype(values.dtype)
+            if len(values) != len(keys):
+                raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
+                                 f"{len(values)} values")
+    call = _begin(runtime(), keys, stream_handle(stream), on_device)
+    if values is None:
+        return call, None
+    if not on_device:
+        array = call.rt.to_device(values)
+        return call, _Out(array.ptr, len(values), values.dtype, array)
+    if _framework_of(values) == "cupy":
+        ptr, n, dtype, producer = _cupy_interface(values, call.rt, "values", integer=False)
+        if producer is not None:
+            call.rt.wait_for(producer)
+    else:
+        ptr, n, dtype = _view(call.rt, values, "values", integer=False)
+    if n != call.keys.n:
+        raise ValueError(f"values must hold one entry per key: {call.keys.n} keys, "
+                         f"{n} values")
+    return call, _Out(ptr, n, dtype, values)
+
+
 def raise_if_bad(first_bad, keys, num_bins: int) -> None:
     """Raise the oracles' BadKeyError if first_bad (what a check=False call
     returned) holds a bad index of keys. Reads two elements, waiting for the
@@ -444,5 +530,5 @@ def _refuse_negative(counts: np.ndarray) -> None:
                          f"{counts[negative[0]]}")
 
 
-__all__ = ["METHODS", "counting_sort", "exclusive_scan", "histogram", "raise_if_bad",
-           "stream_handle"]
+__all__ = ["METHODS", "argsort", "counting_sort", "exclusive_scan", "histogram",
+           "radix_sort", "raise_if_bad", "stream_handle"]

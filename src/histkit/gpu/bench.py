@@ -32,6 +32,7 @@ from histkit.gpu.kernels import Keys
 
 HISTOGRAM_BINS = (16, 256, 4096, 65536, 1 << 20)
 SORT_BINS = (256, 65536)  # 8 and 16 key bits
+RADIX_DTYPES = ("int32", "uint32", "int64")  # full-width keys: gpu.radix_sort
 BATCH = 5
 BATCHES = 5
 
@@ -276,17 +277,74 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
     return row
 
 
+def _full_width_device_keys(cupy, n: int, dtype: np.dtype, seed: int = 0):
+    """n keys whose every bit is random (the dtype's whole range), on the device."""
+    rs = cupy.random.RandomState(seed)
+    words = rs.randint(0, 1 << 16, size=n * dtype.itemsize // 2, dtype=cupy.int32)
+    return words.astype(cupy.uint16).view(dtype)
+
+
+def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
+    """Full-width keys: histkit's radix sort (the registry's kernel on allocated
+    buffers, and the public gpu.argsort call) against CUB pairs, torch, CuPy."""
+    rt = runtime()
+    dtype = np.dtype(dtype)
+    keys = _full_width_device_keys(cupy, n, dtype)
+    want_index = oracles.argsort(cupy.asnumpy(keys))
+    row = {"K": f"{dtype.name} keys", "bits": 8 * dtype.itemsize, "distribution": "uniform",
+           "N": n, "Gkeys_per_s": {}, "notes": {}}
+    device_keys = _keys_of(keys)
+    out_keys = cupy.empty_like(keys)
+    out_index = cupy.empty(n, dtype=cupy.int64)
+    radix = registry.serving("radix_sort")
+
+    def ours():
+        radix.run(rt, device_keys, _as_array(out_keys), _as_array(out_index), [])
+
+    ours()
+    rt.sync("radix sort")
+    if np.array_equal(cupy.asnumpy(out_index), want_index):
+        row["Gkeys_per_s"]["histkit radix (int64 index)"] = n / timer.ours(ours) / 1e9
+    else:
+        row["notes"]["histkit radix (int64 index)"] = "WRONG RESULT: not timed"
+    from histkit import gpu
+
+    as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)
+    _time_peer(row, "histkit gpu.argsort call", timer.cupy_call, lambda: gpu.argsort(keys),
+               want_index, cupy.asnumpy, as_gkeys)
+    if torch is None:
+        row["notes"]["torch.sort(stable)"] = "skipped: PyTorch is not installed"
+    elif dtype.kind == "u" and dtype.itemsize > 1:
+        row["notes"]["torch.sort(stable)"] = f"skipped: torch cannot sort {dtype.name}"
+    else:
+        tkeys = torch.as_tensor(keys, device="cuda")
+        _time_peer(row, "torch.sort(stable)", timer.torch_call,
+                   lambda: torch.sort(tkeys, stable=True).indices, want_index,
+                   lambda t: t.cpu().numpy(), as_gkeys)
+    _time_peer(row, "cupy.argsort", timer.cupy_call, lambda: cupy.argsort(keys), want_index,
+               cupy.asnumpy, as_gkeys)
+    for index_dtype in (np.int32, np.int64):
+        name = f"CUB DeviceRadixSort pairs ({np.dtype(index_dtype).name} index)"
+        try:
+            cub = _cub_radix_pairs(cupy, keys, 8 * dtype.itemsize, index_dtype)
+        except Exception as error:
+            row["notes"][name] = _skip_note(error)
+        else:
+            _time_peer(row, name, timer.cupy_call, cub, want_index, cupy.asnumpy, as_gkeys)
+    return row
+
+
 def _as_array(cupy_array) -> SimpleNamespace:
     """A CuPy array seen as the kernel wrappers see outputs: something with .ptr."""
     return SimpleNamespace(ptr=int(cupy_array.data.ptr))
 
 
-def _cub_radix_pairs(cupy, keys, bits: int):
-    """CUB DeviceRadixSort of (key, int32 index) pairs on the low `bits` bits;
-    the call returns the sorted indices."""
+def _cub_radix_pairs(cupy, keys, bits: int, index_dtype=np.int32):
+    """CUB DeviceRadixSort of (key, index) pairs on the low `bits` bits; the
+    call returns the sorted indices."""
     from cuda.compute import SortOrder, make_radix_sort
 
-    values = cupy.arange(keys.size, dtype=cupy.int32)
+    values = cupy.arange(keys.size, dtype=index_dtype)
     out_keys, out_values = cupy.empty_like(keys), cupy.empty_like(values)
     sorter = make_radix_sort(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
                              d_out_values=out_values, order=SortOrder.ASCENDING)
@@ -381,6 +439,10 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
         for distribution in DISTRIBUTIONS:
             results["sort"].append(sort_row(cupy, torch, timer, n, num_bins, distribution))
             print(_format_row(results["sort"][-1], "Gkeys_per_s", "G keys/s"), flush=True)
+    results["radix"] = []
+    for dtype in RADIX_DTYPES if only in (None, "radix") else ():
+        results["radix"].append(radix_row(cupy, torch, timer, n, dtype))
+        print(_format_row(results["radix"][-1], "Gkeys_per_s", "G keys/s"), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"

@@ -477,12 +477,22 @@ class SortShape:
     tiles: int
     passes: tuple[SortPass, ...]
     n_and_bins: tuple  # (n, num_bins) as the kernels take them
+    # Full-width keys (radix_sort): every key valid, a pass per byte of the key.
+    full_width: bool = False
 
 
-def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None) -> SortShape:
+# num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
+# never read (every key is valid, none is noted as bad).
+_EVERY_KEY = 2**64 - 1
+_NOT_READ = 0
+
+
+def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
+                full_width: bool = False) -> SortShape:
     tiles = -(-keys.n // TILE_KEYS)
-    count = rt.kernel("counting_sort.cu", "count_ranges", keys.defines())
-    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", keys.defines())
+    defines = keys.defines(RADIX_KEYS="1") if full_width else keys.defines()
+    count = rt.kernel("counting_sort.cu", "count_ranges", defines)
+    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", defines)
     if grid is None:
         blocks = _blocks_for(tiles, 1,
                              rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
@@ -490,15 +500,19 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None) -> Sor
         blocks = grid
     # A block counts its keys in 32-bit shared counters.
     blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
+    if full_width:  # the key's order-preserving image has 8 x itemsize bits
+        num_bins = 1 << (8 * keys.dtype.itemsize)
     # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.
-    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1))
+    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
+                          if not full_width else num_bins)
     passes = tuple(SortPass(
         shift, _digits(num_bins, shift),
         Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
         Geometry(f"scatter_ranges_stable[shift={shift}]", blocks, TILE_THREADS),
         (np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(tiles)))
         for shift in shifts)
-    return SortShape(count, scatter, blocks, tiles, passes, _args(keys, num_bins)[1:])
+    n_and_bins = _args(keys, _EVERY_KEY if full_width else num_bins)[1:]
+    return SortShape(count, scatter, blocks, tiles, passes, n_and_bins, full_width)
 
 
 @dataclass
@@ -521,14 +535,14 @@ def _digits(num_bins: int, shift: int) -> int:
 
 
 def _count_digits(rt: Runtime, shape: SortShape, step: SortPass, keys_ptr: int,
-                  first_bad: DeviceArray, keep_alive: list) -> tuple[DeviceArray, list]:
+                  first_bad_ptr: int, keep_alive: list) -> tuple[DeviceArray, list]:
     """Per-(digit, block) counts, scanned digit-major: each block's cursors."""
     entries = step.digits * shape.blocks
     counts = rt.empty(entries, np.uint64)
     offsets = rt.empty(entries, np.uint64)
     keep_alive += [counts, offsets]
     rt.launch(shape.count_kernel, step.count, keys_ptr, *shape.n_and_bins, *step.scalars,
-              counts.ptr, first_bad.ptr)
+              counts.ptr, first_bad_ptr)
     scans = exclusive_scan(rt, counts.ptr, entries, offsets.ptr, keep_alive)
     return offsets, [step.count, *scans]
 
@@ -541,7 +555,7 @@ def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
     """
     shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid),
                     lambda: _sort_shape(rt, keys, num_bins, grid))
-    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad,
+    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad.ptr,
                                         keep_alive)
     return StablePlan(shape, offsets, geometries, keep_alive)
 
@@ -555,13 +569,17 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     """
     shape = plan.shape
     passes = len(shape.passes)
-    spare_keys = spare_index = no_bad = None
+    spare_keys = spare_index = None
+    no_bad = _NOT_READ
     if passes > 1:
         spare_keys = rt.empty(keys.n, keys.dtype)
         spare_index = rt.empty(keys.n, np.int64)
-        no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
-        plan.keep_alive += [spare_keys, spare_index, no_bad]
-        rt.memset(no_bad.ptr, 0xFF, 8)
+        plan.keep_alive += [spare_keys, spare_index]
+        if not shape.full_width:
+            no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
+            plan.keep_alive.append(no_bad)
+            rt.memset(no_bad.ptr, 0xFF, 8)
+            no_bad = no_bad.ptr
     source_keys, source_index = keys.ptr, 0
     offsets = plan.offsets
     geometries: list[Geometry] = []
@@ -573,7 +591,7 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
         to_outputs = (passes - 1 - number) % 2 == 0
         target_keys, target_index = ((out_keys, out_index) if to_outputs
                                      else (spare_keys, spare_index))
-        if number < passes - 1:
+        if number < passes - 1 and not shape.full_width:
             # Bad keys are skipped, leaving a pass's last slots unwritten; all
             # ones there read as bad keys to the next pass (-1 signed; unsigned,
             # the dtype's largest value, >= num_bins whenever a key can be bad),
@@ -585,3 +603,31 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
         geometries.append(step.scatter)
         source_keys, source_index = target_keys.ptr, target_index.ptr
     return geometries
+
+
+
+def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: DeviceArray,
+               keep_alive: list, grid: int | None = None) -> list[Geometry]:
+    """Stable sort of full-width keys (signed keys in signed order): the
+    stable counting sort's passes over every byte of the key (RADIX_KEYS builds)."""
+    shape = rt.plan(("radix", keys.dtype, keys.n, grid),
+                    lambda: _sort_shape(rt, keys, _EVERY_KEY, grid, full_width=True))
+    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, _NOT_READ,
+                                        keep_alive)
+    plan = StablePlan(shape, offsets, geometries, keep_alive)
+    return geometries + stable_scatter(rt, keys, _EVERY_KEY, plan, out_keys, out_index)
+
+
+# Values move as raw bits: the unsigned C type of each width gather_values takes.
+VALUE_C_TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
+                 8: "unsigned long long"}
+
+
+def gather_values(rt: Runtime, values_ptr: int, index: DeviceArray, n: int, itemsize: int,
+                  out_ptr: int, grid: int | None = None) -> Geometry:
+    """out[i] = values[index[i]] for values of itemsize bytes (1, 2, 4 or 8)."""
+    kernel = rt.kernel("gather_values.cu", "gather_values",
+                       {"VALUE_T": VALUE_C_TYPES[itemsize]})
+    geometry = Geometry("gather_values", _grid_stride_blocks(rt, n, grid), CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, values_ptr, index.ptr, np.int64(n), out_ptr)
+    return geometry
