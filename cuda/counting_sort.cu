@@ -71,12 +71,19 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #define TILE_WARPS 8
 #endif
 #ifndef TILE_ITEMS
-#define TILE_ITEMS 8  // rounds of 32 keys per warp per tile
+#define TILE_ITEMS 16  // rounds of 32 keys per warp per tile
 #endif
+#ifndef WIDE_KEY_TILE_ITEMS
+#define WIDE_KEY_TILE_ITEMS 12  // 8-byte keys: 16 rounds' staging passes 48 KiB of shared
+#endif
+#define KEY_TILE_ITEMS (sizeof(hk_key) == 8 ? WIDE_KEY_TILE_ITEMS : TILE_ITEMS)
 #define TILE_THREADS (TILE_WARPS * 32)
-#define TILE_KEYS (TILE_THREADS * TILE_ITEMS)
+#define TILE_KEYS (TILE_THREADS * KEY_TILE_ITEMS)
 #ifndef DIGIT_BITS
 #define DIGIT_BITS 8
+#endif
+#ifndef SCATTER_MIN_BLOCKS
+#define SCATTER_MIN_BLOCKS 2  // scatter blocks per SM the registers must allow
 #endif
 #define MAX_DIGITS (1 << DIGIT_BITS)
 #define NO_DIGIT 0xffffffffu
@@ -157,14 +164,14 @@ count_ranges(const hk_key* keys, i64 n, u64 num_bins, unsigned shift, unsigned n
     block_tiles(num_tiles, &first, &last);
     const i64 end = min(n, last * TILE_KEYS);
     for (i64 base = first * TILE_KEYS + threadIdx.x; base < end; base += TILE_KEYS) {
-        hk_key held[TILE_ITEMS];
+        hk_key held[KEY_TILE_ITEMS];
 #pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {
+        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
             const i64 i = base + (i64)k * TILE_THREADS;
             held[k] = i < end ? keys[i] : (hk_key)0;
         }
 #pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {
+        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
             const i64 i = base + (i64)k * TILE_THREADS;
             if (i >= end) continue;
             const u64 bin = sort_bin(held[k]);
@@ -183,13 +190,13 @@ count_ranges(const hk_key* keys, i64 n, u64 num_bins, unsigned shift, unsigned n
     }
 }
 
-// This warp's slice of a tile: TILE_ITEMS rounds of 32 consecutive keys.
+// This warp's slice of a tile: KEY_TILE_ITEMS rounds of 32 consecutive keys.
 __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
-                                           hk_key (&slice)[TILE_ITEMS]) {
+                                           hk_key (&slice)[KEY_TILE_ITEMS]) {
     const i64 base =
-        tile * TILE_KEYS + (threadIdx.x >> 5) * (TILE_ITEMS * 32) + (threadIdx.x & 31);
+        tile * TILE_KEYS + (threadIdx.x >> 5) * (KEY_TILE_ITEMS * 32) + (threadIdx.x & 31);
 #pragma unroll
-    for (int k = 0; k < TILE_ITEMS; ++k) {
+    for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
         const i64 i = base + k * 32;
         slice[k] = i < n ? keys[i] : (hk_key)0;
     }
@@ -198,7 +205,7 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
 // Keys were validated by the first count_ranges; range_offsets[d * gridDim.x
 // + g] is the output slot of block g's first key of digit d. in_index == 0
 // means the keys are in input order (the first pass).
-extern "C" __global__ void __launch_bounds__(TILE_THREADS, 4)
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, SCATTER_MIN_BLOCKS)
 scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bins,
                       unsigned shift, unsigned num_digits, i64 num_tiles,
                       const u64* range_offsets, hk_key* out_keys, i64* out_index) {
@@ -214,7 +221,7 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
     i64 first, last;
     block_tiles(num_tiles, &first, &last);
     // Keys of the next tile are loaded while this one is ranked and written.
-    hk_key next[TILE_ITEMS];
+    hk_key next[KEY_TILE_ITEMS];
     if (first < last) load_slice(keys, n, first, next);
     for (i64 tile = first; tile < last; ++tile) {
         const i64 base = tile * TILE_KEYS;
@@ -222,17 +229,17 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
         for (unsigned d = lane; d < num_digits; d += 32) warp_counts[warp][d] = 0;
         __syncwarp();
 
-        // 1. Each warp ranks its slice (TILE_ITEMS rounds of 32 consecutive
+        // 1. Each warp ranks its slice (KEY_TILE_ITEMS rounds of 32 consecutive
         //    keys) in input order: rank = keys of the same digit before it in
         //    this warp's slice.
-        hk_key held[TILE_ITEMS];
-        unsigned digits[TILE_ITEMS], ranks[TILE_ITEMS];
+        hk_key held[KEY_TILE_ITEMS];
+        unsigned digits[KEY_TILE_ITEMS], ranks[KEY_TILE_ITEMS];
 #pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) held[k] = next[k];
+        for (int k = 0; k < KEY_TILE_ITEMS; ++k) held[k] = next[k];
         if (tile + 1 < last) load_slice(keys, n, tile + 1, next);
 #pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {
-            const int pos = (int)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
+        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
+            const int pos = (int)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
             const u64 bin = sort_bin(held[k]);
             // A bad key (count_ranges reported it and skipped it) is skipped
             // here too: nothing is written out of bounds, even when the host
@@ -270,12 +277,12 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
 
         // 3. Stage the tile in digit order (stable within each digit).
 #pragma unroll
-        for (int k = 0; k < TILE_ITEMS; ++k) {
+        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
             if (digits[k] == NO_DIGIT) continue;
             const unsigned local =
                 digit_start[digits[k]] + warp_counts[warp][digits[k]] + ranks[k];
             staged_keys[local] = held[k];
-            staged_pos[local] = (unsigned short)(warp * (TILE_ITEMS * 32) + k * 32 + lane);
+            staged_pos[local] = (unsigned short)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
         }
         __syncthreads();
 

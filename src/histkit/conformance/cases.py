@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.distributions import full_width_keys, make_keys
-from histkit.gpu.contract import TILE_ITEMS, TILE_WARPS, WARP
+from histkit.gpu.contract import TILE_WARPS, WARP, tile_items
 
 DISTRIBUTIONS = ("uniform", "onebin", "zipf", "sorted", "round-robin")
 EDGE_SIZES = (0, 1, 31, 32, 33, 255, 256, 257)  # the block is 256: block +/- 1
@@ -32,7 +32,7 @@ MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
-SORT_TILE_KEYS = TILE_WARPS * WARP * TILE_ITEMS  # the stable sort's tile
+SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of int32 keys
 BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 

@@ -52,9 +52,19 @@ PART_ENTRY_COST = 64
 SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
 
 # counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
+# Measured on the H200 (bench/radix_tiles.py, 2^28 full-width int32 keys):
+# 8 rounds and 4 blocks per SM 9.1 G keys/s; 16 rounds and 2 blocks 12.3.
 TILE_WARPS = 8
-TILE_ITEMS = 8
+TILE_ITEMS = 16
+# 8-byte keys: a 16-round tile's staging would pass 48 KiB of static shared memory.
+WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
+SCATTER_MIN_BLOCKS = 2  # the scatter's __launch_bounds__: blocks per SM to fit
+
+
+def tile_items(itemsize: int) -> int:
+    """Rounds of 32 keys per warp in one stable-sort tile, for keys of itemsize bytes."""
+    return WIDE_KEY_TILE_ITEMS if itemsize == 8 else TILE_ITEMS
 
 
 def _shared_defines() -> dict[str, int]:
@@ -69,7 +79,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                                  "COUNT_THREADS": PART_COUNT_THREADS,
                                  "ENTRY_COST": PART_ENTRY_COST},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
-                         "DIGIT_BITS": DIGIT_BITS},
+                         "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
+                         "DIGIT_BITS": DIGIT_BITS, "SCATTER_MIN_BLOCKS": SCATTER_MIN_BLOCKS},
 }
 
 

@@ -443,7 +443,11 @@ def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: Device
 
 
 TILE_THREADS = contract.TILE_WARPS * WARP
-TILE_KEYS = TILE_THREADS * contract.TILE_ITEMS
+
+
+def tile_keys(dtype: np.dtype) -> int:
+    """Keys in one stable-sort tile (counting_sort.cu's TILE_KEYS) for this key type."""
+    return TILE_THREADS * contract.tile_items(np.dtype(dtype).itemsize)
 DIGIT_BITS = contract.DIGIT_BITS
 
 
@@ -489,7 +493,7 @@ _NOT_READ = 0
 
 def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
                 full_width: bool = False) -> SortShape:
-    tiles = -(-keys.n // TILE_KEYS)
+    tiles = -(-keys.n // tile_keys(keys.dtype))
     defines = keys.defines(RADIX_KEYS="1") if full_width else keys.defines()
     count = rt.kernel("counting_sort.cu", "count_ranges", defines)
     scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", defines)
