@@ -15,6 +15,13 @@ typedef KEY_T hk_key;
 typedef unsigned long long u64;
 typedef long long i64;
 
+// A sort's original indices: int64, or int32 with -DINDEX_T=int (a sort's
+// index_dtype=np.int32, for inputs of up to 2^31 keys: half the index traffic).
+#ifndef INDEX_T
+#define INDEX_T long long
+#endif
+typedef INDEX_T hk_index;
+
 // first_bad starts at this value; a kernel that meets keys outside
 // [0, num_bins) lowers it to the smallest such index.
 #ifndef HK_NO_BAD_KEY

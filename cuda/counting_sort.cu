@@ -54,14 +54,14 @@ __device__ __forceinline__ bool sort_key_valid(u64 bin, u64 num_bins) { return b
 // writes nothing out of bounds.
 extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 num_bins,
                                                  u64* cursor, hk_key* out_keys,
-                                                 i64* out_index) {
+                                                 hk_index* out_index) {
     for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
         hk_key key = keys[i];
         const u64 bin = hk_bin(key);
         if (bin >= num_bins) continue;
         u64 pos = atomicAdd(&cursor[bin], 1ULL);
         out_keys[pos] = key;
-        out_index[pos] = i;
+        out_index[pos] = (hk_index)i;
     }
 }
 
@@ -206,9 +206,9 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
 // + g] is the output slot of block g's first key of digit d. in_index == 0
 // means the keys are in input order (the first pass).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, SCATTER_MIN_BLOCKS)
-scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bins,
+scatter_ranges_stable(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
                       unsigned shift, unsigned num_digits, i64 num_tiles,
-                      const u64* range_offsets, hk_key* out_keys, i64* out_index) {
+                      const u64* range_offsets, hk_key* out_keys, hk_index* out_index) {
     __shared__ unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
     __shared__ unsigned digit_start[MAX_DIGITS];
     __shared__ u64 cursor[MAX_DIGITS];  // next output slot of each digit
@@ -293,7 +293,7 @@ scatter_ranges_stable(const hk_key* keys, const i64* in_index, i64 n, u64 num_bi
             const u64 dst = cursor[d] + (u64)(p - (int)digit_start[d]);
             const i64 src = base + staged_pos[p];
             out_keys[dst] = key;
-            out_index[dst] = in_index ? in_index[src] : src;
+            out_index[dst] = in_index ? in_index[src] : (hk_index)src;
         }
         __syncthreads();  // every thread has read cursor and the staged tile
         if (threadIdx.x < num_digits) cursor[threadIdx.x] += total;

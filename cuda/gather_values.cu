@@ -8,7 +8,7 @@
 #define VALUE_T unsigned int
 #endif
 
-extern "C" __global__ void gather_values(const VALUE_T* values, const i64* index, i64 n,
+extern "C" __global__ void gather_values(const VALUE_T* values, const hk_index* index, i64 n,
                                          VALUE_T* out) {
     for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) out[i] = values[index[i]];
 }

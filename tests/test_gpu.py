@@ -504,3 +504,24 @@ def test_radix_sort_refuses_bad_arguments_naming_them_with_or_without_a_gpu():
         gpu.radix_sort(keys, stable="yes")
     with pytest.raises(TypeError, match="integer"):
         gpu.radix_sort(np.array([0.5, 1.5]))
+
+
+@needs_gpu
+@pytest.mark.parametrize("num_bins", [200, 70_000])
+def test_int32_indices_equal_the_oracles_int64_ones(num_bins):
+    keys = np.random.default_rng(num_bins).integers(0, num_bins, 300_007).astype(np.int32)
+    want_keys, want_index = oracles.counting_sort(keys, num_bins)
+    got_keys, got_index = gpu.counting_sort(keys, num_bins, index_dtype=np.int32)
+    assert got_index.dtype == np.int32
+    np.testing.assert_array_equal(got_index, want_index)
+    np.testing.assert_array_equal(got_keys, want_keys)
+    _, unstable = gpu.counting_sort(keys, num_bins, stable=False, index_dtype=np.int32)
+    assert unstable.dtype == np.int32
+    np.testing.assert_array_equal(keys[unstable], want_keys)
+    wide = np.random.default_rng(1).integers(-(2**62), 2**62, 300_007)
+    values = np.arange(len(wide), dtype=np.float32)
+    got = gpu.argsort(wide, index_dtype=np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.argsort(wide, kind="stable"))
+    _, moved = gpu.radix_sort(wide, values, index_dtype=np.int32)
+    np.testing.assert_array_equal(moved, values[np.argsort(wide, kind="stable")])

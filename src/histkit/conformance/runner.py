@@ -157,7 +157,7 @@ class CaseRun:
             empty = np.empty(0, self.host.dtype)
             return checks.Outcome(sorted_keys=empty, original_index=empty.astype(np.int64)), ""
         out_keys = self.output(n, self.host.dtype, fill=POISON)
-        out_index = self.output(n, np.int64, fill=POISON)
+        out_index = self.output(n, variant.options.get("index_dtype", np.int64), fill=POISON)
         slot = self.first_bad_slot()
 
         def between() -> bool:
@@ -174,14 +174,14 @@ class CaseRun:
         outcome = checks.Outcome(first_bad=self.reported_bad(slot))
         if (self.expected.bad is None) == (outcome.first_bad is None):
             outcome.sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
-            outcome.original_index = self.read(out_index, fill=POISON)
+            outcome.original_index = self.read(out_index, fill=POISON).astype(np.int64)
         return outcome, " + ".join(map(str, geometries))
 
     def run_radix(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         n = self.case.n
         values = self.expected.values
         out_keys = self.output(n, self.host.dtype, fill=POISON)
-        out_index = self.output(n, np.int64, fill=POISON)
+        out_index = self.output(n, variant.options.get("index_dtype", np.int64), fill=POISON)
         out_values = self.output(n, values.dtype, fill=POISON)
         # the values sit between guards too: a gather reading past them misplaces one
         padded = np.empty(n + GUARD, values.dtype)
@@ -193,7 +193,8 @@ class CaseRun:
                                 values=(on_device.ptr, values.dtype.itemsize, out_values.ptr),
                                 **variant.options) if n else []
         outcome = checks.Outcome(sorted_keys=self.read(out_keys, fill=POISON),
-                                 original_index=self.read(out_index, fill=POISON),
+                                 original_index=self.read(out_index, fill=POISON).astype(
+                                     np.int64),
                                  sorted_values=self.read(out_values, fill=POISON))
         self.read(on_device, fill=POISON)  # nor may it write to its input
         return outcome, " + ".join(map(str, geometries))

@@ -34,7 +34,7 @@ from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.errors import DeviceMemoryError
-from histkit.gpu.kernels import VALUE_C_TYPES, Keys
+from histkit.gpu.kernels import VALUE_C_TYPES, Keys, UnsupportedShape, check_index_dtype
 from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")
@@ -369,27 +369,32 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     return counts if check else (counts, _hand_back(call, slot))
 
 
-def counting_sort(keys, num_bins: int, stable: bool = True, *, stream=None,
-                  check: bool = True, first_bad=None):
+def counting_sort(keys, num_bins: int, stable: bool = True, *, index_dtype=np.int64,
+                  stream=None, check: bool = True, first_bad=None):
     """(sorted_keys, original_index) on the GPU.
 
     stable=True: the exact stable sort (equals oracles.counting_sort).
     stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
-    may leave their input order. stream, check, first_bad: as for histogram;
+    may leave their input order. index_dtype: np.int64 (the oracles'), or
+    np.int32 for up to 2^31 keys (4 bytes less to write per key).
+    stream, check, first_bad: as for histogram;
     check=False returns (sorted_keys, original_index, first_bad); with bad
     keys, the first slots hold the valid keys' sort and the last ones (one per
     bad key) are unspecified.
     """
     num_bins = bin_count(num_bins)
+    index_dtype = _index_dtype(index_dtype, _length(keys))
     call = _open(keys, stream, check, first_bad)
     n = call.keys.n
+    _index_dtype(index_dtype, n)  # device keys' length is known from here on
     out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
-    out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
+    out_index = _allocate(call, n, index_dtype, "sorting {} keys", n)
     slot = _first_bad_word(call, check, first_bad)
     keep_alive: list = []  # scratch, freed on the call's stream after its kernels
     if n:
         registry.serving("counting_sort", bool(stable)).run(
-            call.rt, call.keys, num_bins, out_keys, out_index, slot, keep_alive)
+            call.rt, call.keys, num_bins, out_keys, out_index, slot, keep_alive,
+            index_dtype=index_dtype)
     if check:
         _raise_if_bad(call.rt, slot, call.keys, num_bins)
         return _hand_back(call, out_keys), _hand_back(call, out_index)
@@ -418,22 +423,25 @@ def exclusive_scan(counts, *, stream=None):
     return _hand_back(call, out)
 
 
-def radix_sort(keys, values=None, *, stable: bool = True, stream=None):
+def radix_sort(keys, values=None, *, stable: bool = True, index_dtype=np.int64, stream=None):
     """Stable sort of full-width integer keys on the GPU (signed keys in signed
     order): the counting sort once per byte of the key (7.3's "radix sort").
 
     Returns (sorted_keys, original_index), or (sorted_keys, sorted_values)
     when values (one per key, any 1-, 2-, 4- or 8-byte dtype, the same kind of
     array as keys) are given; equals oracles.radix_sort. The sort is always
-    stable: stable=False is accepted and gets the stable order. With device
-    keys nothing waits (no key can be bad); NumPy keys come back synchronised.
+    stable: stable=False is accepted and gets the stable order. index_dtype:
+    as for counting_sort. With device keys nothing waits (no key can be bad);
+    NumPy keys come back synchronised.
     """
     if not isinstance(stable, bool | np.bool_):
         raise TypeError(f"stable must be True or False; got {stable!r}")
+    index_dtype = _index_dtype(index_dtype, _length(keys))
     call, values_in = _open_radix(keys, values, stream)
     n = call.keys.n
+    _index_dtype(index_dtype, n)  # device keys' length is known from here on
     out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
-    out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
+    out_index = _allocate(call, n, index_dtype, "sorting {} keys", n)
     out_values = None
     if values_in is not None:
         out_values = _allocate(call, n, values_in.dtype, "sorting {} values", n)
@@ -442,17 +450,36 @@ def radix_sort(keys, values=None, *, stable: bool = True, stream=None):
         registry.serving("radix_sort").run(
             call.rt, call.keys, out_keys, out_index, keep_alive,
             values=None if values_in is None else (values_in.ptr, values_in.dtype.itemsize,
-                                                   out_values.ptr))
+                                                   out_values.ptr),
+            index_dtype=index_dtype)
     sorted_keys = _hand_back(call, out_keys)
     if out_values is None:
         return sorted_keys, _hand_back(call, out_index)
     return sorted_keys, _hand_back(call, out_values)
 
 
-def argsort(keys, *, stream=None):
-    """The stable sorting permutation of integer keys on the GPU (int64), as
-    np.argsort(keys, kind="stable"): gpu.radix_sort's original indices."""
-    return radix_sort(keys, stream=stream)[1]
+def argsort(keys, *, index_dtype=np.int64, stream=None):
+    """The stable sorting permutation of integer keys on the GPU (int64, or
+    int32 for up to 2^31 keys), as np.argsort(keys, kind="stable"):
+    gpu.radix_sort's original indices."""
+    return radix_sort(keys, index_dtype=index_dtype, stream=stream)[1]
+
+
+def _length(keys) -> int:
+    """How many keys, before they are checked (0 when that cannot be told yet:
+    the call's own checks then name the problem)."""
+    try:
+        return len(keys)
+    except TypeError:
+        return 0
+
+
+def _index_dtype(index_dtype, n: int) -> np.dtype:
+    """The sorts' index_dtype, checked: int64, or int32 for up to 2^31 keys."""
+    try:
+        return check_index_dtype(n, index_dtype)
+    except UnsupportedShape as error:
+        raise ValueError(str(error)) from None
 
 
 def _check_value_dtype(dtype: np.dtype, name: str = "values") -> None:

@@ -100,3 +100,13 @@ def _c_literal(value: int) -> str:
 
 def key_defines(dtype: np.dtype) -> dict[str, str]:
     return {"KEY_T": KEY_C_TYPES[np.dtype(dtype)]}
+
+
+# A sort's original indices (index_dtype) -> the C type (-DINDEX_T=...; common.cuh).
+INDEX_C_TYPES = {np.dtype(np.int64): "long long", np.dtype(np.int32): "int"}
+# int32 indices number at most this many keys (0 ... 2^31 - 1).
+MAX_INT32_INDEX_KEYS = 2**31
+
+
+def index_defines(dtype) -> dict[str, str]:
+    return {"INDEX_T": INDEX_C_TYPES[np.dtype(dtype)]}

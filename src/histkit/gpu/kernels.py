@@ -431,10 +431,22 @@ def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: Devic
     return cursor, geometries
 
 
+def check_index_dtype(n: int, index_dtype) -> np.dtype:
+    """index_dtype as a dtype the sorts write: int64, or int32 up to 2^31 keys."""
+    dtype = np.dtype(index_dtype)
+    if dtype not in contract.INDEX_C_TYPES:
+        raise TypeError(f"index_dtype must be int32 or int64; got {dtype}")
+    if dtype == np.int32 and n > contract.MAX_INT32_INDEX_KEYS:
+        raise UnsupportedShape(f"int32 indices number up to 2^31 keys; got {n}; "
+                               f"use index_dtype=np.int64")
+    return dtype
+
+
 def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: DeviceArray,
                           out_keys: DeviceArray, out_index: DeviceArray,
-                          grid: int | None = None) -> Geometry:
-    kernel = rt.kernel("counting_sort.cu", "scatter_atomic_cursor", keys.defines())
+                          grid: int | None = None, index_dtype=np.int64) -> Geometry:
+    kernel = rt.kernel("counting_sort.cu", "scatter_atomic_cursor",
+                       keys.defines(**contract.index_defines(index_dtype)))
     geometry = Geometry("scatter_atomic_cursor", _grid_stride_blocks(rt, keys.n, grid),
                         CHAPTER_BLOCK)
     rt.launch(kernel, geometry, *_args(keys, num_bins), cursor.ptr, out_keys.ptr,
@@ -483,6 +495,7 @@ class SortShape:
     n_and_bins: tuple  # (n, num_bins) as the kernels take them
     # Full-width keys (radix_sort): every key valid, a pass per byte of the key.
     full_width: bool = False
+    index_dtype: np.dtype = np.dtype(np.int64)  # the original indices' type
 
 
 # num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
@@ -492,9 +505,12 @@ _NOT_READ = 0
 
 
 def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
-                full_width: bool = False) -> SortShape:
+                full_width: bool = False, index_dtype=np.int64) -> SortShape:
     tiles = -(-keys.n // tile_keys(keys.dtype))
-    defines = keys.defines(RADIX_KEYS="1") if full_width else keys.defines()
+    index_dtype = check_index_dtype(keys.n, index_dtype)
+    defines = keys.defines(**contract.index_defines(index_dtype))
+    if full_width:
+        defines["RADIX_KEYS"] = "1"
     count = rt.kernel("counting_sort.cu", "count_ranges", defines)
     scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", defines)
     if grid is None:
@@ -516,7 +532,8 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
         (np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(tiles)))
         for shift in shifts)
     n_and_bins = _args(keys, _EVERY_KEY if full_width else num_bins)[1:]
-    return SortShape(count, scatter, blocks, tiles, passes, n_and_bins, full_width)
+    return SortShape(count, scatter, blocks, tiles, passes, n_and_bins, full_width,
+                     index_dtype)
 
 
 @dataclass
@@ -552,13 +569,15 @@ def _count_digits(rt: Runtime, shape: SortShape, step: SortPass, keys_ptr: int,
 
 
 def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
-                 keep_alive: list, grid: int | None = None) -> StablePlan:
+                 keep_alive: list, grid: int | None = None,
+                 index_dtype=np.int64) -> StablePlan:
     """The first pass's count (it checks every key) and its cursors.
 
-    grid forces the block count (blocks then own several tiles each).
+    grid forces the block count (blocks then own several tiles each);
+    index_dtype is the type of the original indices the scatter writes.
     """
-    shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid),
-                    lambda: _sort_shape(rt, keys, num_bins, grid))
+    shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid, index_dtype),
+                    lambda: _sort_shape(rt, keys, num_bins, grid, index_dtype=index_dtype))
     offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad.ptr,
                                         keep_alive)
     return StablePlan(shape, offsets, geometries, keep_alive)
@@ -577,7 +596,7 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     no_bad = _NOT_READ
     if passes > 1:
         spare_keys = rt.empty(keys.n, keys.dtype)
-        spare_index = rt.empty(keys.n, np.int64)
+        spare_index = rt.empty(keys.n, shape.index_dtype)
         plan.keep_alive += [spare_keys, spare_index]
         if not shape.full_width:
             no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
@@ -611,11 +630,13 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
 
 
 def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: DeviceArray,
-               keep_alive: list, grid: int | None = None) -> list[Geometry]:
+               keep_alive: list, grid: int | None = None,
+               index_dtype=np.int64) -> list[Geometry]:
     """Stable sort of full-width keys (signed keys in signed order): the
     stable counting sort's passes over every byte of the key (RADIX_KEYS builds)."""
-    shape = rt.plan(("radix", keys.dtype, keys.n, grid),
-                    lambda: _sort_shape(rt, keys, _EVERY_KEY, grid, full_width=True))
+    shape = rt.plan(("radix", keys.dtype, keys.n, grid, index_dtype),
+                    lambda: _sort_shape(rt, keys, _EVERY_KEY, grid, full_width=True,
+                                        index_dtype=index_dtype))
     offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, _NOT_READ,
                                         keep_alive)
     plan = StablePlan(shape, offsets, geometries, keep_alive)
@@ -628,10 +649,11 @@ VALUE_C_TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
 
 
 def gather_values(rt: Runtime, values_ptr: int, index: DeviceArray, n: int, itemsize: int,
-                  out_ptr: int, grid: int | None = None) -> Geometry:
+                  out_ptr: int, grid: int | None = None, index_dtype=np.int64) -> Geometry:
     """out[i] = values[index[i]] for values of itemsize bytes (1, 2, 4 or 8)."""
     kernel = rt.kernel("gather_values.cu", "gather_values",
-                       {"VALUE_T": VALUE_C_TYPES[itemsize]})
+                       {"VALUE_T": VALUE_C_TYPES[itemsize],
+                        **contract.index_defines(index_dtype)})
     geometry = Geometry("gather_values", _grid_stride_blocks(rt, n, grid), CHAPTER_BLOCK)
     rt.launch(kernel, geometry, values_ptr, index.ptr, np.int64(n), out_ptr)
     return geometry

@@ -16,12 +16,12 @@ Launch signatures, by kind:
 - privatized: the same plus ``atomics=`` (a one-word device counter, or None)
 - scan: ``run(rt, counts_ptr, n, out_ptr, keep_alive, **options) -> [Geometry]``
 - sort, stable-sort: ``run(rt, keys, num_bins, out_keys, out_index, first_bad,
-  keep_alive, grid=None, between=None) -> [Geometry]``; ``between()`` runs
+  keep_alive, grid=None, between=None, index_dtype=np.int64) -> [Geometry]``; ``between()`` runs
   after the count and before the scatter, which runs unless it returns False
   (the conformance runner stops there when the count's bad-key verdict is
   wrong). The scatters skip bad keys themselves: the API does not stop.
 - radix-sort: ``run(rt, keys, out_keys, out_index, keep_alive, grid=None,
-  values=None) -> [Geometry]``; values = (values_ptr, itemsize, out_ptr) moves
+  values=None, index_dtype=np.int64) -> [Geometry]``; values = (values_ptr, itemsize, out_ptr) moves
   one value per key along with it.
 """
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
+
+import numpy as np
 
 from histkit.gpu import kernels
 
@@ -62,6 +64,10 @@ class Variant:
 
 
 DEFAULT = Variant()
+# The sorts' int32 original indices (index_dtype=np.int32): their own builds.
+INT32_INDEX = Variant("int32-index", {"index_dtype": np.dtype(np.int32)},
+                      "int32 original indices (index_dtype=np.int32)")
+INT32_INDEX_BUILD = {"INDEX_T": "int"}
 
 
 @dataclass(frozen=True)
@@ -105,8 +111,8 @@ def _privatized(rt, keys, num_bins, hist, first_bad, grid=None, atomics=None):
 
 
 def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
-                 between=None):
-    plan = kernels.stable_count(rt, keys, num_bins, first_bad, keep_alive, grid)
+                 between=None, index_dtype=np.int64):
+    plan = kernels.stable_count(rt, keys, num_bins, first_bad, keep_alive, grid, index_dtype)
     if between is not None and between() is False:
         return plan.geometries
     return plan.geometries + kernels.stable_scatter(rt, keys, num_bins, plan, out_keys,
@@ -114,21 +120,24 @@ def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
 
 
 def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
-                        grid=None, between=None):
+                        grid=None, between=None, index_dtype=np.int64):
+    kernels.check_index_dtype(keys.n, index_dtype)
     cursor, geometries = kernels.atomic_cursor_count(rt, keys, num_bins, first_bad, keep_alive,
                                                      grid)
     if between is not None and between() is False:
         return geometries
     return geometries + [kernels.scatter_atomic_cursor(rt, keys, num_bins, cursor, out_keys,
-                                                       out_index, grid)]
+                                                       out_index, grid, index_dtype)]
 
 
-def _radix_sort(rt, keys, out_keys, out_index, keep_alive, grid=None, values=None):
-    geometries = kernels.radix_sort(rt, keys, out_keys, out_index, keep_alive, grid)
+def _radix_sort(rt, keys, out_keys, out_index, keep_alive, grid=None, values=None,
+                index_dtype=np.int64):
+    geometries = kernels.radix_sort(rt, keys, out_keys, out_index, keep_alive, grid,
+                                    index_dtype)
     if values is not None:
         values_ptr, itemsize, out_ptr = values
         geometries.append(kernels.gather_values(rt, values_ptr, out_index, keys.n, itemsize,
-                                                out_ptr, grid))
+                                                out_ptr, grid, index_dtype))
     return geometries
 
 
@@ -186,15 +195,18 @@ KERNELS: tuple[Kernel, ...] = (
            )),
     Kernel("sort-stable", "stable-sort", "counting_sort.cu",
            ("count_ranges", "scatter_ranges_stable"), _stable_sort, uses=("exclusive_scan.cu",),
-           serves=("counting_sort", True)),
+           serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD),
+           variants=(DEFAULT, INT32_INDEX)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
            _atomic_cursor_sort, uses=("atomic_histogram.cu", "exclusive_scan.cu"),
-           serves=("counting_sort", False)),
+           serves=("counting_sort", False), builds=({}, INT32_INDEX_BUILD),
+           variants=(DEFAULT, INT32_INDEX)),
     # The stable sort's passes over every byte of full-width keys (RADIX_KEYS).
     Kernel("radix-sort", "radix-sort", "counting_sort.cu",
            ("count_ranges", "scatter_ranges_stable", "gather_values"), _radix_sort,
-           uses=("exclusive_scan.cu", "gather_values.cu"), builds=({"RADIX_KEYS": "1"},),
-           serves=("radix_sort",)),
+           uses=("exclusive_scan.cu", "gather_values.cu"),
+           builds=({"RADIX_KEYS": "1"}, {"RADIX_KEYS": "1", **INT32_INDEX_BUILD}),
+           serves=("radix_sort",), variants=(DEFAULT, INT32_INDEX)),
 )
 
 # Sources compiled by nothing the suite judges (the benchmark's roofline).
