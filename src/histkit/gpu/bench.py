@@ -312,6 +312,9 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
     as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)
     _time_peer(row, "histkit gpu.argsort call", timer.cupy_call, lambda: gpu.argsort(keys),
                want_index, cupy.asnumpy, as_gkeys)
+    _time_peer(row, "histkit gpu.argsort call (int32 index)", timer.cupy_call,
+               lambda: gpu.argsort(keys, index_dtype=np.int32), want_index, cupy.asnumpy,
+               as_gkeys)
     if torch is None:
         row["notes"]["torch.sort(stable)"] = "skipped: PyTorch is not installed"
     elif dtype.kind == "u" and dtype.itemsize > 1:
