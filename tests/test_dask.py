@@ -77,3 +77,24 @@ def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_cli
     want_keys, want_index = oracles.counting_sort(keys, 5000)
     np.testing.assert_array_equal(got_keys, want_keys)
     np.testing.assert_array_equal(got_index, want_index)
+
+
+def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(monkeypatch):
+    from histkit import dask as hd_module
+    from histkit.oracles import _threads
+
+    keys = np.arange(40_000) % 50
+    want = oracles.histogram(keys, 50)
+    seen = []
+    real = oracles.histogram
+
+    def recording(keys, num_bins):
+        seen.append(_threads.idle_cpus(1 << 24))
+        return real(keys, num_bins)
+
+    monkeypatch.setattr(hd_module.oracles, "histogram", recording)
+    monkeypatch.setattr(_threads, "_cpus", lambda: 8)
+    got = hd.histogram(da.from_array(keys, chunks=10_000), 50).compute(scheduler="threads")
+    np.testing.assert_array_equal(got, want)
+    assert seen == [hd_module.THREADS_PER_TASK] * 4
+    assert _threads.idle_cpus(1 << 24) > 1  # the cap ends with the task

@@ -91,3 +91,17 @@ def test_privatized_global_atomics_are_blocks_times_bins_whatever_the_data(
     counts, atomics = oracles.privatized_histogram(keys, 10, block_size, num_blocks)
     assert atomics == expected_atomics
     np.testing.assert_array_equal(counts, bincount(keys, 10))
+
+
+def test_a_thread_cap_set_by_a_caller_bounds_the_oracles_threads_and_ends_with_it(monkeypatch):
+    from histkit.oracles import _threads
+
+    monkeypatch.setattr(_threads, "_cpus", lambda: 8)
+    monkeypatch.setattr(_threads, "_running_here", lambda: 1 << 10)  # no one else runs
+    assert _threads.idle_cpus(1 << 24) == 8
+    with _threads.at_most(2):
+        assert _threads.idle_cpus(1 << 24) == 2
+        with _threads.at_most(1):
+            assert _threads.idle_cpus(1 << 24) == 1
+        assert _threads.idle_cpus(1 << 24) == 2
+    assert _threads.idle_cpus(1 << 24) == 8

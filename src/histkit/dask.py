@@ -26,6 +26,12 @@ import numpy as np
 
 from histkit import oracles
 from histkit.oracles._inputs import BadKeyError, bin_count
+from histkit.oracles._threads import at_most
+
+# A task counts or sorts its chunk on one thread: Dask runs chunks in parallel
+# (a worker's threads, many workers), and an oracle that also took every idle
+# CPU per chunk would oversubscribe them.
+THREADS_PER_TASK = 1
 
 TREE_WIDTH = 8  # partial histograms summed per task of the reduction tree
 
@@ -60,7 +66,8 @@ def _chunk_counts(block, num_bins: int, offset: int, method: str):
 
             counts = gpu.histogram(block, num_bins, method=method).get()
         else:
-            counts = oracles.histogram(block, num_bins)
+            with at_most(THREADS_PER_TASK):
+                counts = oracles.histogram(block, num_bins)
     except BadKeyError as error:
         return None, (offset + error.index, error.value)
     return counts, None
@@ -116,7 +123,8 @@ def _local_sort(block, num_bins: int, offset: int):
     """A chunk's stable sort, or its first bad key (global index, value)."""
     block = np.asarray(block)
     try:
-        sorted_keys, order = oracles.counting_sort(block, num_bins)
+        with at_most(THREADS_PER_TASK):
+            sorted_keys, order = oracles.counting_sort(block, num_bins)
     except BadKeyError as error:
         return None, (offset + error.index, error.value)
     return (sorted_keys, order + offset), None

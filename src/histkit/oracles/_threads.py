@@ -13,10 +13,27 @@ Where that cannot be read, every CPU is taken.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 # Below this many keys the oracles run on one thread anyway: no need to look.
 LOOK_FROM_KEYS = 1 << 17
+
+# A cap set by a caller that runs oracles in parallel itself (a Dask task:
+# Dask's parallelism is its chunks), per thread of execution.
+_THREAD_CAP: ContextVar[int | None] = ContextVar("histkit_oracle_threads", default=None)
+
+
+@contextmanager
+def at_most(threads: int) -> Iterator[None]:
+    """Oracle calls inside use at most this many threads (in this thread only)."""
+    token = _THREAD_CAP.set(max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _THREAD_CAP.reset(token)
 
 
 def _cpus() -> int:
@@ -38,8 +55,10 @@ def _running_here() -> int:
 
 
 def idle_cpus(n: int) -> int:
-    """CPUs free for an oracle over n keys (1 when n is small)."""
-    cpus = _cpus()
+    """CPUs free for an oracle over n keys (1 when n is small), within any cap
+    a caller set with at_most()."""
+    cap = _THREAD_CAP.get()
+    cpus = _cpus() if cap is None else min(cap, _cpus())
     if n < LOOK_FROM_KEYS or cpus == 1:
         return cpus
     try:
