@@ -98,3 +98,22 @@ def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(
     np.testing.assert_array_equal(got, want)
     assert seen == [hd_module.THREADS_PER_TASK] * 4
     assert _threads.idle_cpus(1 << 24) > 1  # the cap ends with the task
+
+
+def test_only_per_chunk_bin_counts_travel_to_the_placement_not_the_sorted_chunks(monkeypatch):
+    from histkit import dask as hd_module
+
+    received = []
+    real = hd_module._placement
+
+    def recording(counts, num_bins):
+        received.extend(c for c, _ in counts)
+        return real(counts, num_bins)
+
+    monkeypatch.setattr(hd_module, "_placement", recording)
+    keys = keys_of("zipf", 90_000, 300)
+    got_keys, got_index = da.compute(*hd.counting_sort(da.from_array(keys, chunks=20_000), 300),
+                                     scheduler="sync")
+    np.testing.assert_array_equal(got_index, oracles.counting_sort(keys, 300)[1])
+    assert len(received) == 5 and all(c.shape == (300,) for c in received)
+    assert sum(int(c.sum()) for c in received) == len(keys)

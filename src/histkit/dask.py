@@ -118,46 +118,83 @@ def histogram(keys, num_bins: int, *, method: str = "auto"):
 
 
 # --- the distributed counting sort --------------------------------------------------
+#
+# Every step runs where its chunk lives and works on NumPy or CuPy chunks alike
+# (the array module of the chunk, `_xp`): only per-chunk bin counts (num_bins
+# int64 each) travel to the one task that scans them; the sorted chunks go
+# straight from their worker to the output chunks' workers, piece by piece.
+
+def _xp(array):
+    """The array module of a chunk: CuPy for CuPy chunks, else NumPy."""
+    if _is_device_chunk(array):
+        import cupy
+
+        return cupy
+    return np
+
+
+def _to_host(array) -> np.ndarray:
+    return array.get() if _is_device_chunk(array) else np.asarray(array)
+
 
 def _local_sort(block, num_bins: int, offset: int):
-    """A chunk's stable sort, or its first bad key (global index, value)."""
-    block = np.asarray(block)
+    """A chunk's stable sort (keys, GLOBAL original indices), or its first bad
+    key (global index, value): on the GPU for a CuPy chunk."""
     try:
-        with at_most(THREADS_PER_TASK):
-            sorted_keys, order = oracles.counting_sort(block, num_bins)
+        if _is_device_chunk(block):
+            from histkit import gpu
+
+            sorted_keys, order = gpu.counting_sort(block, num_bins)
+        else:
+            with at_most(THREADS_PER_TASK):
+                sorted_keys, order = oracles.counting_sort(np.asarray(block), num_bins)
     except BadKeyError as error:
         return None, (offset + error.index, error.value)
     return (sorted_keys, order + offset), None
 
 
-def _placement(sorts: list, num_bins: int):
+def _sort_counts(sort, num_bins: int):
+    """A sorted chunk's keys per bin (host int64), or its bad key: all that the
+    placement needs from it."""
+    sorted_part, bad = sort
+    if bad is not None:
+        return None, bad
+    sorted_keys = sorted_part[0]
+    xp = _xp(sorted_keys)
+    edges = xp.searchsorted(sorted_keys.astype(xp.int64), xp.arange(num_bins + 1),
+                            side="left")
+    return _to_host(edges[1:] - edges[:-1]).astype(np.int64), None
+
+
+def _placement(counts: list, num_bins: int):
     """Each chunk's per-bin start in the output: offsets scanned over (bin, chunk)."""
-    bad = [bad for _, bad in sorts if bad is not None]
+    bad = [bad for _, bad in counts if bad is not None]
     if bad:
         index, value = min(bad)
         raise BadKeyError(index, value, num_bins)
-    counts = np.stack([np.bincount(s[0][0].astype(np.int64), minlength=num_bins)
-                       for s in sorts])  # (chunk, bin)
-    flat = oracles.exclusive_scan(counts.T.ravel())  # bin-major, then chunk: stable
-    return flat.reshape(num_bins, len(sorts)).T  # start[chunk, bin]
+    table = np.stack([c for c, _ in counts])  # (chunk, bin)
+    flat = oracles.exclusive_scan(table.T.ravel())  # bin-major, then chunk: stable
+    return flat.reshape(num_bins, len(counts)).T  # start[chunk, bin]
 
 
 def _split(sort, placement: np.ndarray, chunk: int, bounds: list[int]):
     """One chunk's sorted keys cut into the pieces each output chunk receives:
     (output slot within that chunk, key, original index) per piece."""
     (sorted_keys, global_index), _ = sort
-    bins = sorted_keys.astype(np.int64)
-    rank_in_bin = np.arange(len(bins)) - np.searchsorted(bins, bins, side="left")
-    positions = placement[chunk][bins] + rank_in_bin  # increasing along the chunk
-    cuts = np.searchsorted(positions, bounds)
+    xp = _xp(sorted_keys)
+    bins = sorted_keys.astype(xp.int64)
+    rank_in_bin = xp.arange(len(bins)) - xp.searchsorted(bins, bins, side="left")
+    positions = xp.asarray(placement[chunk])[bins] + rank_in_bin  # increasing
+    cuts = _to_host(xp.searchsorted(positions, xp.asarray(bounds))).tolist()
     return tuple((positions[a:b] - bounds[j], sorted_keys[a:b], global_index[a:b])
                  for j, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)))
 
 
 def _assemble(size: int, dtype, pieces):
     """One output chunk from the piece every input chunk sends it."""
-    out_keys = np.empty(size, dtype=dtype)
-    out_index = np.empty(size, dtype=np.int64)
+    xp = _xp(pieces[0][1])
+    out_keys = xp.empty(size, dtype=dtype)
+    out_index = xp.empty(size, dtype=np.int64)
     for where, keys, index in pieces:
         out_keys[where] = keys
         out_index[where] = index
@@ -165,7 +202,8 @@ def _assemble(size: int, dtype, pieces):
 
 
 def counting_sort(keys, num_bins: int):
-    """Lazy (sorted_keys, original_index) of a 1-d Dask array: stable, chunked like keys.
+    """Lazy (sorted_keys, original_index) of a 1-d Dask array: stable, chunked
+    like keys, of the keys' array type (NumPy or CuPy chunks).
 
     Equals ``oracles.counting_sort`` on the concatenated input.
     """
@@ -179,15 +217,20 @@ def counting_sort(keys, num_bins: int):
              for c, block in enumerate(blocks)]
     if not sorts:
         return da.zeros(0, dtype=keys.dtype), da.zeros(0, dtype=np.int64)
-    placement = dask.delayed(_placement)(sorts, num_bins)
+    counts = [dask.delayed(_sort_counts, pure=True)(sort, num_bins) for sort in sorts]
+    placement = dask.delayed(_placement)(counts, num_bins)
     chunks = len(sorts)
     # all-to-all: chunk c's piece j goes to output chunk j (Dask moves only it)
     pieces = [dask.delayed(_split, nout=chunks)(sorts[c], placement, c, offsets)
               for c in range(chunks)]
+    key_meta = keys._meta
+    index_meta = key_meta.astype(np.int64)
     key_parts, index_parts = [], []
     for j in range(chunks):
         size = offsets[j + 1] - offsets[j]
         both = dask.delayed(_assemble, nout=2)(size, keys.dtype, [p[j] for p in pieces])
-        key_parts.append(da.from_delayed(both[0], shape=(size,), dtype=keys.dtype))
-        index_parts.append(da.from_delayed(both[1], shape=(size,), dtype=np.int64))
+        key_parts.append(da.from_delayed(both[0], shape=(size,), dtype=keys.dtype,
+                                         meta=key_meta))
+        index_parts.append(da.from_delayed(both[1], shape=(size,), dtype=np.int64,
+                                           meta=index_meta))
     return da.concatenate(key_parts), da.concatenate(index_parts)
