@@ -1,0 +1,142 @@
+"""histkit.dask on one GPU against all of a machine's GPUs, one Dask worker per
+GPU, keys held as CuPy chunks on the workers.
+
+    python bench/dask_gpu.py [--n-log2 34] [--chunk-log2 30] [--repeats 5]
+                             [--sort-n 2147483665]
+
+Workers: dask-cuda's LocalCUDACluster when dask-cuda is installed; otherwise
+a distributed SpecCluster of Nanny workers, each started with
+CUDA_VISIBLE_DEVICES naming its one GPU (what LocalCUDACluster does) -- the
+JSON says which. Histogram: N uniform int32 keys over 256 bins, drawn on the
+workers as CuPy chunks and persisted there; then histkit.dask.histogram is
+timed (median of --repeats computes) on a 1-GPU cluster and on an all-GPU
+one, and checked (counts sum to N, every bin within 1% of N/256). Sort:
+--sort-n uint8 keys (0: skipped) drawn on the host, scattered to the all-GPU
+cluster as CuPy chunks, sorted by histkit.dask.counting_sort, and compared
+with oracles.counting_sort on the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _shared import write_results
+
+
+def _gpu_count() -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+def _cluster(gpus: int):
+    """(cluster, how it was made) with one single-threaded worker per GPU."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        pass
+    else:
+        visible = ",".join(str(g) for g in range(gpus))
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
+                                dashboard_address=None), "dask_cuda.LocalCUDACluster"
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    workers = {f"gpu{g}": {"cls": Nanny, "options": {
+        "nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(g)}}} for g in range(gpus)}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    return (SpecCluster(workers=workers, scheduler=scheduler),
+            "distributed.SpecCluster, CUDA_VISIBLE_DEVICES per Nanny")
+
+
+def _draw(num_bins: int, block_info=None):
+    """One chunk of uniform int32 keys, drawn on the worker's GPU."""
+    import cupy
+
+    location = block_info[None]["chunk-location"][0]
+    size = block_info[None]["chunk-shape"][0]
+    rng = cupy.random.RandomState(1000 + location)
+    return rng.randint(0, num_bins, size, dtype=np.int32)
+
+
+def histogram_seconds(client, n: int, chunk: int, repeats: int) -> tuple[float, bool]:
+    import cupy
+    import dask.array as da
+    import distributed
+
+    from histkit import dask as hd
+
+    keys = da.map_blocks(_draw, 256, chunks=((chunk,) * (n // chunk),), dtype=np.int32,
+                         meta=cupy.empty(0, np.int32))
+    keys = client.persist(keys)
+    distributed.wait(keys)
+    counts = hd.histogram(keys, 256).compute()
+    ok = int(counts.sum()) == n and bool(np.all(np.abs(counts - n / 256) < 0.01 * n / 256))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        hd.histogram(keys, 256).compute()
+        times.append(time.perf_counter() - start)
+    del keys
+    return float(np.median(times)), ok
+
+
+def sort_check(client, n: int, chunk: int) -> dict:
+    import cupy
+    import dask.array as da
+
+    from histkit import dask as hd
+    from histkit import oracles
+
+    host = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
+    keys = da.from_array(host, chunks=chunk).map_blocks(cupy.asarray, dtype=np.uint8,
+                                                        meta=cupy.empty(0, np.uint8))
+    keys = client.persist(keys)
+    start = time.perf_counter()
+    sorted_keys, index = hd.counting_sort(keys, 256)
+    got_index = index.map_blocks(cupy.asnumpy, dtype=np.int64,
+                                 meta=np.empty(0, np.int64)).compute()
+    seconds = time.perf_counter() - start
+    want_keys, want_index = oracles.counting_sort(host, 256)
+    return {"N": n, "chunk": chunk, "seconds": seconds,
+            "equals_oracle": bool(np.array_equal(got_index, want_index))}
+
+
+def main() -> None:
+    import distributed
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-log2", type=int, default=34)
+    parser.add_argument("--chunk-log2", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sort-n", type=int, default=(1 << 31) + 17)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    n, chunk = 1 << args.n_log2, 1 << args.chunk_log2
+    gpus = _gpu_count()
+    results = {"N": n, "chunk": chunk, "gpus": gpus, "histogram_seconds": {}}
+    for count in sorted({1, gpus}):
+        cluster, made = _cluster(count)
+        with cluster, distributed.Client(cluster) as client:
+            seconds, ok = histogram_seconds(client, n, chunk, args.repeats)
+            results["cluster"] = made
+            results["histogram_seconds"][str(count)] = seconds
+            results.setdefault("histogram_checked", {})[str(count)] = ok
+            print(f"{count} GPU(s), {made}: histogram of 2^{args.n_log2} int32 keys in "
+                  f"{seconds * 1e3:.1f} ms ({n * 4 / seconds / 1e12:.2f} TB/s), checked: {ok}",
+                  flush=True)
+            if count == gpus and args.sort_n:
+                results["sort"] = sort_check(client, args.sort_n, min(chunk, 1 << 28))
+                print(f"counting sort of {args.sort_n} uint8 keys on {count} GPU(s): "
+                      f"{results['sort']['seconds']:.1f} s, equals the oracle: "
+                      f"{results['sort']['equals_oracle']}", flush=True)
+    if gpus > 1:
+        times = results["histogram_seconds"]
+        results["speedup"] = times["1"] / times[str(gpus)]
+        print(f"speedup {gpus} GPUs over 1: {results['speedup']:.2f}x", flush=True)
+    write_results(args.out, f"dask-gpu-{gpus}gpu", results)
+
+
+if __name__ == "__main__":
+    main()
