@@ -67,3 +67,13 @@ def test_the_standalone_defaults_in_cuda_equal_the_contract(source):
 def test_the_no_bad_key_sentinel_is_the_contracts():
     default = ifndef_defaults("common.cuh")["HK_NO_BAD_KEY"]
     assert int(default.removesuffix("ULL"), 0) == contract.NO_BAD_KEY
+
+
+def test_the_sort_tile_per_key_width_is_the_contracts_in_cuda_too():
+    # counting_sort.cu picks its rounds per warp from the key's width with the
+    # same rule as contract.tile_items: 8-byte keys take WIDE_KEY_TILE_ITEMS
+    text = (CUDA / "counting_sort.cu").read_text()
+    assert ("#define KEY_TILE_ITEMS (sizeof(hk_key) == 8 ? WIDE_KEY_TILE_ITEMS : TILE_ITEMS)"
+            in text)
+    assert contract.tile_items(8) == contract.WIDE_KEY_TILE_ITEMS
+    assert {contract.tile_items(width) for width in (1, 2, 4)} == {contract.TILE_ITEMS}
