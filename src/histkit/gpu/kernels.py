@@ -455,12 +455,12 @@ def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: Device
 
 
 TILE_THREADS = contract.TILE_WARPS * WARP
+DIGIT_BITS = contract.DIGIT_BITS
 
 
 def tile_keys(dtype: np.dtype) -> int:
     """Keys in one stable-sort tile (counting_sort.cu's TILE_KEYS) for this key type."""
     return TILE_THREADS * contract.tile_items(np.dtype(dtype).itemsize)
-DIGIT_BITS = contract.DIGIT_BITS
 
 
 def digit_shifts(num_bins: int) -> tuple[int, ...]:
@@ -521,10 +521,10 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     # A block counts its keys in 32-bit shared counters.
     blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
     if full_width:  # the key's order-preserving image has 8 x itemsize bits
-        num_bins = 1 << (8 * keys.dtype.itemsize)
-    # Valid keys stay below the dtype's largest value + 1 whatever num_bins is.
-    shifts = digit_shifts(min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
-                          if not full_width else num_bins)
+        num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
+    else:  # valid keys stay below the dtype's largest value + 1 whatever num_bins is
+        key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
+    shifts = digit_shifts(key_range)
     passes = tuple(SortPass(
         shift, _digits(num_bins, shift),
         Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
@@ -576,6 +576,7 @@ def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
     grid forces the block count (blocks then own several tiles each);
     index_dtype is the type of the original indices the scatter writes.
     """
+    index_dtype = np.dtype(index_dtype)
     shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid, index_dtype),
                     lambda: _sort_shape(rt, keys, num_bins, grid, index_dtype=index_dtype))
     offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad.ptr,
@@ -634,6 +635,7 @@ def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: Device
                index_dtype=np.int64) -> list[Geometry]:
     """Stable sort of full-width keys (signed keys in signed order): the
     stable counting sort's passes over every byte of the key (RADIX_KEYS builds)."""
+    index_dtype = np.dtype(index_dtype)
     shape = rt.plan(("radix", keys.dtype, keys.n, grid, index_dtype),
                     lambda: _sort_shape(rt, keys, _EVERY_KEY, grid, full_width=True,
                                         index_dtype=index_dtype))
