@@ -105,6 +105,11 @@ def test_full_width_cases_span_negative_and_high_keys_of_every_dtype():
         assert keys.astype(float).min() < float(info.min) + span / 16
         assert keys.astype(float).max() > float(info.max) - span / 16
         assert (keys.min() < 0) == (info.min < 0)
+    for case in (c for c in wide if c.distribution == "extremes"):
+        keys = case.keys()
+        info = np.iinfo(keys.dtype)
+        assert keys.min() == info.min and keys.max() == info.max
+        assert (info.min < 0) == bool(np.any(keys == -1))
 
 
 @pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad],

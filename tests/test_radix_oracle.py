@@ -35,6 +35,14 @@ def test_keys_that_share_their_high_digits_skip_those_passes_and_still_sort(dtyp
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_the_dtypes_edges_sort_as_numpy_sorts_them(dtype):
+    from histkit.distributions import full_width_keys
+
+    keys = full_width_keys("extremes", 5003, seed=1, dtype=dtype)
+    np.testing.assert_array_equal(oracles.argsort(keys), np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_equal_keys_keep_their_input_order(dtype):
     keys = np.array([5, 3, 5, 3, 5, 0, 3], dtype=dtype)
     sorted_keys, index = oracles.radix_sort(keys)

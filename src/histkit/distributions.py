@@ -138,15 +138,22 @@ def full_width_keys(distribution: str, n: int, seed: int = 0, dtype=np.int32) ->
     """``n`` keys of the named distribution spread over the dtype's whole range
     (negative keys included), for sorts of full-width keys (radix sort).
 
-    "uniform" draws every bit at random; the others draw the distribution over
-    2^16 values (2^bits for 8-bit keys) and stretch it, in order, from the
-    dtype's smallest value to its largest, keeping its shape (one value, a
-    Zipf head, sorted runs, a round robin).
+    "uniform" draws every bit at random; "extremes" draws from the dtype's
+    edges (its smallest and largest values and their neighbours, -1, 0, 1);
+    the others draw the distribution over 2^16 values (2^bits for 8-bit
+    keys) and stretch it, in order, from the dtype's smallest value to its
+    largest, keeping its shape (one value, a Zipf head, sorted runs, a round
+    robin).
     """
     dtype = np.dtype(dtype)
     info = np.iinfo(dtype)
     bits = 8 * dtype.itemsize
     unsigned = np.dtype(f"u{dtype.itemsize}")
+    if distribution == "extremes":
+        edges = {int(info.min), int(info.min) + 1, 0, 1, int(info.max) - 1, int(info.max)}
+        edges |= {-1} if info.min < 0 else set()
+        choices = np.array(sorted(edges), dtype=dtype)
+        return np.random.default_rng(seed).choice(choices, size=n)
     if distribution == "uniform":
         drawn = np.random.default_rng(seed).integers(0, 2**bits - 1, size=n, endpoint=True,
                                                      dtype=np.uint64)

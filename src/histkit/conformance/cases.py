@@ -229,6 +229,9 @@ def _full_width_cases() -> list[Case]:
 
     widths = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
     cases = [wide("uniform", 70_001, t) for t in widths]
+    # the dtype's edges: its largest key's image is all ones (a 64-bit one is
+    # the u64 maximum), its smallest all zeros; -1 next to 0
+    cases += [wide("extremes", 5_003, t) for t in widths]
     cases += [wide(d, 100_003, t) for d in DISTRIBUTIONS[1:]
               for t in ("int32", "uint32", "int64", "uint64")]
     # one key, a partial warp, a block + 1, a tile + 1, two tiles + 1 (a 1-key tile)
