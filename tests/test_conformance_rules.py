@@ -243,3 +243,13 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
     misplaced = _radix_outcome(keys, values)
     misplaced.sorted_values = values.copy()  # values left in input order
     assert "values differ" in checks.judge("radix-sort", expected, misplaced).detail
+
+
+def test_only_the_radix_sort_is_judged_on_full_width_keys():
+    from histkit.conformance.cases import cases_for
+
+    quick = all_cases(quick=True)
+    assert cases_for("radix-sort") == quick
+    histogram_cases = cases_for("histogram")
+    assert not any(c.full_width for c in histogram_cases)
+    assert len(histogram_cases) == sum(not c.full_width for c in quick)

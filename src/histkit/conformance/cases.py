@@ -250,6 +250,12 @@ def all_cases(quick: bool = False) -> list[Case]:
     return cases if quick else cases + large_cases()
 
 
+def cases_for(kind: str, quick: bool = True) -> list[Case]:
+    """The cases that judge one kind: full-width keys only for the radix sort
+    (every other kind needs a K)."""
+    return [c for c in all_cases(quick) if kind == "radix-sort" or not c.full_width]
+
+
 def large_cases() -> list[Case]:
     """What a full run adds to the quick matrix: 2^28 keys, and past 2^31."""
     cases = [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from histkit.conformance.cases import Case, all_cases
+from histkit.conformance.cases import Case, cases_for
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
     DEFAULT_ENTRIES,
@@ -213,7 +213,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         else:
             cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     elif cases is None:
-        cases = all_cases(quick)
+        cases = cases_for(kind, quick)
     report = CheckReport(implementation.describe(), kind)
     judge = Judge(implementation, timeout)
     start = time.perf_counter()

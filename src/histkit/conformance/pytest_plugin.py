@@ -20,12 +20,12 @@ from histkit.conformance.cases import Case
 
 def conformance_cases(kind: str, quick: bool = True):
     """A parametrize mark: one test item per conformance case of `kind`."""
-    from histkit.conformance.cases import all_cases
+    from histkit.conformance.cases import cases_for
     from histkit.gpu.registry import KINDS
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    cases = all_cases(quick)
+    cases = cases_for(kind, quick)
     return pytest.mark.parametrize("case", cases, ids=[c.name for c in cases])
 
 
