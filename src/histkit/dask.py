@@ -91,12 +91,18 @@ def _finish(part, num_bins: int) -> np.ndarray:
 
 
 def _tree(parts: list, combine):
+    """Parts combined TREE_WIDTH at a time, down to at most TREE_WIDTH of them."""
     import dask
 
-    while len(parts) > 1:
+    while len(parts) > TREE_WIDTH:
         parts = [dask.delayed(combine)(*parts[i:i + TREE_WIDTH])
                  for i in range(0, len(parts), TREE_WIDTH)]
-    return parts[0]
+    return parts
+
+
+def _total(num_bins: int, *parts) -> np.ndarray:
+    """The tree's root: the last parts summed, or the first bad key raised."""
+    return _finish(_combine(*parts), num_bins)
 
 
 def _offsets(keys) -> list[int]:
@@ -113,7 +119,7 @@ def histogram(keys, num_bins: int, *, method: str = "auto"):
     blocks = keys.to_delayed().ravel()
     parts = [dask.delayed(_chunk_counts, pure=True)(block, num_bins, offsets[c], method)
              for c, block in enumerate(blocks)]
-    total = dask.delayed(_finish)(_tree(parts, _combine), num_bins)
+    total = dask.delayed(_total)(num_bins, *_tree(parts, _combine))  # one task at the root
     return da.from_delayed(total, shape=(num_bins,), dtype=np.int64)
 
 
