@@ -117,3 +117,23 @@ def test_only_per_chunk_bin_counts_travel_to_the_placement_not_the_sorted_chunks
     np.testing.assert_array_equal(got_index, oracles.counting_sort(keys, 300)[1])
     assert len(received) == 5 and all(c.shape == (300,) for c in received)
     assert sum(int(c.sum()) for c in received) == len(keys)
+
+
+@pytest.mark.gpu
+def test_cupy_chunks_are_counted_and_sorted_on_the_gpu_as_the_oracles_do():
+    from histkit import gpu
+
+    if gpu.gpu_unavailable_reason() is not None:
+        pytest.skip(f"no GPU: {gpu.gpu_unavailable_reason()}")
+    cupy = pytest.importorskip("cupy")
+    keys = keys_of("zipf", 300_007, 1000)
+    x = da.from_array(keys, chunks=40_000).map_blocks(cupy.asarray, dtype=keys.dtype,
+                                                       meta=cupy.empty(0, keys.dtype))
+    np.testing.assert_array_equal(hd.histogram(x, 1000).compute(scheduler="threads"),
+                                  oracles.histogram(keys, 1000))
+    sorted_keys, index = hd.counting_sort(x, 1000)
+    got_keys, got_index = da.compute(sorted_keys, index, scheduler="threads")
+    assert isinstance(got_index, cupy.ndarray)
+    want_keys, want_index = oracles.counting_sort(keys, 1000)
+    np.testing.assert_array_equal(cupy.asnumpy(got_keys), want_keys)
+    np.testing.assert_array_equal(cupy.asnumpy(got_index), want_index)
