@@ -18,6 +18,29 @@ def test_sort_takes_one_8_bit_digit_pass_per_byte_of_the_largest_bin(num_bins, p
     assert num_bins == 1 or (num_bins - 1) >> shifts[-1] > 0
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint64])
+def test_a_radix_sort_takes_a_full_256_digit_pass_per_key_byte_and_reads_no_bound(dtype):
+    from test_api_calls import FakeRuntime
+
+    keys = kernels.Keys(0x1000, 100_000, np.dtype(dtype))
+    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, full_width=True)
+    width = np.dtype(dtype).itemsize
+    assert [p.shift for p in shape.passes] == [8 * b for b in range(width)]
+    assert all(p.digits == 256 for p in shape.passes)
+    assert shape.full_width and int(shape.n_and_bins[1]) == 2**64 - 1
+    assert shape.tiles == -(-keys.n // kernels.tile_keys(dtype))
+
+
+@pytest.mark.parametrize("n,ok", [(2**31, True), (2**31 + 1, False)])
+def test_int32_indices_number_up_to_2_31_keys(n, ok):
+    if ok:
+        assert kernels.check_index_dtype(n, np.int32) == np.int32
+    else:
+        with pytest.raises(kernels.UnsupportedShape, match="int32 indices"):
+            kernels.check_index_dtype(n, np.int32)
+    assert kernels.check_index_dtype(n, "int64") == np.int64
+
+
 def runs_of(keys, width=32):
     keys = np.asarray(keys, np.uint64)
     return keys[: len(keys) // width * width].reshape(-1, width)
