@@ -78,6 +78,13 @@ def test_the_cli_runs_one_input_given_as_keys(capsys):
     assert "index 2" in capsys.readouterr().out
 
 
+def test_a_radix_sort_input_given_as_keys_needs_no_num_bins(capsys):
+    keys = ["check", "--keys", "3,-2,7,-2", "--dtype", "int16", "--kind", "radix-sort"]
+    assert main([*keys[:1], "examples.python_kernels:radix_argsort", *keys[1:]]) == 0
+    assert main([*keys[:1], "examples.python_kernels:radix_unsigned_order", *keys[1:]]) == 1
+    assert "sorted keys differ" in capsys.readouterr().out
+
+
 def test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer():
     # The plugin loads through its pytest11 entry point: histkit is installed.
     done = subprocess.run([sys.executable, "-m", "pytest", "-q",

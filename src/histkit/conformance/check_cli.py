@@ -80,7 +80,8 @@ def add_check_parser(commands, formatter, handler) -> None:
     check.add_argument("--timeout", type=float, default=60.0,
                        help="seconds a .cu case may run before it counts as a hang")
     check.add_argument("--keys", type=_keys, help="run one input: these keys (with --num-bins)")
-    check.add_argument("--num-bins", type=bounded_int(1, 2**62), help="num_bins for --keys")
+    check.add_argument("--num-bins", type=bounded_int(1, 2**62),
+                       help="num_bins for --keys (not for --kind radix-sort)")
     check.add_argument("--dtype", default="int32", help="dtype of --keys")
     check.add_argument("--no-shrink", action="store_true",
                        help="report failing cases as they are, without a minimal reproducer")
@@ -112,7 +113,7 @@ def run_check_command(args, console) -> int:
         return _under_sanitizer(args)
     keys = None
     if args.keys is not None:
-        if args.num_bins is None:
+        if args.num_bins is None and args.kind != "radix-sort":  # full-width keys: no K
             console.print("histkit check: --keys needs --num-bins")
             return 2
         keys = np.array(args.keys, dtype=args.dtype)
