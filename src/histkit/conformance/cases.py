@@ -25,6 +25,7 @@ import numpy as np
 
 from histkit.distributions import full_width_keys, make_keys
 from histkit.gpu.contract import TILE_WARPS, WARP, tile_items
+from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 DISTRIBUTIONS = ("uniform", "onebin", "zipf", "sorted", "round-robin")
 EDGE_SIZES = (0, 1, 31, 32, 33, 255, 256, 257)  # the block is 256: block +/- 1
@@ -250,10 +251,19 @@ def all_cases(quick: bool = False) -> list[Case]:
     return cases if quick else cases + large_cases()
 
 
+# Why a case is not run for a kind (judges() is False).
+NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
+
+
+def judges(case: Case, kind: str) -> bool:
+    """Whether case's keys suit kind: full-width keys (no K) only the kinds
+    that sort full-width keys; every other case every kind."""
+    return not case.full_width or kind in FULL_WIDTH_KINDS
+
+
 def cases_for(kind: str, quick: bool = True) -> list[Case]:
-    """The cases that judge one kind: full-width keys only for the radix sort
-    (every other kind needs a K)."""
-    return [c for c in all_cases(quick) if kind == "radix-sort" or not c.full_width]
+    """The cases that judge one kind."""
+    return [c for c in all_cases(quick) if judges(c, kind)]
 
 
 def large_cases() -> list[Case]:

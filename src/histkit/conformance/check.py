@@ -26,7 +26,7 @@ from histkit.conformance.foreign import (
     load_callable,
     parse_kernel_spec,
 )
-from histkit.gpu.registry import KINDS
+from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
 
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
@@ -189,7 +189,7 @@ def reproducer(impl, kind: str, case: Case) -> str:
             options += f" --counts {impl.count_bits}"
             return (f"histkit check {impl.describe()} --kind {kind} --keys '{keys}' "
                     f"--dtype {case.dtype} --num-bins {case.num_bins}{options}")
-        bins = "" if kind == "radix-sort" else f", num_bins={case.num_bins}"
+        bins = "" if kind in FULL_WIDTH_KINDS else f", num_bins={case.num_bins}"
         return (f"python -c \"import numpy as np; from histkit.conformance import check; "
                 f"print(check('{impl.describe()}', '{kind}', keys=np.array([{keys}], "
                 f"dtype='{case.dtype}'){bins}).failures[0])\"")
@@ -206,7 +206,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
     if keys is not None:
-        if kind == "radix-sort":  # full-width keys: there is no num_bins
+        if kind in FULL_WIDTH_KINDS:  # full-width keys: there is no num_bins
             cases = [Case.of_keys(np.asarray(keys), 0, grid, full_width=True)]
         elif num_bins is None:
             raise ValueError("keys= needs num_bins=")

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from histkit.gpu.registry import KINDS
+from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
 
 SANITIZERS = ("memcheck", "racecheck", "synccheck")
 
@@ -113,7 +113,7 @@ def run_check_command(args, console) -> int:
         return _under_sanitizer(args)
     keys = None
     if args.keys is not None:
-        if args.num_bins is None and args.kind != "radix-sort":  # full-width keys: no K
+        if args.num_bins is None and args.kind not in FULL_WIDTH_KINDS:  # no K to give
             console.print("histkit check: --keys needs --num-bins")
             return 2
         keys = np.array(args.keys, dtype=args.dtype)

@@ -37,8 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from histkit.conformance import checks
-from histkit.conformance.cases import Case
+from histkit.conformance.cases import NEEDS_A_K, Case, judges
 from histkit.conformance.checks import Cell
+from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 INPUT_KINDS = ("numpy", "cupy", "torch")
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
@@ -111,10 +112,11 @@ class PythonImpl:
         return self.block, grid
 
     def judge(self, case: Case) -> tuple[Cell, str]:
+        if not judges(case, self.kind):
+            return Cell("skip", NEEDS_A_K), ""
         keys = case.keys()
-        if case.full_width and self.kind != "radix-sort":
-            return Cell("skip", "full-width keys have no K: the radix sort's cases"), ""
-        expected = checks.Expected(keys, case.num_bins, case.full_width)
+        full_width = self.kind in FULL_WIDTH_KINDS  # no K: no histogram, no bad key
+        expected = checks.Expected(keys, case.num_bins, case.full_width or full_width)
         if self.kind == "scan":
             if expected.bad is not None:
                 return Cell("skip", "scan inputs are counts: no bad keys"), ""
@@ -124,7 +126,7 @@ class PythonImpl:
         try:
             result = self._call(keys, case, outcome)
         except ValueError as error:
-            if expected.bad is None or self.kind == "radix-sort":
+            if expected.bad is None:
                 return Cell("FAIL", f"raised on valid input: {type(error).__name__}: {error}"), ""
             outcome.first_bad = reported_index(error)
             if outcome.first_bad is None:
@@ -145,7 +147,7 @@ class PythonImpl:
             block, grid = self.geometry(case)
             outcome.block, outcome.grid = block, grid
             return self.function(arg, case.num_bins, block_size=block, num_blocks=grid)
-        if self.kind == "radix-sort":
+        if self.kind in FULL_WIDTH_KINDS:
             return self.function(arg)
         return self.function(arg, case.num_bins)
 

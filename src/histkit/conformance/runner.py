@@ -21,14 +21,14 @@ from rich.progress import Progress
 
 from histkit import __version__
 from histkit.conformance import checks
-from histkit.conformance.cases import GUARD, HUGE, LARGE, Case, all_cases
+from histkit.conformance.cases import GUARD, HUGE, LARGE, NEEDS_A_K, Case, all_cases, judges
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.kernels import Keys, UnsupportedShape, digit_shifts
-from histkit.gpu.registry import REPORTS_BAD_KEYS, Kernel, Variant
+from histkit.gpu.registry import FULL_WIDTH_KINDS, TAKES_KEYS, Kernel, Variant
 
 # One warp walks the whole input alone: past these it is only slow, not new.
 ONE_WARP_MAX_N = (1 << 20) + (1 << 13)
@@ -202,13 +202,12 @@ class CaseRun:
     def judge(self, kernel: Kernel, variant: Variant) -> tuple[Cell, str]:
         if self.case.grid is not None and not kernel.takes_grid:
             return Cell("skip", "fixed geometry: a forced grid does not apply"), ""
-        if self.case.full_width and kernel.kind != "radix-sort":
-            return Cell("skip", "full-width keys have no K: the radix sort's cases"), ""
-        if kernel.kind == "radix-sort" and self.expected.values is None:
+        if not judges(self.case, kernel.kind):
+            return Cell("skip", NEEDS_A_K), ""
+        if kernel.kind in FULL_WIDTH_KINDS and self.expected.values is None:
             return Cell("skip", "radix sort: past 2^31 keys the stable sort judges its passes; "
                                 "at 2^28 the full-width cases judge it"), ""
-        if (self.expected.bad is not None and kernel.kind not in REPORTS_BAD_KEYS
-                and kernel.kind != "radix-sort"):  # a radix sort takes every key
+        if self.expected.bad is not None and kernel.kind not in TAKES_KEYS:
             return Cell("skip", f"{kernel.kind} kernels do not check keys"), ""
         if variant.name and VARIANT_MAX_N < self.case.n < HUGE:
             return Cell("skip", "variants reach their paths at small N; the 2^28 cases "

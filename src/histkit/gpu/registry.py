@@ -49,9 +49,11 @@ KINDS = {
     "radix-sort": "full-width keys (signed keys in signed order): keys, original indices "
                   "and the values moved with them equal to oracles.radix_sort",
 }
-# Kinds whose kernels check keys against num_bins and report the first bad index
-# (a radix sort has no num_bins: every key is valid).
-REPORTS_BAD_KEYS = frozenset(KINDS) - {"scan", "radix-sort"}
+# Kinds whose kernels read keys (a scan reads counts): bad-key cases judge them.
+TAKES_KEYS = frozenset(KINDS) - {"scan"}
+# Kinds that sort full-width keys: there is no num_bins, so every key is valid
+# (their rule has no bad key), and they alone take the full-width cases.
+FULL_WIDTH_KINDS = frozenset({"radix-sort"})
 
 
 @dataclass(frozen=True)
