@@ -524,16 +524,18 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
         num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
     else:  # valid keys stay below the dtype's largest value + 1 whatever num_bins is
         key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
-    shifts = digit_shifts(key_range)
-    passes = tuple(SortPass(
-        shift, _digits(num_bins, shift),
-        Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
-        Geometry(f"scatter_ranges_stable[shift={shift}]", blocks, TILE_THREADS),
-        (np.uint32(shift), np.uint32(_digits(num_bins, shift)), np.int64(tiles)))
-        for shift in shifts)
+    passes = tuple(_sort_pass(shift, _digits(num_bins, shift), blocks, tiles)
+                   for shift in digit_shifts(key_range))
     n_and_bins = _args(keys, _EVERY_KEY if full_width else num_bins)[1:]
     return SortShape(count, scatter, blocks, tiles, passes, n_and_bins, full_width,
                      index_dtype)
+
+
+def _sort_pass(shift: int, digits: int, blocks: int, tiles: int) -> SortPass:
+    return SortPass(shift, digits,
+                    Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
+                    Geometry(f"scatter_ranges_stable[shift={shift}]", blocks, TILE_THREADS),
+                    (np.uint32(shift), np.uint32(digits), np.int64(tiles)))
 
 
 @dataclass
@@ -579,13 +581,18 @@ def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
     index_dtype = np.dtype(index_dtype)
     shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid, index_dtype),
                     lambda: _sort_shape(rt, keys, num_bins, grid, index_dtype=index_dtype))
-    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad.ptr,
+    return _first_count(rt, shape, keys, first_bad.ptr, keep_alive)
+
+
+def _first_count(rt: Runtime, shape: SortShape, keys: Keys, first_bad_ptr: int,
+                 keep_alive: list) -> StablePlan:
+    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad_ptr,
                                         keep_alive)
     return StablePlan(shape, offsets, geometries, keep_alive)
 
 
-def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
-                   out_keys: DeviceArray, out_index: DeviceArray) -> list[Geometry]:
+def stable_scatter(rt: Runtime, keys: Keys, plan: StablePlan, out_keys: DeviceArray,
+                   out_index: DeviceArray) -> list[Geometry]:
     """Write keys and original indices in stable order (keys already validated).
 
     Passes ping-pong between the outputs and one pair of temporaries, arranged
@@ -594,7 +601,7 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     shape = plan.shape
     passes = len(shape.passes)
     spare_keys = spare_index = None
-    no_bad = _NOT_READ
+    no_bad_ptr = _NOT_READ
     if passes > 1:
         spare_keys = rt.empty(keys.n, keys.dtype)
         spare_index = rt.empty(keys.n, shape.index_dtype)
@@ -603,13 +610,13 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
             no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
             plan.keep_alive.append(no_bad)
             rt.memset(no_bad.ptr, 0xFF, 8)
-            no_bad = no_bad.ptr
+            no_bad_ptr = no_bad.ptr
     source_keys, source_index = keys.ptr, 0
     offsets = plan.offsets
     geometries: list[Geometry] = []
     for number, step in enumerate(shape.passes):
         if number:
-            offsets, counted = _count_digits(rt, shape, step, source_keys, no_bad,
+            offsets, counted = _count_digits(rt, shape, step, source_keys, no_bad_ptr,
                                              plan.keep_alive)
             geometries += counted
         to_outputs = (passes - 1 - number) % 2 == 0
@@ -629,7 +636,6 @@ def stable_scatter(rt: Runtime, keys: Keys, num_bins: int, plan: StablePlan,
     return geometries
 
 
-
 def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: DeviceArray,
                keep_alive: list, grid: int | None = None,
                index_dtype=np.int64) -> list[Geometry]:
@@ -639,10 +645,8 @@ def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: Device
     shape = rt.plan(("radix", keys.dtype, keys.n, grid, index_dtype),
                     lambda: _sort_shape(rt, keys, _EVERY_KEY, grid, full_width=True,
                                         index_dtype=index_dtype))
-    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, _NOT_READ,
-                                        keep_alive)
-    plan = StablePlan(shape, offsets, geometries, keep_alive)
-    return geometries + stable_scatter(rt, keys, _EVERY_KEY, plan, out_keys, out_index)
+    plan = _first_count(rt, shape, keys, _NOT_READ, keep_alive)
+    return plan.geometries + stable_scatter(rt, keys, plan, out_keys, out_index)
 
 
 # Values move as raw bits: the unsigned C type of each width gather_values takes.

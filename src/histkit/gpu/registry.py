@@ -117,8 +117,7 @@ def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
     plan = kernels.stable_count(rt, keys, num_bins, first_bad, keep_alive, grid, index_dtype)
     if between is not None and between() is False:
         return plan.geometries
-    return plan.geometries + kernels.stable_scatter(rt, keys, num_bins, plan, out_keys,
-                                                    out_index)
+    return plan.geometries + kernels.stable_scatter(rt, keys, plan, out_keys, out_index)
 
 
 def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
