@@ -443,3 +443,12 @@ def test_a_2_31_key_case_too_large_for_the_gpu_is_a_named_skip_not_a_fail():
     assert "needs about 20.0 GiB of GPU memory; 8.0 GiB free here" in results[0].cell.detail
     rt.free_bytes = lambda: 24 << 30  # a 24 GiB GPU: the case runs (no skip decided here)
     assert runner.too_large_here(rt, huge_cases()[0]) is None
+
+
+def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():
+    from histkit.conformance import runner
+    from histkit.conformance.cases import HUGE, Case
+
+    wide = Case("uniform", HUGE, 0, dtype="int32", full_width=True)
+    narrow = Case("uniform", HUGE, 200, dtype="int32")
+    assert runner.device_bytes_needed(wide) > runner.device_bytes_needed(narrow)

@@ -118,6 +118,15 @@ class CaseRun:
                                  f"(element {array.n + first})")
         return whole[:array.n]
 
+    def guarded_input(self, host: np.ndarray, fill: int) -> DeviceArray:
+        """host on the device with GUARD elements of the byte fill after it: a
+        kernel that reads past its input reads them, and read(array, fill)
+        says whether one wrote there."""
+        padded = np.empty(len(host) + GUARD, host.dtype)
+        padded.view(np.uint8)[:] = fill
+        padded[:len(host)] = host
+        return DeviceArray(self.rt.to_device(padded).buffer, len(host), host.dtype)
+
     def first_bad_slot(self) -> DeviceArray:
         return self.output(1, np.uint64, fill=0xFF)
 
@@ -141,9 +150,7 @@ class CaseRun:
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         # The counts' guard is non-zero: a scan that reads past its input miscounts.
-        padded = np.full(self.case.num_bins + GUARD, np.uint64(COUNTS_GUARD * 0x0101010101010101))
-        padded[:self.case.num_bins] = self.expected.exact
-        counts = DeviceArray(self.rt.to_device(padded).buffer, self.case.num_bins, padded.dtype)
+        counts = self.guarded_input(self.expected.exact.astype(np.uint64), COUNTS_GUARD)
         out = self.output(self.case.num_bins, np.uint64, fill=POISON)
         geometries = kernel.run(self.rt, counts.ptr, self.case.num_bins, out.ptr, [],
                                 **variant.options)
@@ -183,11 +190,8 @@ class CaseRun:
         out_keys = self.output(n, self.host.dtype, fill=POISON)
         out_index = self.output(n, variant.options.get("index_dtype", np.int64), fill=POISON)
         out_values = self.output(n, values.dtype, fill=POISON)
-        # the values sit between guards too: a gather reading past them misplaces one
-        padded = np.empty(n + GUARD, values.dtype)
-        padded.view(np.uint8)[:] = POISON
-        padded[:n] = values
-        on_device = DeviceArray(self.rt.to_device(padded).buffer, n, values.dtype)
+        # the values sit before a guard too: a gather reading past them misplaces one
+        on_device = self.guarded_input(values, POISON)
         geometries = kernel.run(self.rt, self.keys, out_keys, out_index, [],
                                 grid=self.case.grid,
                                 values=(on_device.ptr, values.dtype.itemsize, out_values.ptr),
@@ -248,8 +252,9 @@ def device_bytes_needed(case: Case) -> int:
     stable sort's outputs (keys and int64 indices), twice when it takes more
     than one digit pass (the spare buffers the passes ping-pong through)."""
     dtype = np.dtype(case.dtype)
-    passes = len(digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1)))
-    buffers = 1 if passes == 1 and not case.full_width else 2
+    # (full-width keys have no K to count digits of: they are counted at two)
+    buffers = 2 if case.full_width or len(
+        digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
     return ((case.n + case.offset + GUARD) * dtype.itemsize
             + buffers * (case.n + GUARD) * (dtype.itemsize + 8))
 
