@@ -267,15 +267,21 @@ def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
     if not is_device_array(array):
         raise TypeError(f"{name} must be a device array (CuPy, PyTorch, ...) of {n} {dtype}; "
                         f"got {type(array).__name__}")
-    if _framework_of(array) == "cupy":
-        ptr, size, got, producer = _cupy_interface(array, call.rt, name)
-        if producer is not None:
-            call.rt.wait_for(producer)  # its pending writes come before ours
-    else:
-        ptr, size, got = _view(call.rt, array, name)
+    ptr, size, got = _device_view(call, array, name)
     if got != dtype or size != n:
         raise ValueError(f"{name} must hold {n} {dtype}; got {size} {got}")
     return _Out(ptr, n, dtype, array)
+
+
+def _device_view(call: _Call, array, name: str, integer: bool = True):
+    """(pointer, length, dtype) of a caller's device array other than the keys,
+    its pending writes ordered before the call's work."""
+    if _framework_of(array) == "cupy":
+        ptr, size, dtype, producer = _cupy_interface(array, call.rt, name, integer)
+        if producer is not None:
+            call.rt.wait_for(producer)  # its pending writes come before ours
+        return ptr, size, dtype
+    return _view(call.rt, array, name, integer)
 
 
 def _fill(call: _Call, out: _Out, byte: int, nbytes: int) -> None:
@@ -513,12 +519,7 @@ def _open_radix(keys, values, stream) -> tuple[_Call, _Out | None]:
     if not on_device:
         array = call.rt.to_device(values)
         return call, _Out(array.ptr, len(values), values.dtype, array)
-    if _framework_of(values) == "cupy":
-        ptr, n, dtype, producer = _cupy_interface(values, call.rt, "values", integer=False)
-        if producer is not None:
-            call.rt.wait_for(producer)
-    else:
-        ptr, n, dtype = _view(call.rt, values, "values", integer=False)
+    ptr, n, dtype = _device_view(call, values, "values", integer=False)
     if n != call.keys.n:
         raise ValueError(f"values must hold one entry per key: {call.keys.n} keys, "
                          f"{n} values")
