@@ -108,29 +108,31 @@ __device__ __forceinline__ void block_tiles(i64 num_tiles, i64* first, i64* last
     *last = num_tiles * (blockIdx.x + 1) / gridDim.x;
 }
 
-__device__ __forceinline__ unsigned warp_inclusive_sum(unsigned value) {
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_sum(T value) {
     const unsigned lane = threadIdx.x & 31;
     for (int d = 1; d < 32; d <<= 1) {
-        unsigned up = __shfl_up_sync(0xffffffffu, value, d);
+        T up = __shfl_up_sync(0xffffffffu, value, d);
         if (lane >= d) value += up;
     }
     return value;
 }
 
 // Exclusive prefix sum of one value per thread over a TILE_THREADS block.
-__device__ unsigned tile_exclusive_sum(unsigned value) {
-    __shared__ unsigned warp_offsets[TILE_WARPS];
+template <typename T>
+__device__ T tile_exclusive_sum(T value) {
+    __shared__ T warp_offsets[TILE_WARPS];
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned inclusive = warp_inclusive_sum(value);
+    const T inclusive = warp_inclusive_sum(value);
     if (lane == 31) warp_offsets[warp] = inclusive;
     __syncthreads();
     if (warp == 0) {
-        const unsigned mine = lane < TILE_WARPS ? warp_offsets[lane] : 0;
-        const unsigned running = warp_inclusive_sum(mine);
+        const T mine = lane < TILE_WARPS ? warp_offsets[lane] : (T)0;
+        const T running = warp_inclusive_sum(mine);
         if (lane < TILE_WARPS) warp_offsets[lane] = running - mine;
     }
     __syncthreads();
-    const unsigned exclusive = warp_offsets[warp] + inclusive - value;
+    const T exclusive = warp_offsets[warp] + inclusive - value;
     __syncthreads();  // warp_offsets is reused by the next call
     return exclusive;
 }
@@ -202,20 +204,111 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
     }
 }
 
+// One tile being ranked and staged in shared memory (both stable scatters).
+struct TileStage {
+    unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
+    unsigned digit_start[MAX_DIGITS];  // each digit's first slot in the staged tile
+    hk_key keys[TILE_KEYS];
+    unsigned short pos[TILE_KEYS];  // each staged key's position in the tile
+    unsigned staged;                // keys staged in this tile
+};
+
+// 1. Each warp ranks its slice (KEY_TILE_ITEMS rounds of 32 consecutive keys)
+//    in input order: rank = keys of the same digit before it in this warp's
+//    slice. A bad key, or a slot past the tile's tile_n keys, gets NO_DIGIT.
+__device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS], int tile_n,
+                                           u64 num_bins, unsigned shift, unsigned num_digits,
+                                           TileStage& stage,
+                                           unsigned (&digits)[KEY_TILE_ITEMS],
+                                           unsigned (&ranks)[KEY_TILE_ITEMS]) {
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (unsigned d = lane; d < num_digits; d += 32) stage.warp_counts[warp][d] = 0;
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
+        const int pos = (int)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
+        const u64 bin = sort_bin(held[k]);
+        // A bad key (the count reported it and skipped it) is skipped here
+        // too: nothing is written out of bounds, even when the host does not
+        // wait for the count's verdict.
+        digits[k] =
+            pos < tile_n && sort_key_valid(bin, num_bins) ? digit_of(bin, shift) : NO_DIGIT;
+        const unsigned peers = same_digit_lanes(digits[k]);
+        const unsigned leader = __ffs(peers) - 1;
+        unsigned before = 0;
+        if (digits[k] != NO_DIGIT && lane == leader) {
+            before = stage.warp_counts[warp][digits[k]];
+            stage.warp_counts[warp][digits[k]] = before + __popc(peers);
+        }
+        before = __shfl_sync(0xffffffffu, before, leader);
+        ranks[k] = before + __popc(peers & lanes_below());
+        __syncwarp();
+    }
+}
+
+// 2. Thread d owns digit d: the warps' counts become offsets within the
+//    digit, and the digits' totals become each digit's start in the tile.
+//    Returns thread d's total: the tile's keys of digit d.
+__device__ __forceinline__ unsigned offset_digits(unsigned num_digits, TileStage& stage) {
+    __syncthreads();  // every warp has ranked its slice
+    unsigned total = 0;
+    if (threadIdx.x < num_digits) {
+        for (int w = 0; w < TILE_WARPS; ++w) {
+            const unsigned c = stage.warp_counts[w][threadIdx.x];
+            stage.warp_counts[w][threadIdx.x] = total;
+            total += c;
+        }
+    }
+    const unsigned start = tile_exclusive_sum(total);
+    if (threadIdx.x < num_digits) stage.digit_start[threadIdx.x] = start;
+    if (threadIdx.x == num_digits - 1) stage.staged = start + total;
+    __syncthreads();
+    return total;
+}
+
+// 3. Stage the tile in digit order (stable within each digit).
+__device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
+                                           const unsigned (&digits)[KEY_TILE_ITEMS],
+                                           const unsigned (&ranks)[KEY_TILE_ITEMS],
+                                           TileStage& stage) {
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
+        if (digits[k] == NO_DIGIT) continue;
+        const unsigned local =
+            stage.digit_start[digits[k]] + stage.warp_counts[warp][digits[k]] + ranks[k];
+        stage.keys[local] = held[k];
+        stage.pos[local] = (unsigned short)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
+    }
+}
+
+// 4. Each digit's run goes to consecutive output slots from cursor[digit]
+//    (the output slot of this tile's first key of that digit), so
+//    neighbouring threads store to neighbouring addresses. tile_base: the
+//    tile's first key in the input; in_index == 0 means the keys are in input
+//    order (the first pass).
+__device__ __forceinline__ void write_tile(const TileStage& stage, const u64* cursor,
+                                           i64 tile_base, unsigned shift,
+                                           const hk_index* in_index, hk_key* out_keys,
+                                           hk_index* out_index) {
+    for (int p = threadIdx.x; p < (int)stage.staged; p += TILE_THREADS) {
+        const hk_key key = stage.keys[p];
+        const unsigned d = digit_of(sort_bin(key), shift);
+        const u64 dst = cursor[d] + (u64)(p - (int)stage.digit_start[d]);
+        const i64 src = tile_base + stage.pos[p];
+        out_keys[dst] = key;
+        out_index[dst] = in_index ? in_index[src] : (hk_index)src;
+    }
+}
+
 // Keys were validated by the first count_ranges; range_offsets[d * gridDim.x
-// + g] is the output slot of block g's first key of digit d. in_index == 0
-// means the keys are in input order (the first pass).
+// + g] is the output slot of block g's first key of digit d.
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, SCATTER_MIN_BLOCKS)
 scatter_ranges_stable(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
                       unsigned shift, unsigned num_digits, i64 num_tiles,
                       const u64* range_offsets, hk_key* out_keys, hk_index* out_index) {
-    __shared__ unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
-    __shared__ unsigned digit_start[MAX_DIGITS];
+    __shared__ TileStage stage;
     __shared__ u64 cursor[MAX_DIGITS];  // next output slot of each digit
-    __shared__ hk_key staged_keys[TILE_KEYS];
-    __shared__ unsigned short staged_pos[TILE_KEYS];
-    __shared__ unsigned staged;  // keys staged in this tile
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x < num_digits)
         cursor[threadIdx.x] = range_offsets[(i64)threadIdx.x * gridDim.x + blockIdx.x];
     i64 first, last;
@@ -226,76 +319,170 @@ scatter_ranges_stable(const hk_key* keys, const hk_index* in_index, i64 n, u64 n
     for (i64 tile = first; tile < last; ++tile) {
         const i64 base = tile * TILE_KEYS;
         const int tile_n = (int)min((i64)TILE_KEYS, n - base);
-        for (unsigned d = lane; d < num_digits; d += 32) warp_counts[warp][d] = 0;
-        __syncwarp();
-
-        // 1. Each warp ranks its slice (KEY_TILE_ITEMS rounds of 32 consecutive
-        //    keys) in input order: rank = keys of the same digit before it in
-        //    this warp's slice.
         hk_key held[KEY_TILE_ITEMS];
         unsigned digits[KEY_TILE_ITEMS], ranks[KEY_TILE_ITEMS];
 #pragma unroll
         for (int k = 0; k < KEY_TILE_ITEMS; ++k) held[k] = next[k];
         if (tile + 1 < last) load_slice(keys, n, tile + 1, next);
-#pragma unroll
-        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
-            const int pos = (int)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
-            const u64 bin = sort_bin(held[k]);
-            // A bad key (count_ranges reported it and skipped it) is skipped
-            // here too: nothing is written out of bounds, even when the host
-            // does not wait for the count's verdict.
-            digits[k] =
-                pos < tile_n && sort_key_valid(bin, num_bins) ? digit_of(bin, shift) : NO_DIGIT;
-            const unsigned peers = same_digit_lanes(digits[k]);
-            const unsigned leader = __ffs(peers) - 1;
-            unsigned before = 0;
-            if (digits[k] != NO_DIGIT && lane == leader) {
-                before = warp_counts[warp][digits[k]];
-                warp_counts[warp][digits[k]] = before + __popc(peers);
-            }
-            before = __shfl_sync(0xffffffffu, before, leader);
-            ranks[k] = before + __popc(peers & lanes_below());
-            __syncwarp();
-        }
+        rank_slice(held, tile_n, num_bins, shift, num_digits, stage, digits, ranks);
+        const unsigned total = offset_digits(num_digits, stage);
+        stage_tile(held, digits, ranks, stage);
         __syncthreads();
-
-        // 2. Thread d owns digit d: the warps' counts become offsets within
-        //    the digit, and the digits' totals become each digit's start in
-        //    the tile.
-        unsigned total = 0;
-        if (threadIdx.x < num_digits) {
-            for (int w = 0; w < TILE_WARPS; ++w) {
-                const unsigned c = warp_counts[w][threadIdx.x];
-                warp_counts[w][threadIdx.x] = total;
-                total += c;
-            }
-        }
-        const unsigned start = tile_exclusive_sum(total);
-        if (threadIdx.x < num_digits) digit_start[threadIdx.x] = start;
-        if (threadIdx.x == num_digits - 1) staged = start + total;
-        __syncthreads();
-
-        // 3. Stage the tile in digit order (stable within each digit).
-#pragma unroll
-        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
-            if (digits[k] == NO_DIGIT) continue;
-            const unsigned local =
-                digit_start[digits[k]] + warp_counts[warp][digits[k]] + ranks[k];
-            staged_keys[local] = held[k];
-            staged_pos[local] = (unsigned short)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
-        }
-        __syncthreads();
-
-        // 4. Each digit's run goes to consecutive output slots.
-        for (int p = threadIdx.x; p < (int)staged; p += TILE_THREADS) {
-            const hk_key key = staged_keys[p];
-            const unsigned d = digit_of(sort_bin(key), shift);
-            const u64 dst = cursor[d] + (u64)(p - (int)digit_start[d]);
-            const i64 src = base + staged_pos[p];
-            out_keys[dst] = key;
-            out_index[dst] = in_index ? in_index[src] : (hk_index)src;
-        }
+        write_tile(stage, cursor, base, shift, in_index, out_keys, out_index);
         __syncthreads();  // every thread has read cursor and the staged tile
         if (threadIdx.x < num_digits) cursor[threadIdx.x] += total;
+    }
+}
+
+// --- onesweep: one read of the keys per pass ---------------------------------
+//
+// The passes above read the keys twice each (count, then scatter). These read
+// them once per pass, after one read that counts every pass's digits (Merrill
+// and Garland's single-pass scan with decoupled look-back, as in the
+// "onesweep" radix sort):
+//   digit_histograms  one read of all keys: counts of each pass's digits
+//                     (pass p's digit is bits [p * DIGIT_BITS, +DIGIT_BITS) of
+//                     the key's bin); the last block to finish turns each
+//                     pass's counts into the digits' first output slots.
+//   onesweep_scatter  one launch per pass. Blocks take tiles in input order
+//                     from a counter, rank and stage a tile as above, and
+//                     publish each digit's count in the tile; then thread d
+//                     walks back over the earlier tiles' words for digit d,
+//                     adding counts until it meets one that already holds the
+//                     keys of digit d in all tiles before it (an inclusive
+//                     prefix), and publishes its own inclusive prefix. A tile
+//                     only waits on tiles taken before it, by blocks already
+//                     running, so the walk always ends.
+
+#ifndef MAX_PASSES
+#define MAX_PASSES 8  // a pass per byte of a 64-bit key
+#endif
+#ifndef HIST_ITEMS
+#define HIST_ITEMS 8  // keys each thread of digit_histograms loads per round
+#endif
+#ifndef ONESWEEP_MIN_BLOCKS
+#define ONESWEEP_MIN_BLOCKS 3  // onesweep_scatter blocks per SM the registers must allow
+#endif
+
+// A tile's look-back word for one digit: a flag and a count in one 64-bit
+// word, so a single store publishes both. 0 = not yet published.
+#define TILE_AGGREGATE (1ULL << 62)  // count = the digit's keys in this tile
+#define TILE_PREFIX (1ULL << 63)     // count = the digit's keys in tiles 0 .. this one
+#define TILE_COUNT_MASK (TILE_AGGREGATE - 1)
+
+// Adds each lane's digit (NO_DIGIT: nothing) to counts. A warp whose lanes
+// all hold one digit adds 32 once: all-equal and sorted keys, and the zero
+// top bytes of small wide keys, would otherwise queue 32 lanes on one counter.
+__device__ __forceinline__ void count_warp_digits(unsigned* counts, unsigned digit) {
+    const unsigned lowest = __reduce_min_sync(0xffffffffu, digit);
+    const unsigned highest = __reduce_max_sync(0xffffffffu, digit);
+    if (lowest == highest) {
+        if (digit != NO_DIGIT && (threadIdx.x & 31) == 0) atomicAdd(&counts[digit], 32u);
+    } else if (digit != NO_DIGIT) {
+        atomicAdd(&counts[digit], 1u);
+    }
+}
+
+// digit_starts[p * MAX_DIGITS + d] (zeroed by the host, as is blocks_done)
+// ends as the first output slot of pass p's digit d. Bad keys are reported
+// (first_bad) and not counted.
+extern "C" __global__ void __launch_bounds__(TILE_THREADS)
+digit_histograms(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes,
+                 u64* digit_starts, u64* blocks_done, u64* first_bad) {
+    __shared__ unsigned counts[MAX_PASSES][MAX_DIGITS];
+    __shared__ bool last_block;
+    for (unsigned j = threadIdx.x; j < MAX_PASSES * MAX_DIGITS; j += TILE_THREADS)
+        (&counts[0][0])[j] = 0;
+    __syncthreads();
+    const i64 round_keys = (i64)TILE_THREADS * HIST_ITEMS;
+    // round is the same for the whole block: every lane of a warp takes part
+    // in count_warp_digits.
+    for (i64 round = blockIdx.x * round_keys; round < n; round += gridDim.x * round_keys) {
+        hk_key held[HIST_ITEMS];
+#pragma unroll
+        for (int k = 0; k < HIST_ITEMS; ++k) {
+            const i64 at = round + k * TILE_THREADS + threadIdx.x;
+            held[k] = at < n ? keys[at] : (hk_key)0;
+        }
+#pragma unroll
+        for (int k = 0; k < HIST_ITEMS; ++k) {
+            const i64 at = round + k * TILE_THREADS + threadIdx.x;
+            const u64 bin = sort_bin(held[k]);
+            const bool counted = at < n && sort_key_valid(bin, num_bins);
+            if (at < n && !counted) hk_note_bad_key(first_bad, at);
+            for (unsigned pass = 0; pass < num_passes; ++pass)
+                count_warp_digits(counts[pass],
+                                  counted ? digit_of(bin, pass * DIGIT_BITS) : NO_DIGIT);
+        }
+    }
+    __syncthreads();
+    for (unsigned j = threadIdx.x; j < num_passes * MAX_DIGITS; j += TILE_THREADS) {
+        const unsigned c = (&counts[0][0])[j];
+        if (c) atomicAdd(&digit_starts[j], (u64)c);
+    }
+    // The last block to finish sees every block's counts and scans them.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(blocks_done, 1ULL) == gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    for (unsigned pass = 0; pass < num_passes; ++pass) {
+        volatile u64* pass_counts = digit_starts + pass * MAX_DIGITS;
+        const u64 count = threadIdx.x < MAX_DIGITS ? pass_counts[threadIdx.x] : 0ULL;
+        const u64 start = tile_exclusive_sum(count);
+        if (threadIdx.x < MAX_DIGITS) pass_counts[threadIdx.x] = start;
+    }
+}
+
+// The keys of digit d in the tiles before `tile` (its word for d is published).
+__device__ u64 keys_in_earlier_tiles(const u64* lookback, i64 tile, unsigned d) {
+    u64 before = 0;
+    for (i64 t = tile - 1; t >= 0; --t) {
+        u64 word;
+        do {
+            word = *(const volatile u64*)&lookback[t * MAX_DIGITS + d];
+        } while (word == 0);
+        before += word & TILE_COUNT_MASK;
+        if (word & TILE_PREFIX) break;
+    }
+    return before;
+}
+
+// One pass: keys were validated by digit_histograms; digit_starts holds this
+// pass's MAX_DIGITS first output slots, next_tile (zeroed) hands out tiles and
+// lookback (num_tiles x MAX_DIGITS words, zeroed) holds the published counts.
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, ONESWEEP_MIN_BLOCKS)
+onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
+                 unsigned shift, unsigned num_digits, i64 num_tiles,
+                 const u64* digit_starts, u64* next_tile, u64* lookback, hk_key* out_keys,
+                 hk_index* out_index) {
+    __shared__ TileStage stage;
+    __shared__ u64 cursor[MAX_DIGITS];  // output slot of this tile's first key of each digit
+    __shared__ i64 taken;
+    for (;;) {
+        if (threadIdx.x == 0) taken = (i64)atomicAdd(next_tile, 1ULL);
+        __syncthreads();
+        const i64 tile = taken;
+        if (tile >= num_tiles) break;
+        const i64 tile_base = tile * TILE_KEYS;
+        hk_key held[KEY_TILE_ITEMS];
+        unsigned digits[KEY_TILE_ITEMS], ranks[KEY_TILE_ITEMS];
+        load_slice(keys, n, tile, held);
+        rank_slice(held, (int)min((i64)TILE_KEYS, n - tile_base), num_bins, shift, num_digits,
+                   stage, digits, ranks);
+        const unsigned total = offset_digits(num_digits, stage);
+        u64* mine = lookback + tile * MAX_DIGITS + threadIdx.x;
+        if (threadIdx.x < num_digits)  // published early: later tiles may be waiting
+            *(volatile u64*)mine = (tile == 0 ? TILE_PREFIX : TILE_AGGREGATE) | total;
+        stage_tile(held, digits, ranks, stage);
+        if (threadIdx.x < num_digits) {
+            const u64 before = keys_in_earlier_tiles(lookback, tile, threadIdx.x);
+            if (tile > 0) *(volatile u64*)mine = TILE_PREFIX | (before + total);
+            cursor[threadIdx.x] = digit_starts[threadIdx.x] + before;
+        }
+        __syncthreads();
+        write_tile(stage, cursor, tile_base, shift, in_index, out_keys, out_index);
+        __syncthreads();  // every thread has read cursor, taken and the staged tile
     }
 }

@@ -62,6 +62,11 @@ TILE_ITEMS = 16
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
 SCATTER_MIN_BLOCKS = 2  # the scatter's __launch_bounds__: blocks per SM to fit
+# The onesweep radix sort (counting_sort.cu): keys each thread of its digit
+# histogram loads per round, and its scatter's __launch_bounds__ blocks per SM.
+HIST_ITEMS = 8
+ONESWEEP_MIN_BLOCKS = 3
+MAX_PASSES = 8  # a pass per byte of a 64-bit key
 
 
 def tile_items(itemsize: int) -> int:
@@ -82,7 +87,9 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                                  "ENTRY_COST": PART_ENTRY_COST},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
-                         "DIGIT_BITS": DIGIT_BITS, "SCATTER_MIN_BLOCKS": SCATTER_MIN_BLOCKS},
+                         "DIGIT_BITS": DIGIT_BITS, "SCATTER_MIN_BLOCKS": SCATTER_MIN_BLOCKS,
+                         "HIST_ITEMS": HIST_ITEMS, "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
+                         "MAX_PASSES": MAX_PASSES},
 }
 
 

@@ -114,6 +114,13 @@ def _privatized(rt, keys, num_bins, hist, first_bad, grid=None, atomics=None):
 
 def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
                  between=None, index_dtype=np.int64):
+    if kernels.STABLE_SORT == "onesweep":
+        plan = kernels.onesweep_count(rt, keys, num_bins, first_bad.ptr, keep_alive, grid,
+                                      index_dtype)
+        if between is not None and between() is False:
+            return [plan.shape.histogram]
+        return [plan.shape.histogram,
+                *kernels.onesweep_scatter(rt, keys, plan, out_keys, out_index)]
     plan = kernels.stable_count(rt, keys, num_bins, first_bad, keep_alive, grid, index_dtype)
     if between is not None and between() is False:
         return plan.geometries
@@ -195,17 +202,18 @@ KERNELS: tuple[Kernel, ...] = (
                        "tiles of 128: the recursion at small n"),
            )),
     Kernel("sort-stable", "stable-sort", "counting_sort.cu",
-           ("count_ranges", "scatter_ranges_stable"), _stable_sort, uses=("exclusive_scan.cu",),
+           ("count_ranges", "scatter_ranges_stable", "digit_histograms", "onesweep_scatter"),
+           _stable_sort, uses=("exclusive_scan.cu",),
            serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD),
            variants=(DEFAULT, INT32_INDEX)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
            _atomic_cursor_sort, uses=("atomic_histogram.cu", "exclusive_scan.cu"),
            serves=("counting_sort", False), builds=({}, INT32_INDEX_BUILD),
            variants=(DEFAULT, INT32_INDEX)),
-    # The stable sort's passes over every byte of full-width keys (RADIX_KEYS).
+    # Stable passes over every byte of full-width keys (RADIX_KEYS), onesweep-style.
     Kernel("radix-sort", "radix-sort", "counting_sort.cu",
-           ("count_ranges", "scatter_ranges_stable", "gather_values"), _radix_sort,
-           uses=("exclusive_scan.cu", "gather_values.cu"),
+           ("digit_histograms", "onesweep_scatter", "gather_values"), _radix_sort,
+           uses=("gather_values.cu",),
            builds=({"RADIX_KEYS": "1"}, {"RADIX_KEYS": "1", **INT32_INDEX_BUILD}),
            serves=("radix_sort",), variants=(DEFAULT, INT32_INDEX)),
 )
