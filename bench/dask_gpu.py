@@ -35,21 +35,25 @@ def _gpu_count() -> int:
 
 def _cluster(gpus: int):
     """(cluster, how it was made) with one single-threaded worker per GPU."""
+    why_not = "dask-cuda is not installed"
     try:
         from dask_cuda import LocalCUDACluster
-    except ImportError:
-        pass
+    except ImportError as error:
+        why_not = f"dask_cuda does not import: {error}"
     else:
         visible = ",".join(str(g) for g in range(gpus))
-        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
-                                dashboard_address=None), "dask_cuda.LocalCUDACluster"
+        try:
+            return LocalCUDACluster(CUDA_VISIBLE_DEVICES=visible, threads_per_worker=1,
+                                    dashboard_address=None), "dask_cuda.LocalCUDACluster"
+        except Exception as error:  # a dask-cuda that does not match this Dask
+            why_not = f"LocalCUDACluster failed: {type(error).__name__}: {error}"[:300]
     from distributed import Nanny, Scheduler, SpecCluster
 
     workers = {f"gpu{g}": {"cls": Nanny, "options": {
         "nthreads": 1, "env": {"CUDA_VISIBLE_DEVICES": str(g)}}} for g in range(gpus)}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     return (SpecCluster(workers=workers, scheduler=scheduler),
-            "distributed.SpecCluster, CUDA_VISIBLE_DEVICES per Nanny")
+            f"distributed.SpecCluster, CUDA_VISIBLE_DEVICES per Nanny ({why_not})")
 
 
 def _draw(num_bins: int, block_info=None):

@@ -1,11 +1,13 @@
-"""The stable sort's two pass structures on the same inputs, in one run:
-"ranges" (each pass counts its digit, scans, then scatters: two reads of the
-keys per pass) against "onesweep" (one read counts every pass's digits, then
-each pass ranks, looks back across tiles and scatters: one read per pass),
-with CUB's DeviceRadixSort of (key, index) pairs timed beside them. Also the
-onesweep scatter's __launch_bounds__ blocks per SM. Every result is checked
-against cupy.argsort (stable for these keys). Needs a GPU and CuPy; CUB
-through cuda.compute when installed.
+"""The stable sort's onesweep passes (counting and radix sorts) for each
+__launch_bounds__ minimum of blocks per SM of onesweep_scatter, with CUB's
+DeviceRadixSort of (key, index) pairs timed beside them. Every result is
+checked against cupy.argsort (stable for these keys). Needs a GPU and CuPy;
+CUB through cuda.compute when installed.
+
+bench/results/sort-paths-h200-2026-11-30.json also holds a "ranges" column:
+the pass structure onesweep replaced (each pass counted its digit, scanned,
+then scattered: two reads of the keys per pass), timed by this script as of
+commit 31f6123.
 
     python bench/sort_paths.py [--n 268435456] [--out bench/results]
 """
@@ -73,30 +75,23 @@ def main() -> int:
 
         outputs = (_as_array(out_keys), _as_array(out_index))
 
-        def sort(path: str, keys=device_keys, num_bins=num_bins, outputs=outputs):
-            rt.memset(first_bad.ptr, 0xFF, 8)
-            if path == "ranges":
-                bins = kernels._EVERY_KEY if num_bins is None else num_bins
-                shape = rt.plan(("bench-ranges", keys.dtype, keys.n, bins),
-                                lambda: kernels._sort_shape(rt, keys, bins, None,
-                                                            full_width=num_bins is None))
-                plan = kernels._first_count(rt, shape, keys, first_bad.ptr, [])
-                kernels.stable_scatter(rt, keys, plan, *outputs)
-            elif num_bins is None:
+        def sort(keys=device_keys, num_bins=num_bins, outputs=outputs):
+            if num_bins is None:
                 kernels.radix_sort(rt, keys, *outputs, [])
             else:
-                plan = kernels.onesweep_count(rt, keys, num_bins, first_bad.ptr, [])
-                kernels.onesweep_scatter(rt, keys, plan, *outputs)
+                rt.memset(first_bad.ptr, 0xFF, 8)
+                plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, [])
+                kernels.stable_scatter(rt, keys, plan, *outputs)
 
-        paths = [("ranges", "ranges", None)] + [
-            (f"onesweep (min blocks {b})", "onesweep", b) for b in MIN_BLOCKS]
-        for name, path, min_blocks in paths:
-            if min_blocks is not None:
-                contract.SOURCE_DEFINES["counting_sort.cu"]["ONESWEEP_MIN_BLOCKS"] = min_blocks
-                rt._kernels.clear()
-                rt._plans.clear()
+        for min_blocks in MIN_BLOCKS:
+            name = f"onesweep (min blocks {min_blocks})"
+            limits = {"ONESWEEP_MIN_BLOCKS": min_blocks,
+                      "WIDE_KEY_ONESWEEP_MIN_BLOCKS": min_blocks}
+            contract.SOURCE_DEFINES["counting_sort.cu"].update(limits)
+            rt._kernels.clear()
+            rt._plans.clear()
             try:
-                sort(path)
+                sort()
                 rt.sync(name)
             except Exception as error:
                 row["Gkeys_per_s"][name] = f"{type(error).__name__}: {error}"[:300]
@@ -104,9 +99,10 @@ def main() -> int:
             if not np.array_equal(cupy.asnumpy(out_index), want):
                 row["Gkeys_per_s"][name] = "WRONG RESULT"
                 continue
-            row["Gkeys_per_s"][name] = args.n / seconds(lambda p=path: sort(p)) / 1e9
-        contract.SOURCE_DEFINES["counting_sort.cu"]["ONESWEEP_MIN_BLOCKS"] = \
-            contract.ONESWEEP_MIN_BLOCKS
+            row["Gkeys_per_s"][name] = args.n / seconds(sort) / 1e9
+        contract.SOURCE_DEFINES["counting_sort.cu"].update(
+            ONESWEEP_MIN_BLOCKS=contract.ONESWEEP_MIN_BLOCKS,
+            WIDE_KEY_ONESWEEP_MIN_BLOCKS=contract.WIDE_KEY_ONESWEEP_MIN_BLOCKS)
         rt._kernels.clear()
         rt._plans.clear()
         bits = 8 * dtype.itemsize if num_bins is None else int(np.ceil(np.log2(num_bins)))

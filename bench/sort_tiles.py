@@ -47,7 +47,7 @@ def main() -> int:
         for warps, items, min_blocks in SHAPES:
             contract.SOURCE_DEFINES["counting_sort.cu"].update(
                 TILE_WARPS=warps, TILE_ITEMS=items, WIDE_KEY_TILE_ITEMS=items,
-                SCATTER_MIN_BLOCKS=min_blocks)
+                ONESWEEP_MIN_BLOCKS=min_blocks, WIDE_KEY_ONESWEEP_MIN_BLOCKS=min_blocks)
             contract.TILE_ITEMS = contract.WIDE_KEY_TILE_ITEMS = items
             kernels.TILE_THREADS = warps * 32
             rt._kernels.clear()

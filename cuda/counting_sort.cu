@@ -1,8 +1,8 @@
-// Counting sort: count, exclusive scan (exclusive_scan.cu), scatter.
+// Counting sort: count, exclusive scan, scatter.
 //
 // The chapter's scatter (7.3), judged by oracles.counting_sort as "sorted and
 // a permutation", its stability violations counted and reported. It counts
-// with atomic_histogram.cu, then
+// with atomic_histogram.cu, scans with exclusive_scan.cu, then
 //   scatter_atomic_cursor  pos = atomicAdd(&cursor[bin], 1). The order in which
 //                          lanes of different warps win the cursor is the
 //                          hardware's, so equal keys may leave input order.
@@ -11,20 +11,26 @@
 // equal. It is a least-significant-digit radix sort on the key's bin, one
 // 8-bit digit per pass (one pass when num_bins <= 256); each pass is a stable
 // counting sort by its digit, so after the last pass equal bins keep input
-// order. Block g owns one run of consecutive tiles (TILE_KEYS keys each), so
-// the (digit, block) table has 256 x gridDim entries, not 256 per tile:
-//   count_ranges           per-(digit, block) counts, digit-major:
-//                          counts[digit * gridDim.x + block];
-//   (the host scans that table: digit-major order is exactly the stable
-//    output order -- digit first, then block, i.e. input order)
-//   scatter_ranges_stable  walks its tiles in order. Each tile is ranked
-//                          stably in shared memory (each warp walks its own
-//                          slice in input order, peers found by ballots, then
-//                          digits are offset warp by warp), staged in digit
-//                          order, and each digit's run goes to consecutive
-//                          output slots from the block's running cursor, so
-//                          neighbouring threads store to neighbouring
-//                          addresses.
+// order. The count and the scan of every pass come first, in one read of the
+// keys; then each pass reads its keys once ("onesweep": Merrill and Garland's
+// single-pass scan with decoupled look-back, as CUB's radix sort does it):
+//   digit_histograms  counts each pass's digits (pass p's digit is bits
+//                     [p * DIGIT_BITS, +DIGIT_BITS) of the key's bin) and
+//                     reports bad keys; the last block to finish turns each
+//                     pass's counts into the digits' first output slots.
+//   onesweep_scatter  one launch per pass. Blocks take tiles (TILE_KEYS keys)
+//                     in input order from a counter. A tile is ranked stably
+//                     in shared memory (each warp walks its own slice in input
+//                     order, peers found by ballots, then digits are offset
+//                     warp by warp) and each digit's count in it published;
+//                     thread d then walks back over the earlier tiles' words
+//                     for digit d, adding counts until it meets one that holds
+//                     the keys of digit d in all tiles before it (a prefix),
+//                     and publishes its own prefix. The tile, staged in digit
+//                     order, goes out run by run, so neighbouring threads
+//                     store to neighbouring addresses. A tile only waits on
+//                     tiles taken before it, by blocks already running, so
+//                     every walk ends.
 // A pass after the first carries the previous pass's original indices along
 // (in_index); the first pass makes them from the key's position.
 //
@@ -65,7 +71,7 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
     }
 }
 
-// --- stable LSD passes over tiles -------------------------------------------
+// --- the stable sort's tiles ---------------------------------------------------
 
 #ifndef TILE_WARPS
 #define TILE_WARPS 8
@@ -82,9 +88,21 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #ifndef DIGIT_BITS
 #define DIGIT_BITS 8
 #endif
-#ifndef SCATTER_MIN_BLOCKS
-#define SCATTER_MIN_BLOCKS 2  // scatter blocks per SM the registers must allow
+#ifndef MAX_PASSES
+#define MAX_PASSES 8  // a pass per byte of a 64-bit key
 #endif
+#ifndef HIST_ITEMS
+#define HIST_ITEMS 8  // keys each thread of digit_histograms loads per round
+#endif
+// onesweep_scatter blocks per SM the registers must allow (8-byte keys: fewer)
+#ifndef ONESWEEP_MIN_BLOCKS
+#define ONESWEEP_MIN_BLOCKS 4
+#endif
+#ifndef WIDE_KEY_ONESWEEP_MIN_BLOCKS
+#define WIDE_KEY_ONESWEEP_MIN_BLOCKS 3
+#endif
+#define KEY_ONESWEEP_MIN_BLOCKS \
+    (sizeof(hk_key) == 8 ? WIDE_KEY_ONESWEEP_MIN_BLOCKS : ONESWEEP_MIN_BLOCKS)
 #define MAX_DIGITS (1 << DIGIT_BITS)
 #define NO_DIGIT 0xffffffffu
 
@@ -100,12 +118,6 @@ __device__ __forceinline__ unsigned lanes_below() {
 
 __device__ __forceinline__ unsigned digit_of(u64 bin, unsigned shift) {
     return (unsigned)(bin >> shift) & (MAX_DIGITS - 1);
-}
-
-// This block's tiles: [first, last), one run of the input.
-__device__ __forceinline__ void block_tiles(i64 num_tiles, i64* first, i64* last) {
-    *first = num_tiles * blockIdx.x / gridDim.x;
-    *last = num_tiles * (blockIdx.x + 1) / gridDim.x;
 }
 
 template <typename T>
@@ -150,48 +162,6 @@ __device__ __forceinline__ unsigned same_digit_lanes(unsigned digit) {
     return peers;
 }
 
-// Every pass checks keys against num_bins (only the first can meet a bad
-// one); num_digits = digits this pass can see, at most MAX_DIGITS. Lane l
-// counts into its own copy of the digit counters; the copies are padded by
-// one word so that lanes with equal digits sit on different banks.
-extern "C" __global__ void __launch_bounds__(TILE_THREADS)
-count_ranges(const hk_key* keys, i64 n, u64 num_bins, unsigned shift, unsigned num_digits,
-             i64 num_tiles, u64* range_counts, u64* first_bad) {
-    __shared__ unsigned copies[32][MAX_DIGITS + 1];
-    const unsigned lane = threadIdx.x & 31;
-    for (unsigned j = threadIdx.x; j < 32 * (MAX_DIGITS + 1); j += TILE_THREADS)
-        (&copies[0][0])[j] = 0;
-    __syncthreads();
-    i64 first, last;
-    block_tiles(num_tiles, &first, &last);
-    const i64 end = min(n, last * TILE_KEYS);
-    for (i64 base = first * TILE_KEYS + threadIdx.x; base < end; base += TILE_KEYS) {
-        hk_key held[KEY_TILE_ITEMS];
-#pragma unroll
-        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
-            const i64 i = base + (i64)k * TILE_THREADS;
-            held[k] = i < end ? keys[i] : (hk_key)0;
-        }
-#pragma unroll
-        for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
-            const i64 i = base + (i64)k * TILE_THREADS;
-            if (i >= end) continue;
-            const u64 bin = sort_bin(held[k]);
-            if (sort_key_valid(bin, num_bins)) {
-                atomicAdd(&copies[lane][digit_of(bin, shift)], 1u);
-            } else {
-                hk_note_bad_key(first_bad, i);
-            }
-        }
-    }
-    __syncthreads();
-    for (unsigned d = threadIdx.x; d < num_digits; d += TILE_THREADS) {
-        unsigned total = 0;
-        for (int c = 0; c < 32; ++c) total += copies[c][d];
-        range_counts[(i64)d * gridDim.x + blockIdx.x] = total;
-    }
-}
-
 // This warp's slice of a tile: KEY_TILE_ITEMS rounds of 32 consecutive keys.
 __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
                                            hk_key (&slice)[KEY_TILE_ITEMS]) {
@@ -204,7 +174,7 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
     }
 }
 
-// One tile being ranked and staged in shared memory (both stable scatters).
+// One tile being ranked and staged in shared memory.
 struct TileStage {
     unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
     unsigned digit_start[MAX_DIGITS];  // each digit's first slot in the staged tile
@@ -301,68 +271,7 @@ __device__ __forceinline__ void write_tile(const TileStage& stage, const u64* cu
     }
 }
 
-// Keys were validated by the first count_ranges; range_offsets[d * gridDim.x
-// + g] is the output slot of block g's first key of digit d.
-extern "C" __global__ void __launch_bounds__(TILE_THREADS, SCATTER_MIN_BLOCKS)
-scatter_ranges_stable(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
-                      unsigned shift, unsigned num_digits, i64 num_tiles,
-                      const u64* range_offsets, hk_key* out_keys, hk_index* out_index) {
-    __shared__ TileStage stage;
-    __shared__ u64 cursor[MAX_DIGITS];  // next output slot of each digit
-    if (threadIdx.x < num_digits)
-        cursor[threadIdx.x] = range_offsets[(i64)threadIdx.x * gridDim.x + blockIdx.x];
-    i64 first, last;
-    block_tiles(num_tiles, &first, &last);
-    // Keys of the next tile are loaded while this one is ranked and written.
-    hk_key next[KEY_TILE_ITEMS];
-    if (first < last) load_slice(keys, n, first, next);
-    for (i64 tile = first; tile < last; ++tile) {
-        const i64 base = tile * TILE_KEYS;
-        const int tile_n = (int)min((i64)TILE_KEYS, n - base);
-        hk_key held[KEY_TILE_ITEMS];
-        unsigned digits[KEY_TILE_ITEMS], ranks[KEY_TILE_ITEMS];
-#pragma unroll
-        for (int k = 0; k < KEY_TILE_ITEMS; ++k) held[k] = next[k];
-        if (tile + 1 < last) load_slice(keys, n, tile + 1, next);
-        rank_slice(held, tile_n, num_bins, shift, num_digits, stage, digits, ranks);
-        const unsigned total = offset_digits(num_digits, stage);
-        stage_tile(held, digits, ranks, stage);
-        __syncthreads();
-        write_tile(stage, cursor, base, shift, in_index, out_keys, out_index);
-        __syncthreads();  // every thread has read cursor and the staged tile
-        if (threadIdx.x < num_digits) cursor[threadIdx.x] += total;
-    }
-}
-
-// --- onesweep: one read of the keys per pass ---------------------------------
-//
-// The passes above read the keys twice each (count, then scatter). These read
-// them once per pass, after one read that counts every pass's digits (Merrill
-// and Garland's single-pass scan with decoupled look-back, as in the
-// "onesweep" radix sort):
-//   digit_histograms  one read of all keys: counts of each pass's digits
-//                     (pass p's digit is bits [p * DIGIT_BITS, +DIGIT_BITS) of
-//                     the key's bin); the last block to finish turns each
-//                     pass's counts into the digits' first output slots.
-//   onesweep_scatter  one launch per pass. Blocks take tiles in input order
-//                     from a counter, rank and stage a tile as above, and
-//                     publish each digit's count in the tile; then thread d
-//                     walks back over the earlier tiles' words for digit d,
-//                     adding counts until it meets one that already holds the
-//                     keys of digit d in all tiles before it (an inclusive
-//                     prefix), and publishes its own inclusive prefix. A tile
-//                     only waits on tiles taken before it, by blocks already
-//                     running, so the walk always ends.
-
-#ifndef MAX_PASSES
-#define MAX_PASSES 8  // a pass per byte of a 64-bit key
-#endif
-#ifndef HIST_ITEMS
-#define HIST_ITEMS 8  // keys each thread of digit_histograms loads per round
-#endif
-#ifndef ONESWEEP_MIN_BLOCKS
-#define ONESWEEP_MIN_BLOCKS 3  // onesweep_scatter blocks per SM the registers must allow
-#endif
+// --- onesweep ----------------------------------------------------------------
 
 // A tile's look-back word for one digit: a flag and a count in one 64-bit
 // word, so a single store publishes both. 0 = not yet published.
@@ -452,7 +361,7 @@ __device__ u64 keys_in_earlier_tiles(const u64* lookback, i64 tile, unsigned d) 
 // One pass: keys were validated by digit_histograms; digit_starts holds this
 // pass's MAX_DIGITS first output slots, next_tile (zeroed) hands out tiles and
 // lookback (num_tiles x MAX_DIGITS words, zeroed) holds the published counts.
-extern "C" __global__ void __launch_bounds__(TILE_THREADS, ONESWEEP_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, KEY_ONESWEEP_MIN_BLOCKS)
 onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
                  unsigned shift, unsigned num_digits, i64 num_tiles,
                  const u64* digit_starts, u64* next_tile, u64* lookback, hk_key* out_keys,

@@ -223,7 +223,7 @@ def test_with_out_and_first_bad_a_call_allocates_nothing_so_it_can_be_captured(f
 def test_a_checked_sort_waits_once_after_its_scatter(fake):
     api.counting_sort(cupy_keys(10_000), 256)
     launches = [e[1] for e in fake.kinds("launch")]
-    assert launches == ["count_ranges", "scan_tiles", "scatter_ranges_stable"]
+    assert launches == ["digit_histograms", "onesweep_scatter"]
     # One wait, after every launch: no read-back between count and scatter.
     assert fake.log[-1] == ("sync", "read_bad_key") and len(fake.kinds("sync")) == 1
 
@@ -239,7 +239,7 @@ def test_a_radix_sort_makes_one_pass_per_key_byte_and_waits_for_nothing(fake, dt
     keys, index = api.radix_sort(cupy_keys(10_000, dtype=dtype))
     launches = [e[1] for e in fake.kinds("launch")]
     passes = np.dtype(dtype).itemsize
-    assert launches == ["count_ranges", "scan_tiles", "scatter_ranges_stable"] * passes
+    assert launches == ["digit_histograms"] + ["onesweep_scatter"] * passes
     # every key is valid: no read-back, and no bad-key marks between passes
     assert not fake.kinds("sync") and ("memset", 0xFF, 10_000 * passes) not in fake.log
     assert keys.dtype == np.dtype(dtype) and index.dtype == np.int64
@@ -265,7 +265,7 @@ def test_int32_indices_are_allocated_as_int32_and_every_index_kernel_is_built_fo
         _, index = api.counting_sort(keys, 300, stable=call == "counting_sort",
                                      index_dtype=np.int32)
     assert index.dtype == np.int32
-    writers = {"scatter_ranges_stable", "scatter_atomic_cursor", "gather_values"}
+    writers = {"onesweep_scatter", "scatter_atomic_cursor", "gather_values"}
     built = [defines for name, defines in fake.builds if name in writers]
     assert built and all(d.get("INDEX_T") == "int" for d in built)
 

@@ -23,12 +23,25 @@ def test_a_radix_sort_takes_a_full_256_digit_pass_per_key_byte_and_reads_no_boun
     from test_api_calls import FakeRuntime
 
     keys = kernels.Keys(0x1000, 100_000, np.dtype(dtype))
-    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, full_width=True)
+    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, True, np.int64)
     width = np.dtype(dtype).itemsize
-    assert [p.shift for p in shape.passes] == [8 * b for b in range(width)]
-    assert all(p.digits == 256 for p in shape.passes)
+    assert [p.kernel for p in shape.passes] == [f"onesweep_scatter[shift={8 * b}]"
+                                             for b in range(width)]
+    assert shape.digits == (256,) * width
     assert shape.full_width and int(shape.n_and_bins[1]) == 2**64 - 1
     assert shape.tiles == -(-keys.n // kernels.tile_keys(dtype))
+    # a block per tile: no block waits on a tile no running block has taken
+    assert all(p.grid == shape.tiles for p in shape.passes)
+
+
+@pytest.mark.parametrize("num_bins,digits", [(1, (1,)), (256, (256,)), (300, (256, 2)),
+                                             (65536, (256, 256)), (70_000, (256, 256, 2))])
+def test_a_stable_sort_pass_sees_only_the_digits_its_bins_can_have(num_bins, digits):
+    from test_api_calls import FakeRuntime
+
+    keys = kernels.Keys(0x1000, 100_000, np.dtype(np.int32))
+    shape = kernels._sort_shape(FakeRuntime(), keys, num_bins, None, False, np.int64)
+    assert shape.digits == digits and not shape.full_width
 
 
 @pytest.mark.parametrize("n,ok", [(2**31, True), (2**31 + 1, False)])

@@ -258,6 +258,19 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
         row["Gkeys_per_s"]["histkit stable"] = n / timer.ours(ours) / 1e9
     else:
         row["notes"]["histkit stable"] = "WRONG RESULT: not timed"
+    narrow_index = cupy.empty(n, dtype=cupy.int32)  # like for like with CUB's int32 pairs
+
+    def ours_int32_index():
+        stable_sort.run(rt, device_keys, num_bins, _as_array(out_keys),
+                        _as_array(narrow_index), first_bad, [], index_dtype=np.int32)
+
+    ours_int32_index()
+    rt.sync("stable sort, int32 indices")
+    if np.array_equal(cupy.asnumpy(narrow_index), want_index):
+        row["Gkeys_per_s"]["histkit stable (int32 index)"] = (
+            n / timer.ours(ours_int32_index) / 1e9)
+    else:
+        row["notes"]["histkit stable (int32 index)"] = "WRONG RESULT: not timed"
 
     as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)
     if torch is None:
@@ -267,13 +280,14 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
         _time_peer(row, "torch.sort(stable)", timer.torch_call,
                    lambda: torch.sort(tkeys, stable=True).indices, want_index,
                    lambda t: t.cpu().numpy(), as_gkeys)
-    try:
-        cub = _cub_radix_pairs(cupy, keys, bits)
-    except Exception as error:
-        row["notes"]["CUB DeviceRadixSort pairs"] = _skip_note(error)
-    else:
-        _time_peer(row, "CUB DeviceRadixSort pairs", timer.cupy_call, cub, want_index,
-                   cupy.asnumpy, as_gkeys)
+    for index_dtype in (np.int32, np.int64):
+        name = f"CUB DeviceRadixSort pairs ({np.dtype(index_dtype).name} index)"
+        try:
+            cub = _cub_radix_pairs(cupy, keys, bits, index_dtype)
+        except Exception as error:
+            row["notes"][name] = _skip_note(error)
+        else:
+            _time_peer(row, name, timer.cupy_call, cub, want_index, cupy.asnumpy, as_gkeys)
     return row
 
 
@@ -307,6 +321,20 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
         row["Gkeys_per_s"]["histkit radix (int64 index)"] = n / timer.ours(ours) / 1e9
     else:
         row["notes"]["histkit radix (int64 index)"] = "WRONG RESULT: not timed"
+    narrow_index = cupy.empty(n, dtype=cupy.int32)
+
+    def ours_int32_index():
+        radix.run(rt, device_keys, _as_array(out_keys), _as_array(narrow_index), [],
+                  index_dtype=np.int32)
+
+    ours_int32_index()
+    rt.sync("radix sort, int32 indices")
+    if np.array_equal(cupy.asnumpy(narrow_index), want_index):
+        row["Gkeys_per_s"]["histkit radix (int32 index)"] = (
+            n / timer.ours(ours_int32_index) / 1e9)
+    else:
+        row["notes"]["histkit radix (int32 index)"] = "WRONG RESULT: not timed"
+
     from histkit import gpu
 
     as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)

@@ -55,17 +55,19 @@ SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
 # Measured on the H200 (bench/sort_tiles.py, 2^28 int32 keys; sort-tiles-*.json):
 # from 8 rounds and 4 blocks per SM to 16 rounds and 2 blocks, the radix sort
 # of full-width keys 9.0 -> 12.4 G keys/s, the 8-bit counting sort of uniform
-# keys 41.7 -> 60.4, 16-bit 18.4 -> 25.4; all-equal keys lose 9-17%.
+# keys 41.7 -> 60.4, 16-bit 18.4 -> 25.4 (with the count-then-scatter passes of
+# then); all-equal keys lose 9-17%.
 TILE_WARPS = 8
 TILE_ITEMS = 16
 # 8-byte keys: a 16-round tile's staging would pass 48 KiB of static shared memory.
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
-SCATTER_MIN_BLOCKS = 2  # the scatter's __launch_bounds__: blocks per SM to fit
-# The onesweep radix sort (counting_sort.cu): keys each thread of its digit
-# histogram loads per round, and its scatter's __launch_bounds__ blocks per SM.
-HIST_ITEMS = 8
-ONESWEEP_MIN_BLOCKS = 3
+# The passes (onesweep_scatter): __launch_bounds__ blocks per SM, chosen by
+# bench/sort_paths.py (sort-paths-h200-2026-11-30.json, 2^28 keys): 4 beat 3
+# by 0-5% on 4-byte keys, 3 beat 4 by 10% on 8-byte keys, 2 lost 10-25%.
+ONESWEEP_MIN_BLOCKS = 4
+WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
+HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
 MAX_PASSES = 8  # a pass per byte of a 64-bit key
 
 
@@ -87,8 +89,9 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                                  "ENTRY_COST": PART_ENTRY_COST},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
-                         "DIGIT_BITS": DIGIT_BITS, "SCATTER_MIN_BLOCKS": SCATTER_MIN_BLOCKS,
-                         "HIST_ITEMS": HIST_ITEMS, "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
+                         "DIGIT_BITS": DIGIT_BITS, "HIST_ITEMS": HIST_ITEMS,
+                         "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
+                         "WIDE_KEY_ONESWEEP_MIN_BLOCKS": WIDE_KEY_ONESWEEP_MIN_BLOCKS,
                          "MAX_PASSES": MAX_PASSES},
 }
 

@@ -455,10 +455,6 @@ def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: Device
 
 
 TILE_THREADS = contract.TILE_WARPS * WARP
-# The stable counting sort's passes: "onesweep" (one read of the keys per pass
-# after one upfront count of every digit) or "ranges" (count, scan, scatter
-# per pass). Both are judged by the suite while the H200 decides between them.
-STABLE_SORT = "onesweep"
 DIGIT_BITS = contract.DIGIT_BITS
 MAX_DIGITS = 1 << DIGIT_BITS
 
@@ -476,174 +472,20 @@ def digit_shifts(num_bins: int) -> tuple[int, ...]:
     return tuple(shifts)
 
 
-@dataclass(frozen=True)
-class SortPass:
-    """One LSD digit pass of the stable sort, its launches' shapes and scalars."""
-
-    shift: int
-    digits: int  # digits this pass can see (the count table is digits x blocks)
-    count: Geometry
-    scatter: Geometry
-    scalars: tuple  # (shift, digits, tiles) as the kernels take them
-
-
-@dataclass(frozen=True)
-class SortShape:
-    """Everything the stable sort's launches need that depends on the shape
-    only (key type, n, num_bins, grid): made once per shape (Runtime.plan)."""
-
-    count_kernel: object
-    scatter_kernel: object
-    blocks: int
-    tiles: int
-    passes: tuple[SortPass, ...]
-    n_and_bins: tuple  # (n, num_bins) as the kernels take them
-    # Full-width keys (radix_sort): every key valid, a pass per byte of the key.
-    full_width: bool = False
-    index_dtype: np.dtype = np.dtype(np.int64)  # the original indices' type
-
-
 # num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
 # never read (every key is valid, none is noted as bad).
 _EVERY_KEY = 2**64 - 1
 _NOT_READ = 0
 
 
-def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
-                full_width: bool = False, index_dtype=np.int64) -> SortShape:
-    tiles = -(-keys.n // tile_keys(keys.dtype))
-    index_dtype = check_index_dtype(keys.n, index_dtype)
-    defines = keys.defines(**contract.index_defines(index_dtype))
-    if full_width:
-        defines["RADIX_KEYS"] = "1"
-    count = rt.kernel("counting_sort.cu", "count_ranges", defines)
-    scatter = rt.kernel("counting_sort.cu", "scatter_ranges_stable", defines)
-    if grid is None:
-        blocks = _blocks_for(tiles, 1,
-                             rt.sm_count * rt.resident_blocks(scatter, TILE_THREADS, 0))
-    else:
-        blocks = grid
-    # A block counts its keys in 32-bit shared counters.
-    blocks = max(blocks, min(tiles, -(-keys.n // MAX_KEYS_PER_BLOCK)))
-    if full_width:  # the key's order-preserving image has 8 x itemsize bits
-        num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
-    else:  # valid keys stay below the dtype's largest value + 1 whatever num_bins is
-        key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
-    passes = tuple(_sort_pass(shift, _digits(num_bins, shift), blocks, tiles)
-                   for shift in digit_shifts(key_range))
-    n_and_bins = _args(keys, _EVERY_KEY if full_width else num_bins)[1:]
-    return SortShape(count, scatter, blocks, tiles, passes, n_and_bins, full_width,
-                     index_dtype)
-
-
-def _sort_pass(shift: int, digits: int, blocks: int, tiles: int) -> SortPass:
-    return SortPass(shift, digits,
-                    Geometry(f"count_ranges[shift={shift}]", blocks, TILE_THREADS),
-                    Geometry(f"scatter_ranges_stable[shift={shift}]", blocks, TILE_THREADS),
-                    (np.uint32(shift), np.uint32(digits), np.int64(tiles)))
-
-
-@dataclass
-class StablePlan:
-    """What the first stable count left for the scatter passes.
-
-    offsets[d * blocks + g] is the output slot of block g's first key of
-    digit d in the first pass; block g owns tiles [tiles * g // blocks,
-    tiles * (g + 1) // blocks).
-    """
-
-    shape: SortShape
-    offsets: DeviceArray
-    geometries: list
-    keep_alive: list
-
-
 def _digits(num_bins: int, shift: int) -> int:
     return min(1 << DIGIT_BITS, ((num_bins - 1) >> shift) + 1)
 
 
-def _count_digits(rt: Runtime, shape: SortShape, step: SortPass, keys_ptr: int,
-                  first_bad_ptr: int, keep_alive: list) -> tuple[DeviceArray, list]:
-    """Per-(digit, block) counts, scanned digit-major: each block's cursors."""
-    entries = step.digits * shape.blocks
-    counts = rt.empty(entries, np.uint64)
-    offsets = rt.empty(entries, np.uint64)
-    keep_alive += [counts, offsets]
-    rt.launch(shape.count_kernel, step.count, keys_ptr, *shape.n_and_bins, *step.scalars,
-              counts.ptr, first_bad_ptr)
-    scans = exclusive_scan(rt, counts.ptr, entries, offsets.ptr, keep_alive)
-    return offsets, [step.count, *scans]
-
-
-def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: DeviceArray,
-                 keep_alive: list, grid: int | None = None,
-                 index_dtype=np.int64) -> StablePlan:
-    """The first pass's count (it checks every key) and its cursors.
-
-    grid forces the block count (blocks then own several tiles each);
-    index_dtype is the type of the original indices the scatter writes.
-    """
-    index_dtype = np.dtype(index_dtype)
-    shape = rt.plan(("sort", keys.dtype, keys.n, num_bins, grid, index_dtype),
-                    lambda: _sort_shape(rt, keys, num_bins, grid, index_dtype=index_dtype))
-    return _first_count(rt, shape, keys, first_bad.ptr, keep_alive)
-
-
-def _first_count(rt: Runtime, shape: SortShape, keys: Keys, first_bad_ptr: int,
-                 keep_alive: list) -> StablePlan:
-    offsets, geometries = _count_digits(rt, shape, shape.passes[0], keys.ptr, first_bad_ptr,
-                                        keep_alive)
-    return StablePlan(shape, offsets, geometries, keep_alive)
-
-
-def stable_scatter(rt: Runtime, keys: Keys, plan: StablePlan, out_keys: DeviceArray,
-                   out_index: DeviceArray) -> list[Geometry]:
-    """Write keys and original indices in stable order (keys already validated).
-
-    Passes ping-pong between the outputs and one pair of temporaries, arranged
-    so that the last pass writes the outputs.
-    """
-    shape = plan.shape
-    passes = len(shape.passes)
-    spare_keys = spare_index = None
-    no_bad_ptr = _NOT_READ
-    if passes > 1:
-        spare_keys = rt.empty(keys.n, keys.dtype)
-        spare_index = rt.empty(keys.n, shape.index_dtype)
-        plan.keep_alive += [spare_keys, spare_index]
-        if not shape.full_width:
-            no_bad = rt.empty(1, np.uint64)  # later passes meet no bad key (the first checked)
-            plan.keep_alive.append(no_bad)
-            rt.memset(no_bad.ptr, 0xFF, 8)
-            no_bad_ptr = no_bad.ptr
-    source_keys, source_index = keys.ptr, 0
-    offsets = plan.offsets
-    geometries: list[Geometry] = []
-    for number, step in enumerate(shape.passes):
-        if number:
-            offsets, counted = _count_digits(rt, shape, step, source_keys, no_bad_ptr,
-                                             plan.keep_alive)
-            geometries += counted
-        to_outputs = (passes - 1 - number) % 2 == 0
-        target_keys, target_index = ((out_keys, out_index) if to_outputs
-                                     else (spare_keys, spare_index))
-        if number < passes - 1 and not shape.full_width:
-            # Bad keys are skipped, leaving a pass's last slots unwritten; all
-            # ones there read as bad keys to the next pass (-1 signed; unsigned,
-            # the dtype's largest value, >= num_bins whenever a key can be bad),
-            # so it skips them too and the valid keys' sort stays exact.
-            rt.memset(target_keys.ptr, 0xFF, keys.n * keys.dtype.itemsize)
-        rt.launch(shape.scatter_kernel, step.scatter, source_keys, source_index,
-                  *shape.n_and_bins, *step.scalars, offsets.ptr, target_keys.ptr,
-                  target_index.ptr)
-        geometries.append(step.scatter)
-        source_keys, source_index = target_keys.ptr, target_index.ptr
-    return geometries
-
-
 @dataclass(frozen=True)
-class OnesweepShape:
-    """The onesweep sort's launches for one shape (key type, n, num_bins, grid)."""
+class SortShape:
+    """The stable sort's launches for one shape (key type, n, num_bins, grid,
+    index type): made once per shape (Runtime.plan)."""
 
     histogram_kernel: object
     scatter_kernel: object
@@ -656,8 +498,8 @@ class OnesweepShape:
     index_dtype: np.dtype
 
 
-def _onesweep_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
-                    full_width: bool, index_dtype) -> OnesweepShape:
+def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
+                    full_width: bool, index_dtype) -> SortShape:
     index_dtype = check_index_dtype(keys.n, index_dtype)
     defines = keys.defines(**contract.index_defines(index_dtype))
     if full_width:
@@ -680,7 +522,7 @@ def _onesweep_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     shifts = digit_shifts(key_range)
     passes = tuple(Geometry(f"onesweep_scatter[shift={shift}]", scatter_blocks, TILE_THREADS)
                    for shift in shifts)
-    return OnesweepShape(histogram, scatter,
+    return SortShape(histogram, scatter,
                          Geometry("digit_histograms", histogram_blocks, TILE_THREADS), passes,
                          tuple(_digits(num_bins, shift) for shift in shifts), tiles,
                          _args(keys, _EVERY_KEY if full_width else num_bins)[1:], full_width,
@@ -688,23 +530,27 @@ def _onesweep_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
 
 
 @dataclass
-class OnesweepPlan:
+class StablePlan:
     """What digit_histograms left for the scatter passes: counters holds each
     pass's digit starts (passes x 2^DIGIT_BITS), then each pass's tile counter."""
 
-    shape: OnesweepShape
+    shape: SortShape
     counters: DeviceArray
     keep_alive: list
 
 
-def onesweep_count(rt: Runtime, keys: Keys, num_bins: int, first_bad_ptr: int,
+def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad_ptr: int,
                    keep_alive: list, grid: int | None = None, index_dtype=np.int64,
-                   full_width: bool = False) -> OnesweepPlan:
+                   full_width: bool = False) -> StablePlan:
     """One read of the keys: every pass's digit counts, scanned into digit
-    starts (the last block does it), bad keys reported at first_bad_ptr."""
+    starts (the last block does it), bad keys reported at first_bad_ptr.
+
+    grid forces the block count of every launch (blocks then own several tiles
+    each); index_dtype is the type of the original indices the passes write.
+    """
     shape = rt.plan(("onesweep", keys.dtype, keys.n, num_bins, grid, np.dtype(index_dtype),
                      full_width),
-                    lambda: _onesweep_shape(rt, keys, num_bins, grid, full_width, index_dtype))
+                    lambda: _sort_shape(rt, keys, num_bins, grid, full_width, index_dtype))
     passes = len(shape.passes)
     # [digit starts: passes x digits][each pass's tile counter][blocks done]
     counters = rt.empty(passes * MAX_DIGITS + passes + 1, np.uint64)
@@ -713,12 +559,13 @@ def onesweep_count(rt: Runtime, keys: Keys, num_bins: int, first_bad_ptr: int,
     blocks_done_ptr = counters.ptr + 8 * (passes * MAX_DIGITS + passes)
     rt.launch(shape.histogram_kernel, shape.histogram, keys.ptr, *shape.n_and_bins,
               np.uint32(passes), counters.ptr, blocks_done_ptr, first_bad_ptr)
-    return OnesweepPlan(shape, counters, keep_alive)
+    return StablePlan(shape, counters, keep_alive)
 
 
-def onesweep_scatter(rt: Runtime, keys: Keys, plan: OnesweepPlan, out_keys: DeviceArray,
+def stable_scatter(rt: Runtime, keys: Keys, plan: StablePlan, out_keys: DeviceArray,
                      out_index: DeviceArray) -> list[Geometry]:
-    """Each pass reads its keys once and writes them in stable digit order.
+    """Each pass reads its keys once and writes them in stable digit order
+    (keys already validated, or check=False: bad keys are skipped).
 
     Passes ping-pong between the outputs and one pair of temporaries, arranged
     so that the last pass writes the outputs.
@@ -758,9 +605,9 @@ def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: Device
                index_dtype=np.int64) -> list[Geometry]:
     """Stable sort of full-width keys (signed keys in signed order): a
     onesweep pass per byte of the key (RADIX_KEYS builds)."""
-    plan = onesweep_count(rt, keys, _EVERY_KEY, _NOT_READ, keep_alive, grid, index_dtype,
+    plan = stable_count(rt, keys, _EVERY_KEY, _NOT_READ, keep_alive, grid, index_dtype,
                           full_width=True)
-    return [plan.shape.histogram, *onesweep_scatter(rt, keys, plan, out_keys, out_index)]
+    return [plan.shape.histogram, *stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
 # Values move as raw bits: the unsigned C type of each width gather_values takes.

@@ -114,17 +114,11 @@ def _privatized(rt, keys, num_bins, hist, first_bad, grid=None, atomics=None):
 
 def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
                  between=None, index_dtype=np.int64):
-    if kernels.STABLE_SORT == "onesweep":
-        plan = kernels.onesweep_count(rt, keys, num_bins, first_bad.ptr, keep_alive, grid,
-                                      index_dtype)
-        if between is not None and between() is False:
-            return [plan.shape.histogram]
-        return [plan.shape.histogram,
-                *kernels.onesweep_scatter(rt, keys, plan, out_keys, out_index)]
-    plan = kernels.stable_count(rt, keys, num_bins, first_bad, keep_alive, grid, index_dtype)
+    plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, keep_alive, grid,
+                                index_dtype)
     if between is not None and between() is False:
-        return plan.geometries
-    return plan.geometries + kernels.stable_scatter(rt, keys, plan, out_keys, out_index)
+        return [plan.shape.histogram]
+    return [plan.shape.histogram, *kernels.stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
 def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
@@ -202,8 +196,7 @@ KERNELS: tuple[Kernel, ...] = (
                        "tiles of 128: the recursion at small n"),
            )),
     Kernel("sort-stable", "stable-sort", "counting_sort.cu",
-           ("count_ranges", "scatter_ranges_stable", "digit_histograms", "onesweep_scatter"),
-           _stable_sort, uses=("exclusive_scan.cu",),
+           ("digit_histograms", "onesweep_scatter"), _stable_sort,
            serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD),
            variants=(DEFAULT, INT32_INDEX)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
