@@ -37,6 +37,7 @@ def main() -> int:
     import cupy
 
     from histkit.gpu import contract, kernels
+    from histkit.gpu.api import cupy_stream
     from histkit.gpu.bench import (
         _as_array,
         _cub_radix_pairs,
@@ -47,7 +48,7 @@ def main() -> int:
     from histkit.gpu.device import runtime
 
     rt = runtime()
-    stream = cupy.cuda.ExternalStream(rt.handle)
+    stream = cupy_stream(cupy, rt.handle)
     first_bad = rt.empty(1, np.uint64)
 
     def seconds(call, on=stream) -> float:
@@ -69,37 +70,41 @@ def main() -> int:
                 else _device_keys(cupy, distribution, args.n, num_bins).astype(dtype))
         want = cupy.asnumpy(cupy.argsort(keys))
         device_keys = _keys_of(keys)
-        out_keys, out_index = cupy.empty_like(keys), cupy.empty(args.n, dtype=cupy.int64)
+        out_keys = cupy.empty_like(keys)
         row = {"K": num_bins, "distribution": distribution, "dtype": dtype.name,
                "Gkeys_per_s": {}}
+        for index_dtype in (np.int64, np.int32):
+            out_index = cupy.empty(args.n, dtype=index_dtype)
+            outputs = (_as_array(out_keys), _as_array(out_index))
 
-        outputs = (_as_array(out_keys), _as_array(out_index))
+            def sort(keys=device_keys, num_bins=num_bins, outputs=outputs,
+                     index_dtype=index_dtype):
+                if num_bins is None:
+                    kernels.radix_sort(rt, keys, *outputs, [], index_dtype=index_dtype)
+                else:
+                    rt.memset(first_bad.ptr, 0xFF, 8)
+                    plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, [],
+                                                index_dtype=index_dtype)
+                    kernels.stable_scatter(rt, keys, plan, *outputs)
 
-        def sort(keys=device_keys, num_bins=num_bins, outputs=outputs):
-            if num_bins is None:
-                kernels.radix_sort(rt, keys, *outputs, [])
-            else:
-                rt.memset(first_bad.ptr, 0xFF, 8)
-                plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, [])
-                kernels.stable_scatter(rt, keys, plan, *outputs)
-
-        for min_blocks in MIN_BLOCKS:
-            name = f"onesweep (min blocks {min_blocks})"
-            limits = {"ONESWEEP_MIN_BLOCKS": min_blocks,
-                      "WIDE_KEY_ONESWEEP_MIN_BLOCKS": min_blocks}
-            contract.SOURCE_DEFINES["counting_sort.cu"].update(limits)
-            rt._kernels.clear()
-            rt._plans.clear()
-            try:
-                sort()
-                rt.sync(name)
-            except Exception as error:
-                row["Gkeys_per_s"][name] = f"{type(error).__name__}: {error}"[:300]
-                continue
-            if not np.array_equal(cupy.asnumpy(out_index), want):
-                row["Gkeys_per_s"][name] = "WRONG RESULT"
-                continue
-            row["Gkeys_per_s"][name] = args.n / seconds(sort) / 1e9
+            for min_blocks in MIN_BLOCKS:
+                name = (f"onesweep (min blocks {min_blocks}, "
+                        f"{np.dtype(index_dtype).name} index)")
+                limits = {"ONESWEEP_MIN_BLOCKS": min_blocks,
+                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": min_blocks}
+                contract.SOURCE_DEFINES["counting_sort.cu"].update(limits)
+                rt._kernels.clear()
+                rt._plans.clear()
+                try:
+                    sort()
+                    rt.sync(name)
+                except Exception as error:
+                    row["Gkeys_per_s"][name] = f"{type(error).__name__}: {error}"[:300]
+                    continue
+                if not np.array_equal(cupy.asnumpy(out_index), want):
+                    row["Gkeys_per_s"][name] = "WRONG RESULT"
+                    continue
+                row["Gkeys_per_s"][name] = args.n / seconds(sort) / 1e9
         contract.SOURCE_DEFINES["counting_sort.cu"].update(
             ONESWEEP_MIN_BLOCKS=contract.ONESWEEP_MIN_BLOCKS,
             WIDE_KEY_ONESWEEP_MIN_BLOCKS=contract.WIDE_KEY_ONESWEEP_MIN_BLOCKS)

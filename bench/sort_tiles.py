@@ -31,11 +31,12 @@ def main() -> int:
     import cupy
 
     from histkit.gpu import contract, kernels, registry
+    from histkit.gpu.api import cupy_stream
     from histkit.gpu.bench import _as_array, _device_keys, _full_width_device_keys, _keys_of
     from histkit.gpu.device import runtime
 
     rt = runtime()
-    stream = cupy.cuda.ExternalStream(rt.handle)
+    stream = cupy_stream(cupy, rt.handle)
     out_keys = cupy.empty(args.n, dtype=cupy.int32)
     out_index = cupy.empty(args.n, dtype=cupy.int64)
     first_bad = rt.empty(1, np.uint64)

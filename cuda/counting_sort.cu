@@ -94,6 +94,9 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #ifndef HIST_ITEMS
 #define HIST_ITEMS 8  // keys each thread of digit_histograms loads per round
 #endif
+#ifndef STAGE_LOADS
+#define STAGE_LOADS 4  // rounds whose original indices a thread loads at once
+#endif
 // onesweep_scatter blocks per SM the registers must allow (8-byte keys: fewer)
 #ifndef ONESWEEP_MIN_BLOCKS
 #define ONESWEEP_MIN_BLOCKS 4
@@ -174,23 +177,42 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
     }
 }
 
-// One tile being ranked and staged in shared memory.
+static_assert(KEY_TILE_ITEMS * 32 <= 65535, "a warp's count of a digit must fit warp_counts");
+
+// One tile being ranked, in shared memory: the digits' counts and offsets.
 struct TileStage {
-    unsigned warp_counts[TILE_WARPS][MAX_DIGITS];
+    unsigned short warp_counts[TILE_WARPS][MAX_DIGITS];
     unsigned digit_start[MAX_DIGITS];  // each digit's first slot in the staged tile
-    hk_key keys[TILE_KEYS];
-    unsigned short pos[TILE_KEYS];  // each staged key's position in the tile
-    unsigned staged;                // keys staged in this tile
+    unsigned staged;                   // keys staged in this tile
 };
+
+// The tile staged in digit order, in dynamic shared memory: TILE_KEYS keys,
+// then their TILE_KEYS original indices (the host sizes it:
+// kernels.staged_tile_bytes). The indices are loaded coalesced with their
+// keys and moved through shared memory like them, not gathered at the write.
+struct StagedTile {
+    hk_key* keys;
+    hk_index* index;
+};
+
+__device__ __forceinline__ StagedTile staged_tile(u64* words) {
+    hk_key* keys = (hk_key*)words;
+    return StagedTile{keys, (hk_index*)(keys + TILE_KEYS)};
+}
+
+// A key's place in its warp's slice, in one register: its digit and its rank
+// among the slice's keys of that digit (< KEY_TILE_ITEMS * 32).
+#define PLACE_DIGIT(place) ((place) >> 16)
+#define PLACE_RANK(place) ((place) & 0xffffu)
+#define NO_PLACE 0xffffffffu  // a bad key, or a slot past the tile's keys
 
 // 1. Each warp ranks its slice (KEY_TILE_ITEMS rounds of 32 consecutive keys)
 //    in input order: rank = keys of the same digit before it in this warp's
-//    slice. A bad key, or a slot past the tile's tile_n keys, gets NO_DIGIT.
+//    slice. A bad key, or a slot past the tile's tile_n keys, gets NO_PLACE.
 __device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS], int tile_n,
                                            u64 num_bins, unsigned shift, unsigned num_digits,
                                            TileStage& stage,
-                                           unsigned (&digits)[KEY_TILE_ITEMS],
-                                           unsigned (&ranks)[KEY_TILE_ITEMS]) {
+                                           unsigned (&places)[KEY_TILE_ITEMS]) {
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (unsigned d = lane; d < num_digits; d += 32) stage.warp_counts[warp][d] = 0;
     __syncwarp();
@@ -201,17 +223,18 @@ __device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS],
         // A bad key (the count reported it and skipped it) is skipped here
         // too: nothing is written out of bounds, even when the host does not
         // wait for the count's verdict.
-        digits[k] =
+        const unsigned digit =
             pos < tile_n && sort_key_valid(bin, num_bins) ? digit_of(bin, shift) : NO_DIGIT;
-        const unsigned peers = same_digit_lanes(digits[k]);
+        const unsigned peers = same_digit_lanes(digit);
         const unsigned leader = __ffs(peers) - 1;
         unsigned before = 0;
-        if (digits[k] != NO_DIGIT && lane == leader) {
-            before = stage.warp_counts[warp][digits[k]];
-            stage.warp_counts[warp][digits[k]] = before + __popc(peers);
+        if (digit != NO_DIGIT && lane == leader) {
+            before = stage.warp_counts[warp][digit];
+            stage.warp_counts[warp][digit] = (unsigned short)(before + __popc(peers));
         }
         before = __shfl_sync(0xffffffffu, before, leader);
-        ranks[k] = before + __popc(peers & lanes_below());
+        const unsigned rank = before + __popc(peers & lanes_below());
+        places[k] = digit == NO_DIGIT ? NO_PLACE : digit << 16 | rank;
         __syncwarp();
     }
 }
@@ -225,7 +248,7 @@ __device__ __forceinline__ unsigned offset_digits(unsigned num_digits, TileStage
     if (threadIdx.x < num_digits) {
         for (int w = 0; w < TILE_WARPS; ++w) {
             const unsigned c = stage.warp_counts[w][threadIdx.x];
-            stage.warp_counts[w][threadIdx.x] = total;
+            stage.warp_counts[w][threadIdx.x] = (unsigned short)total;
             total += c;
         }
     }
@@ -236,38 +259,52 @@ __device__ __forceinline__ unsigned offset_digits(unsigned num_digits, TileStage
     return total;
 }
 
-// 3. Stage the tile in digit order (stable within each digit).
+// 3. Stage the tile in digit order (stable within each digit), each key with
+//    its original index: its position in the input on the first pass
+//    (in_index == 0), else the one the previous pass carried.
 __device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
-                                           const unsigned (&digits)[KEY_TILE_ITEMS],
-                                           const unsigned (&ranks)[KEY_TILE_ITEMS],
-                                           TileStage& stage) {
+                                           const unsigned (&places)[KEY_TILE_ITEMS],
+                                           i64 tile_base, const hk_index* in_index,
+                                           const TileStage& stage, StagedTile staged) {
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const i64 slice = tile_base + warp * (KEY_TILE_ITEMS * 32) + lane;
+    // STAGE_LOADS rounds' index loads in flight at once: all of them would
+    // spill registers at KEY_ONESWEEP_MIN_BLOCKS blocks per SM.
 #pragma unroll
-    for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
-        if (digits[k] == NO_DIGIT) continue;
-        const unsigned local =
-            stage.digit_start[digits[k]] + stage.warp_counts[warp][digits[k]] + ranks[k];
-        stage.keys[local] = held[k];
-        stage.pos[local] = (unsigned short)(warp * (KEY_TILE_ITEMS * 32) + k * 32 + lane);
+    for (int first = 0; first < KEY_TILE_ITEMS; first += STAGE_LOADS) {
+        hk_index moved[STAGE_LOADS];
+#pragma unroll
+        for (int j = 0; j < STAGE_LOADS; ++j) {
+            const int k = first + j;
+            const i64 at = slice + k * 32;
+            if (k < KEY_TILE_ITEMS)
+                moved[j] = in_index && places[k] != NO_PLACE ? in_index[at] : (hk_index)at;
+        }
+#pragma unroll
+        for (int j = 0; j < STAGE_LOADS; ++j) {
+            const int k = first + j;
+            if (k >= KEY_TILE_ITEMS || places[k] == NO_PLACE) continue;
+            const unsigned digit = PLACE_DIGIT(places[k]);
+            const unsigned local =
+                stage.digit_start[digit] + stage.warp_counts[warp][digit] + PLACE_RANK(places[k]);
+            staged.keys[local] = held[k];
+            staged.index[local] = moved[j];
+        }
     }
 }
 
 // 4. Each digit's run goes to consecutive output slots from cursor[digit]
 //    (the output slot of this tile's first key of that digit), so
-//    neighbouring threads store to neighbouring addresses. tile_base: the
-//    tile's first key in the input; in_index == 0 means the keys are in input
-//    order (the first pass).
-__device__ __forceinline__ void write_tile(const TileStage& stage, const u64* cursor,
-                                           i64 tile_base, unsigned shift,
-                                           const hk_index* in_index, hk_key* out_keys,
-                                           hk_index* out_index) {
+//    neighbouring threads store to neighbouring addresses.
+__device__ __forceinline__ void write_tile(const TileStage& stage, StagedTile staged,
+                                           const u64* cursor, unsigned shift,
+                                           hk_key* out_keys, hk_index* out_index) {
     for (int p = threadIdx.x; p < (int)stage.staged; p += TILE_THREADS) {
-        const hk_key key = stage.keys[p];
+        const hk_key key = staged.keys[p];
         const unsigned d = digit_of(sort_bin(key), shift);
         const u64 dst = cursor[d] + (u64)(p - (int)stage.digit_start[d]);
-        const i64 src = tile_base + stage.pos[p];
         out_keys[dst] = key;
-        out_index[dst] = in_index ? in_index[src] : (hk_index)src;
+        out_index[dst] = staged.index[p];
     }
 }
 
@@ -361,6 +398,7 @@ __device__ u64 keys_in_earlier_tiles(const u64* lookback, i64 tile, unsigned d) 
 // One pass: keys were validated by digit_histograms; digit_starts holds this
 // pass's MAX_DIGITS first output slots, next_tile (zeroed) hands out tiles and
 // lookback (num_tiles x MAX_DIGITS words, zeroed) holds the published counts.
+// Dynamic shared memory: the staged tile (StagedTile).
 extern "C" __global__ void __launch_bounds__(TILE_THREADS, KEY_ONESWEEP_MIN_BLOCKS)
 onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bins,
                  unsigned shift, unsigned num_digits, i64 num_tiles,
@@ -369,6 +407,8 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
     __shared__ TileStage stage;
     __shared__ u64 cursor[MAX_DIGITS];  // output slot of this tile's first key of each digit
     __shared__ i64 taken;
+    extern __shared__ u64 staged_words[];
+    const StagedTile staged = staged_tile(staged_words);
     for (;;) {
         if (threadIdx.x == 0) taken = (i64)atomicAdd(next_tile, 1ULL);
         __syncthreads();
@@ -376,22 +416,22 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
         if (tile >= num_tiles) break;
         const i64 tile_base = tile * TILE_KEYS;
         hk_key held[KEY_TILE_ITEMS];
-        unsigned digits[KEY_TILE_ITEMS], ranks[KEY_TILE_ITEMS];
+        unsigned places[KEY_TILE_ITEMS];
         load_slice(keys, n, tile, held);
         rank_slice(held, (int)min((i64)TILE_KEYS, n - tile_base), num_bins, shift, num_digits,
-                   stage, digits, ranks);
+                   stage, places);
         const unsigned total = offset_digits(num_digits, stage);
         u64* mine = lookback + tile * MAX_DIGITS + threadIdx.x;
         if (threadIdx.x < num_digits)  // published early: later tiles may be waiting
             *(volatile u64*)mine = (tile == 0 ? TILE_PREFIX : TILE_AGGREGATE) | total;
-        stage_tile(held, digits, ranks, stage);
+        stage_tile(held, places, tile_base, in_index, stage, staged);
         if (threadIdx.x < num_digits) {
             const u64 before = keys_in_earlier_tiles(lookback, tile, threadIdx.x);
             if (tile > 0) *(volatile u64*)mine = TILE_PREFIX | (before + total);
             cursor[threadIdx.x] = digit_starts[threadIdx.x] + before;
         }
         __syncthreads();
-        write_tile(stage, cursor, tile_base, shift, in_index, out_keys, out_index);
+        write_tile(stage, staged, cursor, shift, out_keys, out_index);
         __syncthreads();  // every thread has read cursor, taken and the staged tile
     }
 }

@@ -216,6 +216,27 @@ def _check_device(rt: Runtime, device_id: int, name: str) -> None:
 
 # --- results -----------------------------------------------------------------
 
+class _StreamHandle:
+    """A raw CUDA stream handle, offered through the CUDA stream protocol."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self.handle)
+
+
+def cupy_stream(cupy, handle: int):
+    """CuPy's view of a stream it did not make: Stream.from_external (CuPy 14,
+    the CUDA stream protocol), else ExternalStream, which CuPy 14 deprecates."""
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle)
+
+
 def _framework_stream(call: _Call):
     """A context in which the caller's framework allocates on the call's stream
     (nothing to enter when that is already its current stream)."""
@@ -224,7 +245,7 @@ def _framework_stream(call: _Call):
     if call.framework == "cupy":
         import cupy
 
-        return cupy.cuda.ExternalStream(call.rt.handle)
+        return cupy_stream(cupy, call.rt.handle)
     import torch
 
     return torch.cuda.stream(torch.cuda.ExternalStream(call.rt.handle, device=call.owner.device))

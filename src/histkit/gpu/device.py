@@ -218,9 +218,11 @@ class Runtime:
         return self._kernels[key]
 
     def allow_shared(self, kernel, nbytes: int) -> None:
-        """Let kernel use more than the default 48 KiB of dynamic shared memory
+        """Let kernel use nbytes of dynamic shared memory: beyond the default
+        48 KiB of static and dynamic shared memory together, the kernel must
+        opt in, and its static part is its own, so any dynamic use opts in
         (set once per kernel and size: later calls cost a dict lookup)."""
-        if nbytes <= 48 * 1024:
+        if nbytes == 0:
             return
         handle = int(kernel.handle)
         if nbytes <= self._shared_allowed.get(handle, 0):

@@ -464,6 +464,11 @@ def tile_keys(dtype: np.dtype) -> int:
     return TILE_THREADS * contract.tile_items(np.dtype(dtype).itemsize)
 
 
+def staged_tile_bytes(dtype: np.dtype, index_dtype: np.dtype) -> int:
+    """onesweep_scatter's dynamic shared memory: a tile's keys and their indices."""
+    return tile_keys(dtype) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
+
+
 def digit_shifts(num_bins: int) -> tuple[int, ...]:
     """The shift of each LSD pass: one 8-bit digit of the bin per pass."""
     shifts = [0]
@@ -520,8 +525,9 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     else:  # valid keys stay below the dtype's largest value + 1 whatever num_bins is
         key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
     shifts = digit_shifts(key_range)
-    passes = tuple(Geometry(f"onesweep_scatter[shift={shift}]", scatter_blocks, TILE_THREADS)
-                   for shift in shifts)
+    staged = staged_tile_bytes(keys.dtype, index_dtype)
+    passes = tuple(Geometry(f"onesweep_scatter[shift={shift}]", scatter_blocks, TILE_THREADS,
+                            staged) for shift in shifts)
     return SortShape(histogram, scatter,
                          Geometry("digit_histograms", histogram_blocks, TILE_THREADS), passes,
                          tuple(_digits(num_bins, shift) for shift in shifts), tiles,
