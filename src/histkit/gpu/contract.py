@@ -63,8 +63,10 @@ TILE_ITEMS = 16
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
 # The passes (onesweep_scatter): __launch_bounds__ blocks per SM, chosen by
-# bench/sort_paths.py (sort-paths-h200-2026-11-30.json, 2^28 keys): 4 beat 3
-# by 0-5% on 4-byte keys, 3 beat 4 by 10% on 8-byte keys, 2 lost 10-25%.
+# bench/sort_paths.py on the H200 (2^28 keys, sort-paths-h200-2026-11-30-staged-index.json):
+# on 4-byte keys 4 beat 3 by 0-7% (1 of 24 rows the other way, by 1%); on
+# 8-byte keys 3 beat 4 by 7% with int64 indices (4 beat 3 by 6% with int32
+# ones); 2 lost 5-15% everywhere.
 ONESWEEP_MIN_BLOCKS = 4
 WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
 HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
