@@ -165,13 +165,22 @@ def fake(monkeypatch):
 
     cupy = types.ModuleType("cupy")
     cupy.empty = empty
-    def external_stream(handle):  # a context that makes `handle` CuPy's current stream
-        rt.log.append(("cupy stream", handle))
+
+    class Stream:
+        @staticmethod
+        def from_external(obj):  # CuPy 14: a foreign stream through the CUDA stream protocol
+            version, handle = obj.__cuda_stream__()
+            assert version == 0
+            rt.log.append(("cupy stream", handle))
+            return contextlib.nullcontext()  # a context that makes it CuPy's current stream
+
+    def external_stream(handle):  # what CuPy 13 and older offer (deprecated in 14)
+        rt.log.append(("cupy ExternalStream", handle))
         return contextlib.nullcontext()
 
     cupy.cuda = types.SimpleNamespace(
         get_current_stream=lambda: types.SimpleNamespace(ptr=CUPY_STREAM),
-        ExternalStream=external_stream)
+        Stream=Stream, ExternalStream=external_stream)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(api, "runtime", lambda: rt)
     rt.cupy_allocated = allocated
@@ -197,6 +206,14 @@ def test_an_explicit_stream_wins_over_cupys_current_one(fake):
     assert ("on", 0x7000) in fake.log and not fake.kinds("wait_for")
     # CuPy allocates the result on that stream too, so its pool orders reuse there.
     assert fake.kinds("cupy stream") == [("cupy stream", 0x7000)]
+
+
+def test_a_cupy_without_from_external_gets_the_stream_as_an_external_stream(fake, monkeypatch):
+    import cupy
+
+    monkeypatch.setattr(cupy.cuda, "Stream", type("Stream", (), {}))
+    api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
+    assert fake.kinds("cupy ExternalStream") == [("cupy ExternalStream", 0x7000)]
 
 
 def test_a_checked_histogram_waits_exactly_once(fake):

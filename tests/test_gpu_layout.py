@@ -32,6 +32,18 @@ def test_a_radix_sort_takes_a_full_256_digit_pass_per_key_byte_and_reads_no_boun
     assert shape.tiles == -(-keys.n // kernels.tile_keys(dtype))
     # a block per tile: no block waits on a tile no running block has taken
     assert all(p.grid == shape.tiles for p in shape.passes)
+    # dynamic shared memory: the staged tile's keys, then their int64 indices
+    assert all(p.shared_bytes == kernels.tile_keys(dtype) * (width + 8) for p in shape.passes)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_int32_indices_halve_the_staged_indices(dtype):
+    from test_api_calls import FakeRuntime
+
+    keys = kernels.Keys(0x1000, 100_000, np.dtype(dtype))
+    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, True, np.int32)
+    tile = kernels.tile_keys(dtype)
+    assert shape.passes[0].shared_bytes == tile * (np.dtype(dtype).itemsize + 4)
 
 
 @pytest.mark.parametrize("num_bins,digits", [(1, (1,)), (256, (256,)), (300, (256, 2)),
