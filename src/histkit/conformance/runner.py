@@ -27,7 +27,13 @@ from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import DeviceArray, Runtime, runtime
-from histkit.gpu.kernels import Keys, UnsupportedShape, digit_shifts
+from histkit.gpu.kernels import (
+    LOOK_BACK_BYTES_PER_TILE,
+    Keys,
+    UnsupportedShape,
+    digit_shifts,
+    tile_keys,
+)
 from histkit.gpu.registry import FULL_WIDTH_KINDS, TAKES_KEYS, Kernel, Variant
 
 # One warp walks the whole input alone: past these it is only slow, not new.
@@ -250,13 +256,15 @@ def radix_values(case: Case) -> np.ndarray | None:
 def device_bytes_needed(case: Case) -> int:
     """GPU memory the case's widest column holds at once: the keys, and a
     stable sort's outputs (keys and int64 indices), twice when it takes more
-    than one digit pass (the spare buffers the passes ping-pong through)."""
+    than one digit pass (the spare buffers the passes ping-pong through),
+    and its passes' look-back words (one per digit per tile)."""
     dtype = np.dtype(case.dtype)
     # (full-width keys have no K to count digits of: they are counted at two)
     buffers = 2 if case.full_width or len(
         digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
+    look_back = -(-case.n // tile_keys(dtype)) * LOOK_BACK_BYTES_PER_TILE
     return ((case.n + case.offset + GUARD) * dtype.itemsize
-            + buffers * (case.n + GUARD) * (dtype.itemsize + 8))
+            + buffers * (case.n + GUARD) * (dtype.itemsize + 8) + look_back)
 
 
 def too_large_here(rt: Runtime, case: Case) -> str | None:

@@ -457,6 +457,7 @@ def scatter_atomic_cursor(rt: Runtime, keys: Keys, num_bins: int, cursor: Device
 TILE_THREADS = contract.TILE_WARPS * WARP
 DIGIT_BITS = contract.DIGIT_BITS
 MAX_DIGITS = 1 << DIGIT_BITS
+LOOK_BACK_BYTES_PER_TILE = 8 * MAX_DIGITS  # a 64-bit look-back word per digit
 
 
 def tile_keys(dtype: np.dtype) -> int:
@@ -578,7 +579,7 @@ def stable_scatter(rt: Runtime, keys: Keys, plan: StablePlan, out_keys: DeviceAr
     """
     shape = plan.shape
     passes = len(shape.passes)
-    lookback = rt.empty(max(1, shape.tiles) * MAX_DIGITS, np.uint64)
+    lookback = rt.empty(max(1, shape.tiles) * MAX_DIGITS, np.uint64)  # one word a digit a tile
     plan.keep_alive.append(lookback)
     spare_keys = spare_index = None
     if passes > 1:
