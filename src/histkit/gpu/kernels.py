@@ -505,7 +505,7 @@ class SortShape:
 
 
 def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
-                    full_width: bool, index_dtype) -> SortShape:
+                full_width: bool, index_dtype) -> SortShape:
     index_dtype = check_index_dtype(keys.n, index_dtype)
     defines = keys.defines(**contract.index_defines(index_dtype))
     if full_width:
@@ -530,10 +530,10 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     passes = tuple(Geometry(f"onesweep_scatter[shift={shift}]", scatter_blocks, TILE_THREADS,
                             staged) for shift in shifts)
     return SortShape(histogram, scatter,
-                         Geometry("digit_histograms", histogram_blocks, TILE_THREADS), passes,
-                         tuple(_digits(num_bins, shift) for shift in shifts), tiles,
-                         _args(keys, _EVERY_KEY if full_width else num_bins)[1:], full_width,
-                         index_dtype)
+                     Geometry("digit_histograms", histogram_blocks, TILE_THREADS), passes,
+                     tuple(_digits(num_bins, shift) for shift in shifts), tiles,
+                     _args(keys, _EVERY_KEY if full_width else num_bins)[1:], full_width,
+                     index_dtype)
 
 
 @dataclass
@@ -547,8 +547,8 @@ class StablePlan:
 
 
 def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad_ptr: int,
-                   keep_alive: list, grid: int | None = None, index_dtype=np.int64,
-                   full_width: bool = False) -> StablePlan:
+                 keep_alive: list, grid: int | None = None, index_dtype=np.int64,
+                 full_width: bool = False) -> StablePlan:
     """One read of the keys: every pass's digit counts, scanned into digit
     starts (the last block does it), bad keys reported at first_bad_ptr.
 
@@ -570,7 +570,7 @@ def stable_count(rt: Runtime, keys: Keys, num_bins: int, first_bad_ptr: int,
 
 
 def stable_scatter(rt: Runtime, keys: Keys, plan: StablePlan, out_keys: DeviceArray,
-                     out_index: DeviceArray) -> list[Geometry]:
+                   out_index: DeviceArray) -> list[Geometry]:
     """Each pass reads its keys once and writes them in stable digit order
     (keys already validated, or check=False: bad keys are skipped).
 
@@ -613,7 +613,7 @@ def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: Device
     """Stable sort of full-width keys (signed keys in signed order): a
     onesweep pass per byte of the key (RADIX_KEYS builds)."""
     plan = stable_count(rt, keys, _EVERY_KEY, _NOT_READ, keep_alive, grid, index_dtype,
-                          full_width=True)
+                        full_width=True)
     return [plan.shape.histogram, *stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
