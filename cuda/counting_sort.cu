@@ -80,7 +80,7 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #define TILE_ITEMS 16  // rounds of 32 keys per warp per tile
 #endif
 #ifndef WIDE_KEY_TILE_ITEMS
-#define WIDE_KEY_TILE_ITEMS 12  // 8-byte keys: 16 rounds' staging passes 48 KiB of shared
+#define WIDE_KEY_TILE_ITEMS 12  // 8-byte keys: a tile's staging stays at 48 KiB
 #endif
 #define KEY_TILE_ITEMS (sizeof(hk_key) == 8 ? WIDE_KEY_TILE_ITEMS : TILE_ITEMS)
 #define TILE_THREADS (TILE_WARPS * 32)

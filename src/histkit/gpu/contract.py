@@ -59,7 +59,8 @@ SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
 # then); all-equal keys lose 9-17%.
 TILE_WARPS = 8
 TILE_ITEMS = 16
-# 8-byte keys: a 16-round tile's staging would pass 48 KiB of static shared memory.
+# 8-byte keys: 12 rounds keep a tile's staged keys and int64 indices at 48 KiB
+# (16 rounds: 64 KiB, fewer blocks per SM); chosen with the passes before onesweep.
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
 # The passes (onesweep_scatter): __launch_bounds__ blocks per SM, chosen by
@@ -70,6 +71,7 @@ DIGIT_BITS = 8
 ONESWEEP_MIN_BLOCKS = 4
 WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
 HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
+STAGE_LOADS = 4  # rounds whose original indices a scatter thread loads at once
 MAX_PASSES = 8  # a pass per byte of a 64-bit key
 
 
@@ -92,6 +94,7 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
                          "DIGIT_BITS": DIGIT_BITS, "HIST_ITEMS": HIST_ITEMS,
+                         "STAGE_LOADS": STAGE_LOADS,
                          "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": WIDE_KEY_ONESWEEP_MIN_BLOCKS,
                          "MAX_PASSES": MAX_PASSES},
