@@ -22,6 +22,20 @@ def median_seconds(call, repeats: int, warm_up: int = 1) -> float:
     return float(np.median(times))
 
 
+def event_seconds(cupy, call, stream, repeats: int = 7) -> float:
+    """Median seconds of one call() over repeats, timed by CUDA events recorded
+    on stream (the stream the call's work goes to)."""
+    times = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(stream)
+        call()
+        end.record(stream)
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return float(np.median(times))
+
+
 def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:
     """data as JSON in out_dir/<stem>-<today>.json; says where."""
     out = Path(out_dir)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _shared import write_results
+from _shared import event_seconds, write_results
 
 # (K or None for full-width keys of the dtype, distribution, key dtype)
 INPUTS = ((None, "uniform", "int32"), (None, "uniform", "int64"),
@@ -50,18 +50,6 @@ def main() -> int:
     rt = runtime()
     stream = cupy_stream(cupy, rt.handle)
     first_bad = rt.empty(1, np.uint64)
-
-    def seconds(call, on=stream) -> float:
-        """Median of 7 calls timed by events on the stream `on` (histkit's, or CuPy's)."""
-        times = []
-        for _ in range(7):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(on)
-            call()
-            end.record(on)
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-        return float(np.median(times))
 
     rows = []
     for num_bins, distribution, dtype in INPUTS:
@@ -104,7 +92,7 @@ def main() -> int:
                 if not np.array_equal(cupy.asnumpy(out_index), want):
                     row["Gkeys_per_s"][name] = "WRONG RESULT"
                     continue
-                row["Gkeys_per_s"][name] = args.n / seconds(sort) / 1e9
+                row["Gkeys_per_s"][name] = args.n / event_seconds(cupy, sort, stream) / 1e9
         contract.SOURCE_DEFINES["counting_sort.cu"].update(
             ONESWEEP_MIN_BLOCKS=contract.ONESWEEP_MIN_BLOCKS,
             WIDE_KEY_ONESWEEP_MIN_BLOCKS=contract.WIDE_KEY_ONESWEEP_MIN_BLOCKS)
@@ -118,7 +106,7 @@ def main() -> int:
                 cub()
                 cupy.cuda.Device().synchronize()
                 on = cupy.cuda.get_current_stream()
-                row["Gkeys_per_s"][name] = args.n / seconds(cub, on) / 1e9
+                row["Gkeys_per_s"][name] = args.n / event_seconds(cupy, cub, on) / 1e9
             except Exception as error:
                 row["Gkeys_per_s"][name] = f"{type(error).__name__}: {error}"[:200]
         rows.append(row)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _shared import write_results
+from _shared import event_seconds, write_results
 
 # (warps, rounds, min blocks per SM): the shape before 2026-11-30, today's, and neighbours.
 SHAPES = ((8, 8, 4), (8, 8, 2), (8, 12, 2), (8, 16, 2), (8, 16, 4), (16, 8, 2))
@@ -77,15 +77,8 @@ def main() -> int:
                 rows.append({**row, "error": "WRONG RESULT"})
                 print(rows[-1], flush=True)
                 continue
-            times = []
-            for _ in range(7):
-                start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record(stream)
-                call()
-                end.record(stream)
-                end.synchronize()
-                times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-            rows.append({**row, "Gkeys_per_s": args.n / float(np.median(times)) / 1e9})
+            seconds = event_seconds(cupy, call, stream)
+            rows.append({**row, "Gkeys_per_s": args.n / seconds / 1e9})
             print(rows[-1], flush=True)
     write_results(args.out, "sort-tiles", {"n": args.n, "shapes": SHAPES, "rows": rows})
     return 0

@@ -181,6 +181,17 @@ def _time_peer(row: dict, name: str, time_with, call, exact, to_host, per_call) 
         row["notes"][name] = _skip_note(error)
 
 
+def _time_ours(row: dict, name: str, timer: Timer, call, right, n: int) -> None:
+    """Run one of histkit's kernels once, check its outputs (right()), then time
+    it in G keys/s: a wrong result is noted, never timed."""
+    call()
+    runtime().sync(name)
+    if right():
+        row["Gkeys_per_s"][name] = n / timer.ours(call) / 1e9
+    else:
+        row["notes"][name] = "WRONG RESULT: not timed"
+
+
 def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str) -> dict:
     rt = runtime()
     keys = _device_keys(cupy, distribution, n, num_bins)
@@ -241,36 +252,24 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
            "Gkeys_per_s": {}, "notes": {}}
     device_keys = _keys_of(keys)
     out_keys = cupy.empty_like(keys)
-    out_index = cupy.empty(n, dtype=cupy.int64)
     first_bad = rt.empty(1, np.uint64)
     rt.memset(first_bad.ptr, 0xFF, 8)
 
     stable_sort = registry.serving("counting_sort", True)
+    # int32 indices: like for like with CUB's int32 pairs
+    for index_dtype, name in ((np.int64, "histkit stable"),
+                              (np.int32, "histkit stable (int32 index)")):
+        out_index = cupy.empty(n, dtype=index_dtype)
 
-    def ours():
-        stable_sort.run(rt, device_keys, num_bins, _as_array(out_keys), _as_array(out_index),
-                        first_bad, [])
+        def ours(out_index=out_index, index_dtype=index_dtype):
+            stable_sort.run(rt, device_keys, num_bins, _as_array(out_keys),
+                            _as_array(out_index), first_bad, [], index_dtype=index_dtype)
 
-    ours()
-    rt.sync("stable sort")
-    if (np.array_equal(cupy.asnumpy(out_keys), want_keys)
-            and np.array_equal(cupy.asnumpy(out_index), want_index)):
-        row["Gkeys_per_s"]["histkit stable"] = n / timer.ours(ours) / 1e9
-    else:
-        row["notes"]["histkit stable"] = "WRONG RESULT: not timed"
-    narrow_index = cupy.empty(n, dtype=cupy.int32)  # like for like with CUB's int32 pairs
+        def right(out_index=out_index):
+            return (np.array_equal(cupy.asnumpy(out_keys), want_keys)
+                    and np.array_equal(cupy.asnumpy(out_index), want_index))
 
-    def ours_int32_index():
-        stable_sort.run(rt, device_keys, num_bins, _as_array(out_keys),
-                        _as_array(narrow_index), first_bad, [], index_dtype=np.int32)
-
-    ours_int32_index()
-    rt.sync("stable sort, int32 indices")
-    if np.array_equal(cupy.asnumpy(narrow_index), want_index):
-        row["Gkeys_per_s"]["histkit stable (int32 index)"] = (
-            n / timer.ours(ours_int32_index) / 1e9)
-    else:
-        row["notes"]["histkit stable (int32 index)"] = "WRONG RESULT: not timed"
+        _time_ours(row, name, timer, ours, right, n)
 
     as_gkeys = ("Gkeys_per_s", lambda seconds: n / seconds / 1e9)
     if torch is None:
@@ -309,31 +308,16 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
            "N": n, "Gkeys_per_s": {}, "notes": {}}
     device_keys = _keys_of(keys)
     out_keys = cupy.empty_like(keys)
-    out_index = cupy.empty(n, dtype=cupy.int64)
     radix = registry.serving("radix_sort")
+    for index_dtype in (np.int64, np.int32):
+        out_index = cupy.empty(n, dtype=index_dtype)
 
-    def ours():
-        radix.run(rt, device_keys, _as_array(out_keys), _as_array(out_index), [])
+        def ours(out_index=out_index, index_dtype=index_dtype):
+            radix.run(rt, device_keys, _as_array(out_keys), _as_array(out_index), [],
+                      index_dtype=index_dtype)
 
-    ours()
-    rt.sync("radix sort")
-    if np.array_equal(cupy.asnumpy(out_index), want_index):
-        row["Gkeys_per_s"]["histkit radix (int64 index)"] = n / timer.ours(ours) / 1e9
-    else:
-        row["notes"]["histkit radix (int64 index)"] = "WRONG RESULT: not timed"
-    narrow_index = cupy.empty(n, dtype=cupy.int32)
-
-    def ours_int32_index():
-        radix.run(rt, device_keys, _as_array(out_keys), _as_array(narrow_index), [],
-                  index_dtype=np.int32)
-
-    ours_int32_index()
-    rt.sync("radix sort, int32 indices")
-    if np.array_equal(cupy.asnumpy(narrow_index), want_index):
-        row["Gkeys_per_s"]["histkit radix (int32 index)"] = (
-            n / timer.ours(ours_int32_index) / 1e9)
-    else:
-        row["notes"]["histkit radix (int32 index)"] = "WRONG RESULT: not timed"
+        _time_ours(row, f"histkit radix ({np.dtype(index_dtype).name} index)", timer, ours,
+                   lambda o=out_index: np.array_equal(cupy.asnumpy(o), want_index), n)
 
     from histkit import gpu
 

@@ -485,7 +485,7 @@ _NOT_READ = 0
 
 
 def _digits(num_bins: int, shift: int) -> int:
-    return min(1 << DIGIT_BITS, ((num_bins - 1) >> shift) + 1)
+    return min(MAX_DIGITS, ((num_bins - 1) >> shift) + 1)
 
 
 @dataclass(frozen=True)
