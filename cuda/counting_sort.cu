@@ -33,6 +33,10 @@
 //                     every walk ends.
 // A pass after the first carries the previous pass's original indices along
 // (in_index); the first pass makes them from the key's position.
+//   resident_sort     the same passes in ONE launch when every tile fits on
+//                     the GPU at once (small N): blocks wait for each other
+//                     between the steps of a pass instead of counting first
+//                     and looking back (see its section below).
 //
 // Built with -DRADIX_KEYS=1, the same passes sort full-width keys (gpu.radix_sort,
 // one pass per byte of the key): a key's digits come from its order-preserving
@@ -173,7 +177,9 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
 #pragma unroll
     for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
         const i64 i = base + k * 32;
-        slice[k] = i < n ? keys[i] : (hk_key)0;
+        // Through L2 (ld.global.cg): resident_sort's later passes read keys
+        // other blocks wrote in the same launch, which L1 would not see.
+        slice[k] = i < n ? __ldcg(&keys[i]) : (hk_key)0;
     }
 }
 
@@ -278,7 +284,7 @@ __device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
             const int k = first + j;
             const i64 at = slice + k * 32;
             if (k < KEY_TILE_ITEMS)
-                moved[j] = in_index && places[k] != NO_PLACE ? in_index[at] : (hk_index)at;
+                moved[j] = in_index && places[k] != NO_PLACE ? __ldcg(in_index + at) : (hk_index)at;
         }
 #pragma unroll
         for (int j = 0; j < STAGE_LOADS; ++j) {
@@ -433,5 +439,145 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
         __syncthreads();
         write_tile(stage, staged, cursor, shift, out_keys, out_index);
         __syncthreads();  // every thread has read cursor, taken and the staged tile
+    }
+}
+
+// --- resident: the whole sort in one launch ----------------------------------
+//
+// For inputs whose tiles can all be on the GPU at once (a cooperative launch
+// guarantees it, or refuses): one block per tile, and blocks wait for each
+// other (grid_wait) instead of for the next launch. Each pass ranks its tile
+// as onesweep_scatter does, publishes the tile's count of each digit, waits;
+// sums each digit's counts over the tiles before its own (with many tiles:
+// scans digit columns of those counts across the tiles, waits); then writes.
+// No digit_histograms, no look-back, no tile counter: one launch, which is
+// what a call at small N pays for. A later pass reads only the valid keys the
+// pass before wrote (the first pass skips bad keys and reports them), through
+// L2: load_slice and stage_tile read with __ldcg, as L1 may hold stale lines
+// of a buffer another block has rewritten since.
+
+// Up to this many tiles, every block sums the tiles' digit counts itself (a
+// column of at most 64 reads per thread) instead of waiting for a scan.
+#define DIRECT_PREFIX_TILES 64
+
+// Every block waits here until all gridDim.x blocks have arrived for the
+// `passed`-th time (arrivals is zeroed by the host before the launch).
+__device__ __forceinline__ void grid_wait(u64* arrivals, unsigned& passed) {
+    __syncthreads();  // the block's writes come before its arrival
+    ++passed;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(arrivals, 1ULL);
+        const u64 everyone = (u64)passed * gridDim.x;
+        while (*(volatile u64*)arrivals < everyone) __nanosleep(64);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// tile_counts is digit-major: tile_counts[d * gridDim.x + t] = tile t's keys
+// of digit d. Block b turns columns d = b, b + gridDim.x, ... into exclusive
+// prefixes over the tiles (the keys of digit d in tiles before t) and writes
+// each column's total to digit_totals[d].
+__device__ void scan_digit_columns(unsigned* tile_counts, unsigned* digit_totals) {
+    const unsigned tiles = gridDim.x;
+    const unsigned per_thread = (tiles + TILE_THREADS - 1) / TILE_THREADS;
+    const unsigned first = threadIdx.x * per_thread;
+    for (unsigned d = blockIdx.x; d < MAX_DIGITS; d += gridDim.x) {
+        unsigned* column = tile_counts + (size_t)d * tiles;
+        unsigned mine = 0;
+        for (unsigned j = first; j < first + per_thread && j < tiles; ++j)
+            mine += __ldcg(&column[j]);
+        unsigned running = tile_exclusive_sum(mine);
+        for (unsigned j = first; j < first + per_thread && j < tiles; ++j) {
+            const unsigned count = __ldcg(&column[j]);
+            column[j] = running;
+            running += count;
+        }
+        if (threadIdx.x == TILE_THREADS - 1) digit_totals[d] = running;
+    }
+}
+
+// One block per tile, all resident (cooperative launch; the launch bounds are
+// onesweep_scatter's, so as many tiles fit: 528 on the H200's 132 SMs, 2^21
+// 4-byte keys). scratch: the
+// arrivals word (zeroed), then MAX_DIGITS x gridDim.x tile counts, then
+// MAX_DIGITS digit totals. Passes ping-pong between (spare_keys, spare_index)
+// and the outputs so that the last pass writes the outputs. Dynamic shared
+// memory: the staged tile (StagedTile).
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, KEY_ONESWEEP_MIN_BLOCKS)
+resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64* scratch,
+              u64* first_bad, hk_key* spare_keys, hk_index* spare_index, hk_key* out_keys,
+              hk_index* out_index) {
+    __shared__ TileStage stage;
+    __shared__ u64 cursor[MAX_DIGITS];  // output slot of this tile's first key of each digit
+    __shared__ i64 valid_keys;          // keys the pass wrote: the next pass reads these
+    extern __shared__ u64 staged_words[];
+    const StagedTile staged = staged_tile(staged_words);
+    u64* arrivals = scratch;
+    unsigned* tile_counts = (unsigned*)(scratch + 1);
+    unsigned* digit_totals = tile_counts + (size_t)MAX_DIGITS * gridDim.x;
+    unsigned passed = 0;
+    const i64 tile = blockIdx.x, tile_base = tile * TILE_KEYS;
+    const hk_key* source = keys;
+    const hk_index* source_index = nullptr;  // the first pass makes indices from positions
+    i64 source_n = n;
+    for (unsigned pass = 0; pass < num_passes; ++pass) {
+        const unsigned shift = pass * DIGIT_BITS;
+        const unsigned num_digits =
+            (unsigned)min((u64)MAX_DIGITS, ((num_bins - 1) >> shift) + 1);
+        const bool to_outputs = (num_passes - 1 - pass) % 2 == 0;
+        hk_key* target_keys = to_outputs ? out_keys : spare_keys;
+        hk_index* target_index = to_outputs ? out_index : spare_index;
+        hk_key held[KEY_TILE_ITEMS];
+        unsigned places[KEY_TILE_ITEMS];
+        load_slice(source, source_n, tile, held);
+        const int tile_n = (int)max((i64)0, min((i64)TILE_KEYS, source_n - tile_base));
+        rank_slice(held, tile_n, num_bins, shift, num_digits, stage, places);
+        if (pass == 0) {  // only the input can hold bad keys: report the first
+            const i64 slice = tile_base + (threadIdx.x >> 5) * (KEY_TILE_ITEMS * 32) +
+                              (threadIdx.x & 31);
+#pragma unroll
+            for (int k = 0; k < KEY_TILE_ITEMS; ++k)
+                if (places[k] == NO_PLACE && slice + k * 32 < n)
+                    hk_note_bad_key(first_bad, slice + k * 32);
+        }
+        const unsigned total = offset_digits(num_digits, stage);
+        if (threadIdx.x < MAX_DIGITS)  // digits past num_digits count 0
+            tile_counts[(size_t)threadIdx.x * gridDim.x + tile] =
+                threadIdx.x < num_digits ? total : 0u;
+        stage_tile(held, places, tile_base, source_index, stage, staged);
+        grid_wait(arrivals, passed);
+        // Thread d: the keys of digit d in the tiles before this one, and in all.
+        u64 earlier = 0, digit_total = 0;
+        if (gridDim.x <= DIRECT_PREFIX_TILES) {  // few tiles: each block reads them all
+            if (threadIdx.x < MAX_DIGITS) {
+                const unsigned* column = tile_counts + (size_t)threadIdx.x * gridDim.x;
+                for (unsigned t = 0; t < gridDim.x; ++t) {
+                    const unsigned count = __ldcg(&column[t]);
+                    earlier += t < tile ? count : 0u;
+                    digit_total += count;
+                }
+            }
+        } else {  // many: each column scanned once, by one block
+            scan_digit_columns(tile_counts, digit_totals);
+            grid_wait(arrivals, passed);
+            if (threadIdx.x < MAX_DIGITS) {
+                earlier = __ldcg(&tile_counts[(size_t)threadIdx.x * gridDim.x + tile]);
+                digit_total = __ldcg(&digit_totals[threadIdx.x]);
+            }
+        }
+        // digit d's first slot: the keys of the digits before it, all tiles
+        const u64 digit_start = tile_exclusive_sum(digit_total);
+        if (threadIdx.x < MAX_DIGITS) cursor[threadIdx.x] = digit_start + earlier;
+        if (threadIdx.x == MAX_DIGITS - 1) valid_keys = (i64)(digit_start + digit_total);
+        __syncthreads();
+        write_tile(stage, staged, cursor, shift, target_keys, target_index);
+        source_n = valid_keys;
+        source = target_keys;
+        source_index = target_index;
+        // Before the next pass reads what every block wrote (and rewrites
+        // tile_counts, digit_totals, the stage and valid_keys).
+        if (pass + 1 < num_passes) grid_wait(arrivals, passed);
     }
 }

@@ -41,6 +41,7 @@ class FakeRuntime:
         self.handle = 0xA000
         self.sm_count = 132
         self.max_shared_per_block = 227 * 1024
+        self.cooperative = True
         self.device = types.SimpleNamespace(device_id=0)
         self.compiled: list[tuple] = []
         self.builds: list[tuple] = []  # (entry, the defines it was built with)
@@ -237,8 +238,18 @@ def test_with_out_and_first_bad_a_call_allocates_nothing_so_it_can_be_captured(f
     assert not fake.cupy_allocated and not fake.kinds("empty") and not fake.kinds("sync")
 
 
-def test_a_checked_sort_waits_once_after_its_scatter(fake):
-    api.counting_sort(cupy_keys(10_000), 256)
+def test_a_sort_whose_tiles_all_fit_on_the_gpu_is_one_launch_that_waits_once(fake):
+    api.counting_sort(cupy_keys(10_000), 300)  # 3 tiles, two digit passes
+    launches = [e[1] for e in fake.kinds("launch")]
+    assert launches == ["resident_sort"]
+    # its scratch: the arrivals word zeroed, nothing else set (no bad-key marks)
+    assert [e for e in fake.kinds("memset") if e[1] != 0xFF] == [("memset", 0, 8)]
+    assert fake.log[-1] == ("sync", "read_bad_key") and len(fake.kinds("sync")) == 1
+
+
+def test_a_checked_sort_too_large_to_be_resident_waits_once_after_its_scatter(fake):
+    # 3e6 keys: more tiles than the fake GPU holds at once (132 SMs x 2 blocks)
+    api.counting_sort(cupy_keys(3_000_000), 256)
     launches = [e[1] for e in fake.kinds("launch")]
     assert launches == ["digit_histograms", "onesweep_scatter"]
     # One wait, after every launch: no read-back between count and scatter.
@@ -246,9 +257,9 @@ def test_a_checked_sort_waits_once_after_its_scatter(fake):
 
 
 def test_a_sort_of_two_digits_marks_its_intermediate_keys_as_bad_keys(fake):
-    api.counting_sort(cupy_keys(10_000), 300, check=False)
+    api.counting_sort(cupy_keys(3_000_000), 300, check=False)
     # The first pass writes the spare buffers: they start as all-ones (bad keys).
-    assert ("memset", 0xFF, 10_000 * 4) in fake.log and not fake.kinds("sync")
+    assert ("memset", 0xFF, 3_000_000 * 4) in fake.log and not fake.kinds("sync")
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.int64])
@@ -282,7 +293,7 @@ def test_int32_indices_are_allocated_as_int32_and_every_index_kernel_is_built_fo
         _, index = api.counting_sort(keys, 300, stable=call == "counting_sort",
                                      index_dtype=np.int32)
     assert index.dtype == np.int32
-    writers = {"onesweep_scatter", "scatter_atomic_cursor", "gather_values"}
+    writers = {"resident_sort", "onesweep_scatter", "scatter_atomic_cursor", "gather_values"}
     built = [defines for name, defines in fake.builds if name in writers]
     assert built and all(d.get("INDEX_T") == "int" for d in built)
 
@@ -381,8 +392,9 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                                values=(0x7000, 8, 0x8000), **options)
                     continue
                 if kernel.kind in ("sort", "stable-sort"):
-                    kernel.run(rt, keys, num_bins, FakeArray(0x3000, n, dtype),
-                               FakeArray(0x4000, n, np.int64), rt._slot, [], **options)
+                    with contextlib.suppress(kernels.UnsupportedShape):  # not resident
+                        kernel.run(rt, keys, num_bins, FakeArray(0x3000, n, dtype),
+                                   FakeArray(0x4000, n, np.int64), rt._slot, [], **options)
                     continue
                 if kernel.kind == "privatized":
                     options["atomics"] = FakeArray(0x5000, 1, np.uint64)

@@ -293,7 +293,8 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     for name, kernel, variant in selected:
         start = time.perf_counter()
         try:
-            cell, geometry = run.judge(kernel, variant)
+            with rt.poisoned_scratch():  # scratch never arrives clean, nor zeroed
+                cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
         if cell.status == "FAIL":

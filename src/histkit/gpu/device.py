@@ -18,6 +18,7 @@ pinned host word (no allocation, no pageable copy).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import threading
@@ -153,6 +154,23 @@ class BufferPool:
         self.kept = 0
 
 
+class ScratchPoison:
+    """While on (the conformance runner's cells), every array Runtime.empty
+    hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
+    read scratch it has not written (zeros read as valid keys and counts) nor
+    count on it being zeroed (all ones). Shared by a runtime's stream views."""
+
+    def __init__(self):
+        self.depth = 0
+        self.turn = 0
+
+    def next_byte(self) -> int | None:
+        if not self.depth:
+            return None
+        self.turn += 1
+        return 0xFF if self.turn % 2 else 0x00
+
+
 class Runtime:
     def __init__(self):
         try:
@@ -172,6 +190,7 @@ class Runtime:
         props = self.device.properties
         self.sm_count = props.multiprocessor_count
         self.max_shared_per_block = props.max_shared_memory_per_block_optin
+        self.cooperative = self._can_launch_cooperatively()
         self._kernels: dict = {}
         self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
         self._resident: dict = {}
@@ -184,6 +203,22 @@ class Runtime:
         self._graph_resource = None
         self.pool = BufferPool()
         self._zero_word = None
+        self.poison = ScratchPoison()
+
+    def _can_launch_cooperatively(self) -> bool:
+        """Whether the device takes cooperative launches (every block resident
+        at once) and this cuda.core can ask for one."""
+        attribute = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
+        try:
+            if not check(driver.cuDeviceGetAttribute(attribute, self.device.device_id),
+                         "cuDeviceGetAttribute(COOPERATIVE_LAUNCH)"):
+                return False
+            from cuda.core import LaunchConfig
+
+            LaunchConfig(grid=1, block=1, is_cooperative=True)
+        except (TypeError, CudaError):  # an older cuda.core: no is_cooperative
+            return False
+        return True
 
     # --- streams -----------------------------------------------------------
     def on(self, handle: int | None) -> Runtime:
@@ -244,15 +279,17 @@ class Runtime:
         config = self._configs.get(geometry)
         if config is not None:
             return config
-        shape = (geometry.grid, geometry.block, geometry.shared_bytes)
+        shape = (geometry.grid, geometry.block, geometry.shared_bytes, geometry.cooperative)
         config = self._configs.get(shape)
         if config is None:
             from cuda.core import LaunchConfig
 
             if len(self._configs) > 4096:  # many distinct shapes: keep the cache bounded
                 self._configs.clear()
+            options = {"is_cooperative": True} if geometry.cooperative else {}
             config = self._configs[shape] = LaunchConfig(
-                grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes)
+                grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes,
+                **options)
         self._configs[geometry] = config
         return config
 
@@ -304,11 +341,25 @@ class Runtime:
             inner = self.pool.take(key)
             if inner is None:
                 inner = self._allocate(key[1])
-            return DeviceArray(PooledBuffer(inner, self.pool, key), n, dtype)
-        if self.capturing():
-            return DeviceArray(self._graph_memory().allocate(nbytes, stream=self.stream),
-                               n, dtype)
-        return DeviceArray(self._allocate(nbytes), n, dtype)
+            array = DeviceArray(PooledBuffer(inner, self.pool, key), n, dtype)
+        elif self.capturing():
+            array = DeviceArray(self._graph_memory().allocate(nbytes, stream=self.stream),
+                                n, dtype)
+        else:
+            array = DeviceArray(self._allocate(nbytes), n, dtype)
+        poison = self.poison.next_byte()
+        if poison is not None:
+            self.memset(array.ptr, poison, nbytes)
+        return array
+
+    @contextlib.contextmanager
+    def poisoned_scratch(self):
+        """Within: new arrays arrive poisoned (ScratchPoison)."""
+        self.poison.depth += 1
+        try:
+            yield
+        finally:
+            self.poison.depth -= 1
 
     def _allocate(self, nbytes: int):
         """A new buffer on this stream; when the device is full, the pool's kept

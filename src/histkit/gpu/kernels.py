@@ -617,6 +617,76 @@ def radix_sort(rt: Runtime, keys: Keys, out_keys: DeviceArray, out_index: Device
     return [plan.shape.histogram, *stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
+@dataclass(frozen=True)
+class ResidentShape:
+    """resident_sort's launch for one shape: made once per shape (Runtime.plan)."""
+
+    kernel: object
+    geometry: Geometry | None  # None: its tiles do not all fit on the GPU at once
+    passes: int
+    scratch_words: int  # uint64 words: the arrivals word, tile counts, digit totals
+    n_and_bins: tuple
+
+
+def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
+                    index_dtype) -> ResidentShape:
+    index_dtype = check_index_dtype(keys.n, index_dtype)
+    defines = keys.defines(**contract.index_defines(index_dtype))
+    if full_width:
+        defines["RADIX_KEYS"] = "1"
+    kernel = rt.kernel("counting_sort.cu", "resident_sort", defines)
+    tiles = max(1, -(-keys.n // tile_keys(keys.dtype)))
+    staged = staged_tile_bytes(keys.dtype, index_dtype)
+    fits = tiles <= rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, staged)
+    if full_width:
+        num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
+    else:
+        key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
+    geometry = (Geometry("resident_sort", tiles, TILE_THREADS, staged, cooperative=True)
+                if fits and rt.cooperative else None)
+    # 32-bit tile counts: MAX_DIGITS per tile, then MAX_DIGITS totals.
+    count_words = -(-(tiles + 1) * MAX_DIGITS // 2)
+    return ResidentShape(kernel, geometry, len(digit_shifts(key_range)), 1 + count_words,
+                         _args(keys, _EVERY_KEY if full_width else num_bins)[1:])
+
+
+def resident_shape(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
+                   full_width: bool = False) -> ResidentShape:
+    return rt.plan(("resident", keys.dtype, keys.n, num_bins, np.dtype(index_dtype),
+                    full_width),
+                   lambda: _resident_shape(rt, keys, num_bins, full_width, index_dtype))
+
+
+def resident_fits(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
+                  full_width: bool = False) -> bool:
+    """Whether resident_sort can sort these keys (every tile on the GPU at once)."""
+    return resident_shape(rt, keys, num_bins, index_dtype, full_width).geometry is not None
+
+
+def resident_sort(rt: Runtime, keys: Keys, num_bins: int, out_keys: DeviceArray,
+                  out_index: DeviceArray, first_bad_ptr: int, keep_alive: list,
+                  index_dtype=np.int64, full_width: bool = False) -> list[Geometry]:
+    """The stable sort in one cooperative launch (resident_sort), for inputs
+    whose tiles all fit on the GPU at once: UnsupportedShape otherwise."""
+    shape = resident_shape(rt, keys, num_bins, index_dtype, full_width)
+    if shape.geometry is None:
+        raise UnsupportedShape(
+            f"resident_sort: {keys.n} keys are more tiles than fit on this GPU at once"
+            if rt.cooperative else "resident_sort: this cuda.core cannot launch cooperatively")
+    scratch = rt.empty(shape.scratch_words, np.uint64)
+    keep_alive.append(scratch)
+    rt.memset(scratch.ptr, 0, 8)  # the arrivals word; the counts are written before read
+    spare_keys = spare_index = _NOT_READ
+    if shape.passes > 1:
+        spare = (rt.empty(keys.n, keys.dtype), rt.empty(keys.n, index_dtype))
+        keep_alive += spare
+        spare_keys, spare_index = spare[0].ptr, spare[1].ptr
+    rt.launch(shape.kernel, shape.geometry, keys.ptr, *shape.n_and_bins,
+              np.uint32(shape.passes), scratch.ptr, first_bad_ptr, spare_keys, spare_index,
+              out_keys.ptr, out_index.ptr)
+    return [shape.geometry]
+
+
 # Values move as raw bits: the unsigned C type of each width gather_values takes.
 VALUE_C_TYPES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
                  8: "unsigned long long"}

@@ -121,6 +121,26 @@ def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
     return [plan.shape.histogram, *kernels.stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
+def _resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
+                   between=None, index_dtype=np.int64):
+    geometries = kernels.resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad.ptr,
+                                       keep_alive, index_dtype)
+    if between is not None:  # one launch: the count's verdict is judged after it
+        between()
+    return geometries
+
+
+def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
+                        grid=None, between=None, index_dtype=np.int64):
+    """gpu.counting_sort(stable=True): one resident launch when every tile fits
+    on the GPU at once (and no grid is forced), else the onesweep passes."""
+    run = _stable_sort
+    if grid is None and kernels.resident_fits(rt, keys, num_bins, index_dtype):
+        run = _resident_sort
+    return run(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid, between,
+               index_dtype)
+
+
 def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
                         grid=None, between=None, index_dtype=np.int64):
     kernels.check_index_dtype(keys.n, index_dtype)
@@ -197,8 +217,16 @@ KERNELS: tuple[Kernel, ...] = (
            )),
     Kernel("sort-stable", "stable-sort", "counting_sort.cu",
            ("digit_histograms", "onesweep_scatter"), _stable_sort,
-           serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD),
+           builds=({}, INT32_INDEX_BUILD), variants=(DEFAULT, INT32_INDEX)),
+    # The same passes in one cooperative launch, for inputs whose tiles all fit
+    # on the GPU at once (one block per tile: no grid can be forced).
+    Kernel("sort-stable-resident", "stable-sort", "counting_sort.cu", ("resident_sort",),
+           _resident_sort, takes_grid=False, builds=({}, INT32_INDEX_BUILD),
            variants=(DEFAULT, INT32_INDEX)),
+    # What gpu.counting_sort(stable=True) runs: resident when it fits, else onesweep.
+    Kernel("sort-stable-auto", "stable-sort", "counting_sort.cu",
+           ("resident_sort", "digit_histograms", "onesweep_scatter"), _stable_sort_choice,
+           serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
            _atomic_cursor_sort, uses=("atomic_histogram.cu", "exclusive_scan.cu"),
            serves=("counting_sort", False), builds=({}, INT32_INDEX_BUILD),
