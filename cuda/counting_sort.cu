@@ -475,6 +475,16 @@ __device__ __forceinline__ void grid_wait(u64* arrivals, unsigned& passed) {
     __syncthreads();
 }
 
+// After a block's last grid_wait: it departs (one more arrival); the last
+// block to depart -- every other has left its last wait by then -- sets
+// arrivals back to zero, so the next launch needs no memset of it.
+__device__ __forceinline__ void leave_arrivals_zeroed(u64* arrivals, unsigned passed) {
+    if (threadIdx.x == 0) {
+        const u64 departed = atomicAdd(arrivals, 1ULL) + 1;
+        if (departed == (u64)(passed + 1) * gridDim.x) atomicExch(arrivals, 0ULL);
+    }
+}
+
 // tile_counts is digit-major: tile_counts[d * gridDim.x + t] = tile t's keys
 // of digit d. Block b turns columns d = b, b + gridDim.x, ... into exclusive
 // prefixes over the tiles (the keys of digit d in tiles before t) and writes
@@ -500,8 +510,8 @@ __device__ void scan_digit_columns(unsigned* tile_counts, unsigned* digit_totals
 
 // One block per tile, all resident (cooperative launch; the launch bounds are
 // onesweep_scatter's, so as many tiles fit: 528 on the H200's 132 SMs, 2^21
-// 4-byte keys). scratch: the
-// arrivals word (zeroed), then MAX_DIGITS x gridDim.x tile counts, then
+// 4-byte keys). scratch: the arrivals word (zero at the launch, and left
+// zero), then MAX_DIGITS x gridDim.x tile counts, then
 // MAX_DIGITS digit totals. Passes ping-pong between (spare_keys, spare_index)
 // and the outputs so that the last pass writes the outputs. Dynamic shared
 // memory: the staged tile (StagedTile).
@@ -580,4 +590,5 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         // tile_counts, digit_totals, the stage and valid_keys).
         if (pass + 1 < num_passes) grid_wait(arrivals, passed);
     }
+    leave_arrivals_zeroed(arrivals, passed);
 }

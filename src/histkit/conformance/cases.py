@@ -170,7 +170,8 @@ def _remainder_cases() -> list[Case]:
     cases = [Case("uniform", n, 256, seed=6) for n in sizes]
     cases += [Case("round-robin", n, 4096, seed=6, dtype="int8" if n % 2 else "int16")
               for n in sizes[:3]]
-    # 2^22 + 1 keys over 2^20 bins: auto's default policy samples the keys.
+    # 2^22 + 1 keys over 2^20 bins: auto's default policy takes the fast kernel
+    # without a sample (below PARTITION_MIN_KEYS); /sampled samples them.
     cases += [Case(d, (1 << 22) + 1, 1 << 20, seed=6) for d in ("uniform", "onebin", "zipf")]
     # many bins at small N: each branch of auto's sampled choice, 3-digit sorts
     cases += [Case(d, 20_011, 1 << 20, seed=7) for d in ("uniform", "onebin", "sorted")]

@@ -70,6 +70,9 @@ DIGIT_BITS = 8
 # ones); 2 lost 5-15% everywhere.
 ONESWEEP_MIN_BLOCKS = 4
 WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
+# resident_sort at small N: tiles of 4 or 8 rounds (the smallest whose tiles
+# all fit on the GPU at once), so a call of a few tiles spreads over more SMs.
+RESIDENT_SMALL_TILE_ITEMS = (4, 8)
 HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
 STAGE_LOADS = 4  # rounds whose original indices a scatter thread loads at once
 MAX_PASSES = 8  # a pass per byte of a 64-bit key

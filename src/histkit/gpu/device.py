@@ -204,6 +204,7 @@ class Runtime:
         self.pool = BufferPool()
         self._zero_word = None
         self.poison = ScratchPoison()
+        self._barrier_scratch = None
 
     def _can_launch_cooperatively(self) -> bool:
         """Whether the device takes cooperative launches (every block resident
@@ -236,6 +237,7 @@ class Runtime:
             view = copy.copy(self)
             view.stream = foreign_stream(handle)
             view.handle = handle
+            view._barrier_scratch = None  # the stream's own (barrier_scratch)
             self._views[handle] = view
         return view
 
@@ -373,6 +375,25 @@ class Runtime:
                 if attempt == 2 or not self.pool.kept:
                     raise DeviceMemoryError(nbytes, self.free_bytes()) from None
                 self.pool.clear()
+
+    def barrier_scratch(self, words: int) -> DeviceArray | None:
+        """At least `words` uint64 of scratch kept by this stream, its first
+        word zero: for kernels that leave that word as they found it
+        (resident_sort's blocks reset their arrivals counter on the way out), so
+        a call pays no allocation and no memset. Launches on one stream run one
+        after another, so they may share it; None on the per-thread default
+        stream (handle 2), which is another stream on each thread."""
+        if self.handle == 2:
+            return None
+        scratch = self._barrier_scratch
+        if scratch is None or scratch.n < words:
+            # Kept, not pooled: no other array may ever hold these bytes. An
+            # outgrown one is freed on this stream, after the work queued on it.
+            scratch = DeviceArray(self._allocate(max(1, words) * 8), max(1, words),
+                                  np.dtype(np.uint64))
+            self.memset(scratch.ptr, 0, 8)
+            self._barrier_scratch = scratch
+        return scratch
 
     def zero_word(self) -> DeviceArray:
         """One uint64 zero on the device, made once and never written: a

@@ -210,7 +210,13 @@ MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
 # measurements).
 PARTITION_MIN_BINS = 1 << 17
 PARTITION_MAX_AUTO_BINS = 1 << 21
-PARTITION_MIN_KEYS = 1 << 22
+# Below 2^25 keys the sample's read-back costs more than it can save (H200,
+# session 6, kernel times by events: at 2^22 keys and 2^20 bins the sampled
+# choice took 170-228 us where the fast kernel alone took 31-68; at 2^24 keys
+# the fast kernel is within 12% of the partitioned one on uniform keys, far
+# ahead on zipf, and the sample adds 60-300 us). From 2^25 keys partitioning
+# uniform keys wins more than the sample costs (2^26: 519 against 692 us).
+PARTITION_MIN_KEYS = 1 << 25
 SCATTERED = 0.5
 HOT_GLOBAL = 0.5
 
@@ -460,14 +466,15 @@ MAX_DIGITS = 1 << DIGIT_BITS
 LOOK_BACK_BYTES_PER_TILE = 8 * MAX_DIGITS  # a 64-bit look-back word per digit
 
 
-def tile_keys(dtype: np.dtype) -> int:
-    """Keys in one stable-sort tile (counting_sort.cu's TILE_KEYS) for this key type."""
-    return TILE_THREADS * contract.tile_items(np.dtype(dtype).itemsize)
+def tile_keys(dtype: np.dtype, items: int | None = None) -> int:
+    """Keys in one stable-sort tile (counting_sort.cu's TILE_KEYS) for this key
+    type: `items` rounds of 32 keys per warp (None: the contract's)."""
+    return TILE_THREADS * (items or contract.tile_items(np.dtype(dtype).itemsize))
 
 
-def staged_tile_bytes(dtype: np.dtype, index_dtype: np.dtype) -> int:
-    """onesweep_scatter's dynamic shared memory: a tile's keys and their indices."""
-    return tile_keys(dtype) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
+def staged_tile_bytes(dtype: np.dtype, index_dtype: np.dtype, items: int | None = None) -> int:
+    """A sort pass's dynamic shared memory: a tile's keys and their indices."""
+    return tile_keys(dtype, items) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
 
 
 def digit_shifts(num_bins: int) -> tuple[int, ...]:
@@ -628,21 +635,43 @@ class ResidentShape:
     n_and_bins: tuple
 
 
-def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
-                    index_dtype) -> ResidentShape:
-    index_dtype = check_index_dtype(keys.n, index_dtype)
+def _resident_build(rt: Runtime, keys: Keys, index_dtype, full_width: bool,
+                    items: int | None):
+    """resident_sort built for these keys with tiles of `items` rounds (None:
+    the contract's tile)."""
     defines = keys.defines(**contract.index_defines(index_dtype))
     if full_width:
         defines["RADIX_KEYS"] = "1"
-    kernel = rt.kernel("counting_sort.cu", "resident_sort", defines)
-    tiles = max(1, -(-keys.n // tile_keys(keys.dtype)))
-    staged = staged_tile_bytes(keys.dtype, index_dtype)
+    if items is not None:
+        defines.update(TILE_ITEMS=str(items), WIDE_KEY_TILE_ITEMS=str(items))
+    return rt.kernel("counting_sort.cu", "resident_sort", defines)
+
+
+def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
+                    index_dtype, full_tiles: bool) -> ResidentShape:
+    index_dtype = check_index_dtype(keys.n, index_dtype)
+    # How many blocks fit at once, at the contract's tile (smaller tiles fit
+    # at least as many: the launch bounds fix the registers, and they stage less).
+    default = _resident_build(rt, keys, index_dtype, full_width, None)
+    capacity = rt.sm_count * rt.resident_blocks(default, TILE_THREADS,
+                                                staged_tile_bytes(keys.dtype, index_dtype))
+    # Small N: the smallest tile that still fits, so more SMs share the work
+    # (a tile's latency, not bandwidth, bounds a call of a few tiles).
+    items = None
+    if not full_tiles:
+        items = next((i for i in contract.RESIDENT_SMALL_TILE_ITEMS
+                      if -(-keys.n // tile_keys(keys.dtype, i)) <= capacity), None)
+    kernel = (default if items is None
+              else _resident_build(rt, keys, index_dtype, full_width, items))
+    tiles = max(1, -(-keys.n // tile_keys(keys.dtype, items)))
+    staged = staged_tile_bytes(keys.dtype, index_dtype, items)
     fits = tiles <= rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, staged)
     if full_width:
         num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
     else:
         key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
-    geometry = (Geometry("resident_sort", tiles, TILE_THREADS, staged, cooperative=True)
+    name = "resident_sort" if items is None else f"resident_sort[TILE_ITEMS={items}]"
+    geometry = (Geometry(name, tiles, TILE_THREADS, staged, cooperative=True)
                 if fits and rt.cooperative else None)
     # 32-bit tile counts: MAX_DIGITS per tile, then MAX_DIGITS totals.
     count_words = -(-(tiles + 1) * MAX_DIGITS // 2)
@@ -651,10 +680,12 @@ def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
 
 
 def resident_shape(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
-                   full_width: bool = False) -> ResidentShape:
+                   full_width: bool = False, full_tiles: bool = False) -> ResidentShape:
+    """full_tiles: the contract's tile at every N (else smaller ones at small N)."""
     return rt.plan(("resident", keys.dtype, keys.n, num_bins, np.dtype(index_dtype),
-                    full_width),
-                   lambda: _resident_shape(rt, keys, num_bins, full_width, index_dtype))
+                    full_width, full_tiles),
+                   lambda: _resident_shape(rt, keys, num_bins, full_width, index_dtype,
+                                           full_tiles))
 
 
 def resident_fits(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
@@ -665,17 +696,24 @@ def resident_fits(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
 
 def resident_sort(rt: Runtime, keys: Keys, num_bins: int, out_keys: DeviceArray,
                   out_index: DeviceArray, first_bad_ptr: int, keep_alive: list,
-                  index_dtype=np.int64, full_width: bool = False) -> list[Geometry]:
+                  index_dtype=np.int64, full_width: bool = False,
+                  full_tiles: bool = False) -> list[Geometry]:
     """The stable sort in one cooperative launch (resident_sort), for inputs
-    whose tiles all fit on the GPU at once: UnsupportedShape otherwise."""
-    shape = resident_shape(rt, keys, num_bins, index_dtype, full_width)
+    whose tiles all fit on the GPU at once: UnsupportedShape otherwise.
+    full_tiles: the contract's tile even at small N (see resident_shape)."""
+    shape = resident_shape(rt, keys, num_bins, index_dtype, full_width, full_tiles)
     if shape.geometry is None:
         raise UnsupportedShape(
             f"resident_sort: {keys.n} keys are more tiles than fit on this GPU at once"
             if rt.cooperative else "resident_sort: this cuda.core cannot launch cooperatively")
-    scratch = rt.empty(shape.scratch_words, np.uint64)
+    # The arrivals word must be zero at the launch; the kernel leaves it zero,
+    # so the stream's kept scratch needs no memset (the counts are written
+    # before they are read).
+    scratch = rt.barrier_scratch(shape.scratch_words)
+    if scratch is None:
+        scratch = rt.empty(shape.scratch_words, np.uint64)
+        rt.memset(scratch.ptr, 0, 8)
     keep_alive.append(scratch)
-    rt.memset(scratch.ptr, 0, 8)  # the arrivals word; the counts are written before read
     spare_keys = spare_index = _NOT_READ
     if shape.passes > 1:
         spare = (rt.empty(keys.n, keys.dtype), rt.empty(keys.n, index_dtype))

@@ -33,7 +33,7 @@ from functools import cache
 
 import numpy as np
 
-from histkit.gpu import kernels
+from histkit.gpu import contract, kernels
 
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
@@ -70,6 +70,9 @@ DEFAULT = Variant()
 INT32_INDEX = Variant("int32-index", {"index_dtype": np.dtype(np.int32)},
                       "int32 original indices (index_dtype=np.int32)")
 INT32_INDEX_BUILD = {"INDEX_T": "int"}
+# resident_sort's smaller tiles at small N.
+SMALL_TILE_BUILDS = tuple({"TILE_ITEMS": str(items), "WIDE_KEY_TILE_ITEMS": str(items)}
+                          for items in contract.RESIDENT_SMALL_TILE_ITEMS)
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,9 @@ def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
 
 
 def _resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
-                   between=None, index_dtype=np.int64):
+                   between=None, index_dtype=np.int64, full_tiles=False):
     geometries = kernels.resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad.ptr,
-                                       keep_alive, index_dtype)
+                                       keep_alive, index_dtype, full_tiles=full_tiles)
     if between is not None:  # one launch: the count's verdict is judged after it
         between()
     return geometries
@@ -221,12 +224,16 @@ KERNELS: tuple[Kernel, ...] = (
     # The same passes in one cooperative launch, for inputs whose tiles all fit
     # on the GPU at once (one block per tile: no grid can be forced).
     Kernel("sort-stable-resident", "stable-sort", "counting_sort.cu", ("resident_sort",),
-           _resident_sort, takes_grid=False, builds=({}, INT32_INDEX_BUILD),
-           variants=(DEFAULT, INT32_INDEX)),
+           _resident_sort, takes_grid=False,
+           builds=({}, INT32_INDEX_BUILD, *SMALL_TILE_BUILDS),
+           variants=(DEFAULT, INT32_INDEX,
+                     Variant("full-tiles", {"full_tiles": True},
+                             "the contract's tile at every N (small N takes smaller ones)"))),
     # What gpu.counting_sort(stable=True) runs: resident when it fits, else onesweep.
     Kernel("sort-stable-auto", "stable-sort", "counting_sort.cu",
            ("resident_sort", "digit_histograms", "onesweep_scatter"), _stable_sort_choice,
-           serves=("counting_sort", True), builds=({}, INT32_INDEX_BUILD)),
+           serves=("counting_sort", True),
+           builds=({}, INT32_INDEX_BUILD, *SMALL_TILE_BUILDS)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
            _atomic_cursor_sort, uses=("atomic_histogram.cu", "exclusive_scan.cu"),
            serves=("counting_sort", False), builds=({}, INT32_INDEX_BUILD),
