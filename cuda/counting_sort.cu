@@ -169,7 +169,20 @@ __device__ __forceinline__ unsigned same_digit_lanes(unsigned digit) {
     return peers;
 }
 
+// Reads of what another block may have written in the same launch
+// (resident_sort's later passes) go through L2 (ld.global.cg): L1 is not kept
+// coherent across SMs. What an earlier launch wrote takes the default path
+// (onesweep_scatter: its code as measured).
+template <bool kThroughL2, typename T>
+__device__ __forceinline__ T load_global(const T* at) {
+    if constexpr (kThroughL2)
+        return __ldcg(at);
+    else
+        return *at;
+}
+
 // This warp's slice of a tile: KEY_TILE_ITEMS rounds of 32 consecutive keys.
+template <bool kThroughL2>
 __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
                                            hk_key (&slice)[KEY_TILE_ITEMS]) {
     const i64 base =
@@ -177,9 +190,7 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
 #pragma unroll
     for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
         const i64 i = base + k * 32;
-        // Through L2 (ld.global.cg): resident_sort's later passes read keys
-        // other blocks wrote in the same launch, which L1 would not see.
-        slice[k] = i < n ? __ldcg(&keys[i]) : (hk_key)0;
+        slice[k] = i < n ? load_global<kThroughL2>(keys + i) : (hk_key)0;
     }
 }
 
@@ -268,6 +279,7 @@ __device__ __forceinline__ unsigned offset_digits(unsigned num_digits, TileStage
 // 3. Stage the tile in digit order (stable within each digit), each key with
 //    its original index: its position in the input on the first pass
 //    (in_index == 0), else the one the previous pass carried.
+template <bool kThroughL2>
 __device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
                                            const unsigned (&places)[KEY_TILE_ITEMS],
                                            i64 tile_base, const hk_index* in_index,
@@ -284,7 +296,8 @@ __device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
             const int k = first + j;
             const i64 at = slice + k * 32;
             if (k < KEY_TILE_ITEMS)
-                moved[j] = in_index && places[k] != NO_PLACE ? __ldcg(in_index + at) : (hk_index)at;
+                moved[j] = in_index && places[k] != NO_PLACE ? load_global<kThroughL2>(in_index + at)
+                                                             : (hk_index)at;
         }
 #pragma unroll
         for (int j = 0; j < STAGE_LOADS; ++j) {
@@ -423,14 +436,14 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
         const i64 tile_base = tile * TILE_KEYS;
         hk_key held[KEY_TILE_ITEMS];
         unsigned places[KEY_TILE_ITEMS];
-        load_slice(keys, n, tile, held);
+        load_slice<false>(keys, n, tile, held);
         rank_slice(held, (int)min((i64)TILE_KEYS, n - tile_base), num_bins, shift, num_digits,
                    stage, places);
         const unsigned total = offset_digits(num_digits, stage);
         u64* mine = lookback + tile * MAX_DIGITS + threadIdx.x;
         if (threadIdx.x < num_digits)  // published early: later tiles may be waiting
             *(volatile u64*)mine = (tile == 0 ? TILE_PREFIX : TILE_AGGREGATE) | total;
-        stage_tile(held, places, tile_base, in_index, stage, staged);
+        stage_tile<false>(held, places, tile_base, in_index, stage, staged);
         if (threadIdx.x < num_digits) {
             const u64 before = keys_in_earlier_tiles(lookback, tile, threadIdx.x);
             if (tile > 0) *(volatile u64*)mine = TILE_PREFIX | (before + total);
@@ -453,8 +466,8 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
 // No digit_histograms, no look-back, no tile counter: one launch, which is
 // what a call at small N pays for. A later pass reads only the valid keys the
 // pass before wrote (the first pass skips bad keys and reports them), through
-// L2: load_slice and stage_tile read with __ldcg, as L1 may hold stale lines
-// of a buffer another block has rewritten since.
+// L2 (load_slice<true>, stage_tile<true>), as L1 may hold stale lines of a
+// buffer another block has rewritten since.
 
 // Up to this many tiles, every block sums the tiles' digit counts itself (a
 // column of at most 64 reads per thread) instead of waiting for a scan.
@@ -541,7 +554,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         hk_index* target_index = to_outputs ? out_index : spare_index;
         hk_key held[KEY_TILE_ITEMS];
         unsigned places[KEY_TILE_ITEMS];
-        load_slice(source, source_n, tile, held);
+        load_slice<true>(source, source_n, tile, held);
         const int tile_n = (int)max((i64)0, min((i64)TILE_KEYS, source_n - tile_base));
         rank_slice(held, tile_n, num_bins, shift, num_digits, stage, places);
         if (pass == 0) {  // only the input can hold bad keys: report the first
@@ -556,7 +569,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         if (threadIdx.x < MAX_DIGITS)  // digits past num_digits count 0
             tile_counts[(size_t)threadIdx.x * gridDim.x + tile] =
                 threadIdx.x < num_digits ? total : 0u;
-        stage_tile(held, places, tile_base, source_index, stage, staged);
+        stage_tile<true>(held, places, tile_base, source_index, stage, staged);
         grid_wait(arrivals, passed);
         // Thread d: the keys of digit d in the tiles before this one, and in all.
         u64 earlier = 0, digit_total = 0;
