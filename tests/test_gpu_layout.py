@@ -136,3 +136,33 @@ def test_a_buffer_given_back_by_a_finaliser_in_the_middle_of_take_does_not_deadl
     pool.kept = 1024
     assert pool.take((1, 1024)) == "block"
     assert pool.take((1, 512)) == "freed by a finaliser" and pool.kept == 0
+
+
+def test_conformance_scratch_arrives_as_zeros_and_all_ones_by_turns_and_only_inside_a_cell():
+    from histkit.gpu.device import ScratchPoison
+
+    poison = ScratchPoison()
+    assert poison.next_byte() is None  # outside a conformance cell: untouched
+    poison.depth += 1
+    assert [poison.next_byte() for _ in range(4)] == [0xFF, 0x00, 0xFF, 0x00]
+    poison.depth -= 1
+    assert poison.next_byte() is None
+
+
+@pytest.mark.parametrize("n,items", [(1, 4), (4096, 4), (528 * 1024, 4), (528 * 1024 + 1, 8),
+                                     (528 * 2048 + 1, None), (528 * 4096 + 1, None)])
+def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items):
+    from test_api_calls import FakeRuntime
+
+    rt = FakeRuntime()
+    rt.resident_blocks = lambda kernel, block, shared: 4  # 132 SMs x 4 = 528 tiles at once
+    shape = kernels.resident_shape(rt, kernels.Keys(0x1000, n, np.dtype(np.int32)), 256)
+    built = [defines.get("TILE_ITEMS") for name, defines in rt.builds
+             if name == "resident_sort"]
+    if n > 528 * 4096:  # not even the contract's tile fits: onesweep's job
+        assert shape.geometry is None
+        return
+    assert shape.geometry is not None and shape.geometry.cooperative
+    assert built[-1] == (None if items is None else str(items))
+    tile = kernels.tile_keys(np.dtype(np.int32), items)
+    assert shape.geometry.grid == -(-n // tile) <= 528
