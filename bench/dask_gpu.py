@@ -13,9 +13,10 @@ timed (median of --repeats computes) on a 1-GPU cluster and on an all-GPU
 one (with the busiest worker's time in its chunk tasks, from Dask's task
 stream: what the GPUs did, against what the engine added), and checked
 (counts sum to N, every bin within 1% of N/256). Sort:
---sort-n uint8 keys (0: skipped) drawn on the host, scattered to the all-GPU
-cluster as CuPy chunks, sorted by histkit.dask.counting_sort, and compared
-with oracles.counting_sort on the host.
+--sort-n uint8 keys (0: skipped) drawn on the all-GPU cluster's workers as
+CuPy chunks (seeded per chunk: no host array travels in the graph), sorted by
+histkit.dask.counting_sort, gathered, and compared -- keys and indices -- with
+oracles.counting_sort of the same keys gathered to the host.
 """
 
 from __future__ import annotations
@@ -56,14 +57,20 @@ def _cluster(gpus: int):
             f"distributed.SpecCluster, CUDA_VISIBLE_DEVICES per Nanny ({why_not})")
 
 
-def _draw(num_bins: int, block_info=None):
-    """One chunk of uniform int32 keys, drawn on the worker's GPU."""
+def _draw(num_bins: int, dtype=np.int32, seed: int = 1000, block_info=None):
+    """One chunk of uniform keys, drawn on the worker's GPU (seeded by the
+    chunk's place, so every run draws the same keys)."""
     import cupy
 
     location = block_info[None]["chunk-location"][0]
     size = block_info[None]["chunk-shape"][0]
-    rng = cupy.random.RandomState(1000 + location)
-    return rng.randint(0, num_bins, size, dtype=np.int32)
+    rng = cupy.random.RandomState(seed + location)
+    return rng.randint(0, num_bins, size, dtype=np.int32).astype(dtype, copy=False)
+
+
+def _chunks(n: int, chunk: int) -> tuple[tuple[int, ...]]:
+    """Chunks of `chunk` keys, the last one shorter when chunk does not divide n."""
+    return ((chunk,) * (n // chunk) + ((n % chunk,) if n % chunk else ()),)
 
 
 def histogram_seconds(client, n: int, chunk: int,
@@ -74,7 +81,7 @@ def histogram_seconds(client, n: int, chunk: int,
 
     from histkit import dask as hd
 
-    keys = da.map_blocks(_draw, 256, chunks=((chunk,) * (n // chunk),), dtype=np.int32,
+    keys = da.map_blocks(_draw, 256, chunks=_chunks(n, chunk), dtype=np.int32,
                          meta=cupy.empty(0, np.int32))
     keys = client.persist(keys)
     distributed.wait(keys)
@@ -107,24 +114,33 @@ def _busiest_worker_seconds(tasks: list[dict]) -> float:
 
 
 def sort_check(client, n: int, chunk: int) -> dict:
+    """The distributed counting sort of n uint8 keys drawn on the workers' GPUs
+    (no host array shipped in the graph), against oracles.counting_sort of the
+    same keys brought back to the host. seconds: the sort and the gather of its
+    results, the keys already on the workers."""
     import cupy
     import dask.array as da
+    import distributed
 
     from histkit import dask as hd
     from histkit import oracles
 
-    host = np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8)
-    keys = da.from_array(host, chunks=chunk).map_blocks(cupy.asarray, dtype=np.uint8,
-                                                        meta=cupy.empty(0, np.uint8))
+    keys = da.map_blocks(_draw, 256, np.uint8, 5000, chunks=_chunks(n, chunk), dtype=np.uint8,
+                         meta=cupy.empty(0, np.uint8))
     keys = client.persist(keys)
+    distributed.wait(keys)
+
+    def to_host(array, dtype):
+        return array.map_blocks(cupy.asnumpy, dtype=dtype, meta=np.empty(0, dtype))
+
     start = time.perf_counter()
     sorted_keys, index = hd.counting_sort(keys, 256)
-    got_index = index.map_blocks(cupy.asnumpy, dtype=np.int64,
-                                 meta=np.empty(0, np.int64)).compute()
+    got_keys, got_index = da.compute(to_host(sorted_keys, np.uint8), to_host(index, np.int64))
     seconds = time.perf_counter() - start
-    want_keys, want_index = oracles.counting_sort(host, 256)
+    want_keys, want_index = oracles.counting_sort(to_host(keys, np.uint8).compute(), 256)
     return {"N": n, "chunk": chunk, "seconds": seconds,
-            "equals_oracle": bool(np.array_equal(got_index, want_index))}
+            "equals_oracle": bool(np.array_equal(got_keys, want_keys)
+                                  and np.array_equal(got_index, want_index))}
 
 
 def main() -> None:
