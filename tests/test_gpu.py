@@ -116,6 +116,38 @@ def test_stable_sort_of_every_dtype_over_one_to_three_digits(dtype, num_bins):
 
 
 @needs_gpu
+def test_a_sort_whose_tiles_all_fit_runs_resident_and_a_larger_one_onesweep():
+    from histkit.gpu import kernels
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    small = kernels.Keys(0, 1 << 16, np.dtype(np.int32))
+    large = kernels.Keys(0, 1 << 26, np.dtype(np.int32))  # 16384 tiles: never all at once
+    assert kernels.resident_fits(rt, small, 256) == rt.cooperative
+    assert not kernels.resident_fits(rt, large, 256)
+
+
+@needs_gpu
+def test_resident_sorts_on_two_streams_at_once_each_equal_the_oracle():
+    # Each fills most of the GPU (512 tiles of 2048 keys): together they do not
+    # fit at once, and each stream keeps its own barrier scratch.
+    cupy = pytest.importorskip("cupy")
+    host = [make_keys("uniform", 1 << 20, 256, seed=seed) for seed in (1, 2)]
+    streams = [cupy.cuda.Stream(non_blocking=True) for _ in host]
+    results = []
+    for keys, stream in zip(host, streams, strict=True):
+        with stream:
+            results.append(gpu.counting_sort(cupy.asarray(keys), 256, check=False))
+    for stream in streams:
+        stream.synchronize()
+    for keys, (got_keys, got_index, first_bad) in zip(host, results, strict=True):
+        want_keys, want_index = oracles.counting_sort(keys, 256)
+        np.testing.assert_array_equal(cupy.asnumpy(got_keys), want_keys)
+        np.testing.assert_array_equal(cupy.asnumpy(got_index), want_index)
+        assert int(first_bad[0]) == 2**64 - 1
+
+
+@needs_gpu
 def test_atomic_cursor_sort_is_sorted_and_a_permutation():
     keys = make_keys("uniform", 1 << 20, 256, seed=5)
     got_keys, got_index = gpu.counting_sort(keys, 256, stable=False)
