@@ -23,8 +23,9 @@ BINS = (256, 65536)
 def sort_row(cupy, torch, rt, n_log2: int, num_bins: int, repeats: int) -> dict:
     """One (N, K): the call, torch's call, and each path's launch + sync (us)."""
     from histkit import gpu
-    from histkit.gpu import kernels, registry
+    from histkit.gpu import registry
     from histkit.gpu.api import _begin
+    from histkit.gpu.launch import resident as launch_resident
 
     keys = cupy.random.RandomState(1).randint(0, num_bins, 1 << n_log2, dtype=cupy.int32)
     sorted_keys, index = gpu.counting_sort(keys, num_bins)
@@ -43,7 +44,7 @@ def sort_row(cupy, torch, rt, n_log2: int, num_bins: int, repeats: int) -> dict:
     out_index = cupy.empty(keys.size, cupy.int64)
     slot = call.rt.bad_key_slot()
     paths = {"onesweep launch + sync": "sort-stable"}
-    if kernels.resident_fits(call.rt, call.keys, num_bins):
+    if launch_resident.resident_fits(call.rt, call.keys, num_bins):
         paths["resident launch + sync"] = "sort-stable-resident"
     for name, row_name in paths.items():
         kernel = registry.by_row(row_name)

@@ -36,7 +36,7 @@ def main() -> int:
 
     import cupy
 
-    from histkit.gpu import contract, kernels
+    from histkit.gpu import contract
     from histkit.gpu.api import cupy_stream
     from histkit.gpu.bench import (
         _as_array,
@@ -46,6 +46,7 @@ def main() -> int:
         _keys_of,
     )
     from histkit.gpu.device import runtime
+    from histkit.gpu.launch import sort as launch_sort
 
     rt = runtime()
     stream = cupy_stream(cupy, rt.handle)
@@ -68,12 +69,12 @@ def main() -> int:
             def sort(keys=device_keys, num_bins=num_bins, outputs=outputs,
                      index_dtype=index_dtype):
                 if num_bins is None:
-                    kernels.radix_sort(rt, keys, *outputs, [], index_dtype=index_dtype)
+                    launch_sort.radix_sort(rt, keys, *outputs, [], index_dtype=index_dtype)
                 else:
                     rt.memset(first_bad.ptr, 0xFF, 8)
-                    plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, [],
-                                                index_dtype=index_dtype)
-                    kernels.stable_scatter(rt, keys, plan, *outputs)
+                    plan = launch_sort.stable_count(rt, keys, num_bins, first_bad.ptr, [],
+                                                    index_dtype=index_dtype)
+                    launch_sort.stable_scatter(rt, keys, plan, *outputs)
 
             for min_blocks in MIN_BLOCKS:
                 name = (f"onesweep (min blocks {min_blocks}, "

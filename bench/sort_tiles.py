@@ -30,10 +30,12 @@ def main() -> int:
 
     import cupy
 
-    from histkit.gpu import contract, kernels, registry
+    from histkit.gpu import contract, policy, registry
     from histkit.gpu.api import cupy_stream
     from histkit.gpu.bench import _as_array, _device_keys, _full_width_device_keys, _keys_of
     from histkit.gpu.device import runtime
+    from histkit.gpu.launch import resident as launch_resident
+    from histkit.gpu.launch import sort as launch_sort
 
     rt = runtime()
     stream = cupy_stream(cupy, rt.handle)
@@ -50,7 +52,9 @@ def main() -> int:
                 TILE_WARPS=warps, TILE_ITEMS=items, WIDE_KEY_TILE_ITEMS=items,
                 ONESWEEP_MIN_BLOCKS=min_blocks, WIDE_KEY_ONESWEEP_MIN_BLOCKS=min_blocks)
             contract.TILE_ITEMS = contract.WIDE_KEY_TILE_ITEMS = items
-            kernels.TILE_THREADS = warps * 32
+            # the launchers import TILE_THREADS by name: patch each module that does
+            policy.TILE_THREADS = launch_sort.TILE_THREADS = launch_resident.TILE_THREADS = (
+                warps * 32)
             rt._kernels.clear()
             rt._plans.clear()
             row = {"sort": what, "K": num_bins, "distribution": distribution,

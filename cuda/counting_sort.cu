@@ -205,7 +205,7 @@ struct TileStage {
 
 // The tile staged in digit order, in dynamic shared memory: TILE_KEYS keys,
 // then their TILE_KEYS original indices (the host sizes it:
-// kernels.staged_tile_bytes). The indices are loaded coalesced with their
+// policy.staged_tile_bytes). The indices are loaded coalesced with their
 // keys and moved through shared memory like them, not gathered at the write.
 struct StagedTile {
     hk_key* keys;

@@ -247,7 +247,7 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
 // For method="auto": SAMPLE_RUNS runs of 32 consecutive keys, spread evenly
 // over the input, as bins (NOT_SAMPLED past the end), for the host to judge
 // whether the fast kernel's global atomics would be scattered (see
-// histkit.gpu.kernels.auto_histogram). One warp per run.
+// histkit.gpu.launch.partitioned.auto_histogram). One warp per run.
 #define NOT_SAMPLED 0xffffffffffffffffULL
 extern "C" __global__ void sample_runs(const hk_key* keys, i64 n, i64 runs, u64* bins) {
     const i64 run = hk_thread_index() >> 5;

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from histkit.gpu import api, kernels
+from histkit.gpu import api, errors, policy
 from histkit.gpu.contract import NO_BAD_KEY
+from histkit.gpu.launch.common import Keys
 
 CUPY_STREAM = 0x5000  # the fake CuPy's current stream
 
@@ -340,7 +341,7 @@ def test_launch_plans_differ_by_shape(fake):
     api.histogram(cupy_keys(1 << 20), 256)
     shapes = [key for key in fake._plans if key[0] == "fast"]
     assert len(shapes) == 3 and len(fake.compiled) == 3  # each shape asked once
-    assert kernels.fast_layout(fake, 256) == (32, 256)
+    assert policy.fast_layout(fake.max_shared_per_block, 256) == (32, 256)
 
 
 # --- every launch's arguments against its kernel's C signature -----------------
@@ -387,7 +388,7 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
     rt.launch = lambda kernel, geometry, *args: rt.launches.append((kernel.name, args))
     signatures = kernel_signatures()
     for n, num_bins in [(5000, 100), (100_000, 300), (5_000_000, 70_000)]:
-        keys = kernels.Keys(0x700000, n, np.dtype(dtype))
+        keys = Keys(0x700000, n, np.dtype(dtype))
         for kernel in registry.KERNELS:
             for _, variant in kernel.columns():
                 options = dict(variant.options)
@@ -400,13 +401,13 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                                values=(0x7000, 8, 0x8000), **options)
                     continue
                 if kernel.kind in ("sort", "stable-sort"):
-                    with contextlib.suppress(kernels.UnsupportedShape):  # not resident
+                    with contextlib.suppress(errors.UnsupportedShape):  # not resident
                         kernel.run(rt, keys, num_bins, FakeArray(0x3000, n, dtype),
                                    FakeArray(0x4000, n, np.int64), rt._slot, [], **options)
                     continue
                 if kernel.kind == "privatized":
                     options["atomics"] = FakeArray(0x5000, 1, np.uint64)
-                with contextlib.suppress(kernels.UnsupportedShape):  # privatized, many bins
+                with contextlib.suppress(errors.UnsupportedShape):  # privatized, many bins
                     kernel.run(rt, keys, num_bins, FakeArray(0x6000, num_bins, np.uint64),
                                rt._slot, **options)
     ran = {name for name, _ in rt.launches}
@@ -438,7 +439,7 @@ def test_histkit_checks_launcher_passes_the_types_the_abi_documents(name, kind):
     rt = FakeRuntime()
     rt.launches = []
     rt.launch = lambda kernel, geometry, *args: rt.launches.append((kernel.name, args))
-    keys = kernels.Keys(0x700000, 10_000, np.dtype(np.int32))
+    keys = Keys(0x700000, 10_000, np.dtype(np.int32))
     if kind == "scan":
         row.run(rt, 0x1000, 300, 0x2000, [])
     elif kind == "stable-sort":

@@ -117,14 +117,15 @@ def test_stable_sort_of_every_dtype_over_one_to_three_digits(dtype, num_bins):
 
 @needs_gpu
 def test_a_sort_whose_tiles_all_fit_runs_resident_and_a_larger_one_onesweep():
-    from histkit.gpu import kernels
     from histkit.gpu.device import runtime
+    from histkit.gpu.launch import resident as launch_resident
+    from histkit.gpu.launch.common import Keys
 
     rt = runtime()
-    small = kernels.Keys(0, 1 << 16, np.dtype(np.int32))
-    large = kernels.Keys(0, 1 << 26, np.dtype(np.int32))  # 16384 tiles: never all at once
-    assert kernels.resident_fits(rt, small, 256) == rt.cooperative
-    assert not kernels.resident_fits(rt, large, 256)
+    small = Keys(0, 1 << 16, np.dtype(np.int32))
+    large = Keys(0, 1 << 26, np.dtype(np.int32))  # 16384 tiles: never all at once
+    assert launch_resident.resident_fits(rt, small, 256) == rt.cooperative
+    assert not launch_resident.resident_fits(rt, large, 256)
 
 
 @needs_gpu

@@ -4,14 +4,17 @@ import numpy as np
 import pytest
 
 from histkit.distributions import make_keys
-from histkit.gpu import kernels
+from histkit.gpu import errors, policy
+from histkit.gpu.launch import resident as launch_resident
+from histkit.gpu.launch import sort as launch_sort
+from histkit.gpu.launch.common import EVERY_KEY, Keys
 
 
 @pytest.mark.parametrize("num_bins,passes", [(1, 1), (2, 1), (256, 1), (257, 2), (65536, 2),
                                              (65537, 3), (1 << 20, 3), (1 << 24, 3),
                                              ((1 << 24) + 1, 4), (1 << 32, 4)])
 def test_sort_takes_one_8_bit_digit_pass_per_byte_of_the_largest_bin(num_bins, passes):
-    shifts = kernels.digit_shifts(num_bins)
+    shifts = policy.digit_shifts(num_bins)
     assert shifts == tuple(8 * p for p in range(passes))
     # every bin below num_bins is covered by the digits, and no digit is idle
     assert (num_bins - 1) >> (shifts[-1] + 8) == 0
@@ -22,27 +25,27 @@ def test_sort_takes_one_8_bit_digit_pass_per_byte_of_the_largest_bin(num_bins, p
 def test_a_radix_sort_takes_a_full_256_digit_pass_per_key_byte_and_reads_no_bound(dtype):
     from test_api_calls import FakeRuntime
 
-    keys = kernels.Keys(0x1000, 100_000, np.dtype(dtype))
-    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, True, np.int64)
+    keys = Keys(0x1000, 100_000, np.dtype(dtype))
+    shape = launch_sort._sort_shape(FakeRuntime(), keys, EVERY_KEY, None, True, np.int64)
     width = np.dtype(dtype).itemsize
     assert [p.kernel for p in shape.passes] == [f"onesweep_scatter[shift={8 * b}]"
                                              for b in range(width)]
     assert shape.digits == (256,) * width
     assert shape.full_width and int(shape.n_and_bins[1]) == 2**64 - 1
-    assert shape.tiles == -(-keys.n // kernels.tile_keys(dtype))
+    assert shape.tiles == -(-keys.n // policy.tile_keys(dtype))
     # a block per tile: no block waits on a tile no running block has taken
     assert all(p.grid == shape.tiles for p in shape.passes)
     # dynamic shared memory: the staged tile's keys, then their int64 indices
-    assert all(p.shared_bytes == kernels.tile_keys(dtype) * (width + 8) for p in shape.passes)
+    assert all(p.shared_bytes == policy.tile_keys(dtype) * (width + 8) for p in shape.passes)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
 def test_int32_indices_halve_the_staged_indices(dtype):
     from test_api_calls import FakeRuntime
 
-    keys = kernels.Keys(0x1000, 100_000, np.dtype(dtype))
-    shape = kernels._sort_shape(FakeRuntime(), keys, kernels._EVERY_KEY, None, True, np.int32)
-    tile = kernels.tile_keys(dtype)
+    keys = Keys(0x1000, 100_000, np.dtype(dtype))
+    shape = launch_sort._sort_shape(FakeRuntime(), keys, EVERY_KEY, None, True, np.int32)
+    tile = policy.tile_keys(dtype)
     assert shape.passes[0].shared_bytes == tile * (np.dtype(dtype).itemsize + 4)
 
 
@@ -51,19 +54,19 @@ def test_int32_indices_halve_the_staged_indices(dtype):
 def test_a_stable_sort_pass_sees_only_the_digits_its_bins_can_have(num_bins, digits):
     from test_api_calls import FakeRuntime
 
-    keys = kernels.Keys(0x1000, 100_000, np.dtype(np.int32))
-    shape = kernels._sort_shape(FakeRuntime(), keys, num_bins, None, False, np.int64)
+    keys = Keys(0x1000, 100_000, np.dtype(np.int32))
+    shape = launch_sort._sort_shape(FakeRuntime(), keys, num_bins, None, False, np.int64)
     assert shape.digits == digits and not shape.full_width
 
 
 @pytest.mark.parametrize("n,ok", [(2**31, True), (2**31 + 1, False)])
 def test_int32_indices_number_up_to_2_31_keys(n, ok):
     if ok:
-        assert kernels.check_index_dtype(n, np.int32) == np.int32
+        assert policy.check_index_dtype(n, np.int32) == np.int32
     else:
-        with pytest.raises(kernels.UnsupportedShape, match="int32 indices"):
-            kernels.check_index_dtype(n, np.int32)
-    assert kernels.check_index_dtype(n, "int64") == np.int64
+        with pytest.raises(errors.UnsupportedShape, match="int32 indices"):
+            policy.check_index_dtype(n, np.int32)
+    assert policy.check_index_dtype(n, "int64") == np.int64
 
 
 def runs_of(keys, width=32):
@@ -82,20 +85,20 @@ def test_auto_picks_the_kernel_measured_fastest_for_the_sampled_keys(distributio
     keys = make_keys(distribution, 1 << 16, num_bins, seed=3)
     if distribution == "sorted":  # a long sorted input: equal neighbours
         keys = np.repeat(keys[:: 256][:256], 256)
-    assert kernels.auto_choice(runs_of(keys), shared_bins, num_bins) == kernel
+    assert policy.auto_choice(runs_of(keys), shared_bins, num_bins) == kernel
 
 
 def test_one_hot_bin_in_shared_memory_does_not_count_as_hot_global():
     runs = runs_of(np.full(64 * 32, 7))
-    assert kernels.hot_global_share(runs, 1_000, 1 << 20) == 0.0
-    assert kernels.hot_global_share(runs, 5, 1 << 20) == 1.0
+    assert policy.hot_global_share(runs, 1_000, 1 << 20) == 0.0
+    assert policy.hot_global_share(runs, 5, 1 << 20) == 1.0
 
 
 def test_keys_in_shared_memory_or_out_of_range_count_as_not_scattered():
     runs = np.array([[5] * 16 + [70_000 + 4 * j for j in range(16)]], np.uint64)
-    assert kernels.scattered_share(runs, 1_000, 1 << 20) == 0.5
-    assert kernels.scattered_share(runs, 100_000, 1 << 20) == 0.0
-    assert kernels.scattered_share(runs, 1_000, 60_000) == 0.0
+    assert policy.scattered_share(runs, 1_000, 1 << 20) == 0.5
+    assert policy.scattered_share(runs, 100_000, 1 << 20) == 0.0
+    assert policy.scattered_share(runs, 1_000, 60_000) == 0.0
 
 
 def test_pool_size_classes_round_up_by_at_most_an_eighth():
@@ -156,7 +159,7 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
 
     rt = FakeRuntime()
     rt.resident_blocks = lambda kernel, block, shared: 4  # 132 SMs x 4 = 528 tiles at once
-    shape = kernels.resident_shape(rt, kernels.Keys(0x1000, n, np.dtype(np.int32)), 256)
+    shape = launch_resident.resident_shape(rt, Keys(0x1000, n, np.dtype(np.int32)), 256)
     built = [defines.get("TILE_ITEMS") for name, defines in rt.builds
              if name == "resident_sort"]
     if n > 528 * 4096:  # not even the contract's tile fits: onesweep's job
@@ -164,5 +167,5 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
         return
     assert shape.geometry is not None and shape.geometry.cooperative
     assert built[-1] == (None if items is None else str(items))
-    tile = kernels.tile_keys(np.dtype(np.int32), items)
+    tile = policy.tile_keys(np.dtype(np.int32), items)
     assert shape.geometry.grid == -(-n // tile) <= 528

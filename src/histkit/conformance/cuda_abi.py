@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from histkit.gpu import kernels
+from histkit.gpu import errors
 from histkit.gpu.contract import KEY_C_TYPES, NO_BAD_KEY
 from histkit.gpu.geometry import Geometry
+from histkit.gpu.launch import scan as launch_scan
 
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
 
@@ -76,7 +77,7 @@ def _histogram_launcher(impl):
         if impl.kind == "privatized":
             shared = num_bins * impl.count_bits // 8
             if shared > rt.max_shared_per_block:
-                raise kernels.UnsupportedShape(
+                raise errors.UnsupportedShape(
                     f"a privatized kernel's {num_bins} bins need {shared} bytes of shared "
                     f"memory; a block has {rt.max_shared_per_block}")
             extra = (atomics.ptr,)
@@ -112,8 +113,8 @@ def _sort_launcher(impl):
         count = _geometry(impl, count_entry, keys.n, grid)
         rt.launch(rt.kernel(impl.path, count_entry, defines), count, keys.ptr,
                   np.int64(keys.n), np.uint64(num_bins), counts.ptr, first_bad.ptr)
-        geometries = [count, *kernels.exclusive_scan(rt, counts.ptr, num_bins, cursor.ptr,
-                                                     keep_alive)]
+        geometries = [count, *launch_scan.exclusive_scan(rt, counts.ptr, num_bins, cursor.ptr,
+                                                         keep_alive)]
         if between is not None and between() is False:
             return geometries
         if rt.read_word(first_bad.ptr) != NO_BAD_KEY:

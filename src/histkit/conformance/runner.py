@@ -27,13 +27,9 @@ from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import DeviceArray, Runtime, runtime
-from histkit.gpu.kernels import (
-    LOOK_BACK_BYTES_PER_TILE,
-    Keys,
-    UnsupportedShape,
-    digit_shifts,
-    tile_keys,
-)
+from histkit.gpu.errors import UnsupportedShape
+from histkit.gpu.launch.common import Keys
+from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
 from histkit.gpu.registry import FULL_WIDTH_KINDS, TAKES_KEYS, Kernel, Variant
 
 # One warp walks the whole input alone: past these it is only slow, not new.

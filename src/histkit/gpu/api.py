@@ -33,8 +33,10 @@ import numpy as np
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
-from histkit.gpu.errors import DeviceMemoryError
-from histkit.gpu.kernels import VALUE_C_TYPES, Keys, UnsupportedShape, check_index_dtype
+from histkit.gpu.errors import DeviceMemoryError, UnsupportedShape
+from histkit.gpu.launch.common import Keys
+from histkit.gpu.launch.sort import VALUE_C_TYPES
+from histkit.gpu.policy import check_index_dtype
 from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")

@@ -25,10 +25,10 @@ import numpy as np
 from histkit import __version__, oracles
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
-from histkit.gpu import kernels, registry
+from histkit.gpu import errors, registry
 from histkit.gpu.device import gpu_unavailable_reason, runtime
 from histkit.gpu.geometry import Geometry
-from histkit.gpu.kernels import Keys
+from histkit.gpu.launch.common import Keys
 
 HISTOGRAM_BINS = (16, 256, 4096, 65536, 1 << 20)
 SORT_BINS = (256, 65536)  # 8 and 16 key bits
@@ -214,7 +214,7 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     for name, launch in ours.items():
         try:
             used = run(launch)
-        except kernels.UnsupportedShape as error:
+        except errors.UnsupportedShape as error:
             row["notes"][name] = str(error).split(";")[0]
             continue
         got = rt.copy_to_host(hist.ptr, np.empty(num_bins, np.uint64)).astype(np.int64)

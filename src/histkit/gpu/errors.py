@@ -33,3 +33,7 @@ class DeviceMemoryError(MemoryError):
         super().__init__(f"{what} needs {nbytes} bytes of GPU memory; {free_text}")
         self.nbytes = nbytes
         self.free = free
+
+
+class UnsupportedShape(ValueError):
+    """This kernel cannot take this input's shape (too many bins for it, ...)."""

@@ -33,7 +33,8 @@ from functools import cache
 
 import numpy as np
 
-from histkit.gpu import contract, kernels
+from histkit.gpu import contract, policy
+from histkit.gpu.launch import histogram, partitioned, resident, scan, sort
 
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
@@ -107,27 +108,26 @@ class Kernel:
 
 
 def _one_warp(rt, keys, num_bins, hist, first_bad, grid=None, lanes=32):
-    return kernels.naive_histogram_one_warp(rt, keys, num_bins, hist, first_bad, lanes)
+    return histogram.naive_histogram_one_warp(rt, keys, num_bins, hist, first_bad, lanes)
 
 
 def _privatized(rt, keys, num_bins, hist, first_bad, grid=None, atomics=None):
-    return kernels.privatized_histogram(rt, keys, num_bins, hist, first_bad,
-                                        atomics_issued=atomics, grid=grid)
+    return histogram.privatized_histogram(rt, keys, num_bins, hist, first_bad,
+                                          atomics_issued=atomics, grid=grid)
 
 
 def _stable_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
                  between=None, index_dtype=np.int64):
-    plan = kernels.stable_count(rt, keys, num_bins, first_bad.ptr, keep_alive, grid,
-                                index_dtype)
+    plan = sort.stable_count(rt, keys, num_bins, first_bad.ptr, keep_alive, grid, index_dtype)
     if between is not None and between() is False:
         return [plan.shape.histogram]
-    return [plan.shape.histogram, *kernels.stable_scatter(rt, keys, plan, out_keys, out_index)]
+    return [plan.shape.histogram, *sort.stable_scatter(rt, keys, plan, out_keys, out_index)]
 
 
 def _resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
                    between=None, index_dtype=np.int64, full_tiles=False):
-    geometries = kernels.resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad.ptr,
-                                       keep_alive, index_dtype, full_tiles=full_tiles)
+    geometries = resident.resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad.ptr,
+                                        keep_alive, index_dtype, full_tiles=full_tiles)
     if between is not None:  # one launch: the count's verdict is judged after it
         between()
     return geometries
@@ -138,7 +138,7 @@ def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep
     """gpu.counting_sort(stable=True): one resident launch when every tile fits
     on the GPU at once (and no grid is forced), else the onesweep passes."""
     run = _stable_sort
-    if grid is None and kernels.resident_fits(rt, keys, num_bins, index_dtype):
+    if grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
         run = _resident_sort
     return run(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid, between,
                index_dtype)
@@ -146,23 +146,22 @@ def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep
 
 def _atomic_cursor_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
                         grid=None, between=None, index_dtype=np.int64):
-    kernels.check_index_dtype(keys.n, index_dtype)
-    cursor, geometries = kernels.atomic_cursor_count(rt, keys, num_bins, first_bad, keep_alive,
-                                                     grid)
+    policy.check_index_dtype(keys.n, index_dtype)
+    cursor, geometries = sort.atomic_cursor_count(rt, keys, num_bins, first_bad, keep_alive,
+                                                  grid)
     if between is not None and between() is False:
         return geometries
-    return geometries + [kernels.scatter_atomic_cursor(rt, keys, num_bins, cursor, out_keys,
-                                                       out_index, grid, index_dtype)]
+    return geometries + [sort.scatter_atomic_cursor(rt, keys, num_bins, cursor, out_keys,
+                                                    out_index, grid, index_dtype)]
 
 
 def _radix_sort(rt, keys, out_keys, out_index, keep_alive, grid=None, values=None,
                 index_dtype=np.int64):
-    geometries = kernels.radix_sort(rt, keys, out_keys, out_index, keep_alive, grid,
-                                    index_dtype)
+    geometries = sort.radix_sort(rt, keys, out_keys, out_index, keep_alive, grid, index_dtype)
     if values is not None:
         values_ptr, itemsize, out_ptr = values
-        geometries.append(kernels.gather_values(rt, values_ptr, out_index, keys.n, itemsize,
-                                                out_ptr, grid, index_dtype))
+        geometries.append(sort.gather_values(rt, values_ptr, out_index, keys.n, itemsize,
+                                             out_ptr, grid, index_dtype))
     return geometries
 
 
@@ -179,9 +178,9 @@ KERNELS: tuple[Kernel, ...] = (
            _one_warp, takes_grid=False,
            variants=(DEFAULT, Variant("7-lanes", {"lanes": 7}, "waves narrower than a warp"))),
     Kernel("naive-grid", "racy-histogram", "naive_histogram.cu", ("naive_histogram_grid",),
-           kernels.naive_histogram_grid, serves=("histogram", "naive")),
+           histogram.naive_histogram_grid, serves=("histogram", "naive")),
     Kernel("atomic", "histogram", "atomic_histogram.cu", ("atomic_histogram",),
-           kernels.atomic_histogram, serves=("histogram", "atomic")),
+           histogram.atomic_histogram, serves=("histogram", "atomic")),
     # The plain build is what users run; the counting build is the 7.2 probe.
     Kernel("privatized", "histogram", "privatized_histogram.cu", ("privatized_histogram",),
            _privatized, builds=({}, {"COUNT_GLOBAL_ATOMICS": "1"}),
@@ -189,7 +188,7 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("privatized-counted", "privatized", "privatized_histogram.cu",
            ("privatized_histogram",), _privatized, builds=({"COUNT_GLOBAL_ATOMICS": "1"},)),
     Kernel("fast", "histogram", "fast_histogram.cu", ("fast_histogram",),
-           kernels.fast_histogram, builds=_fast_builds(), variants=(
+           histogram.fast_histogram, builds=_fast_builds(), variants=(
                DEFAULT,
                Variant("hold", {"hold_runs": True}, "HOLD_RUNS: runs of a global bin held"),
                Variant("split", {"shared_share": 0.6}, "40% of the bins global: vector walk"),
@@ -198,21 +197,21 @@ KERNELS: tuple[Kernel, ...] = (
                Variant("coalesced-hold", {"shared_share": 0.25, "hold_runs": True}),
            )),
     Kernel("partitioned", "histogram", "partitioned_histogram.cu",
-           ("partition_tiles", "count_partitions"), kernels.partitioned_histogram,
+           ("partition_tiles", "count_partitions"), partitioned.partitioned_histogram,
            uses=("exclusive_scan.cu",), builds=({}, {"PART_LOW_BITS": "6"}),
            serves=("histogram", "partitioned"), variants=(
                DEFAULT,
                Variant("64-bin-parts", {"low_bits": 6}, "many partitions at few bins"),
            )),
     Kernel("auto", "histogram", "partitioned_histogram.cu", ("sample_runs",),
-           kernels.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
+           partitioned.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
            serves=("histogram", "auto"), variants=(
                DEFAULT,
-               Variant("sampled", {"policy": kernels.ALWAYS_SAMPLE},
+               Variant("sampled", {"policy": policy.ALWAYS_SAMPLE},
                        "samples at every size: each branch of the choice is reached"),
            )),
     Kernel("exclusive-scan", "scan", "exclusive_scan.cu", ("scan_tile_sums", "scan_tiles"),
-           kernels.exclusive_scan, takes_grid=False, serves=("exclusive_scan",),
+           scan.exclusive_scan, takes_grid=False, serves=("exclusive_scan",),
            builds=({}, {"SCAN_THREADS": "64", "SCAN_ITEMS": "2"}), variants=(
                DEFAULT,
                Variant("small-tiles", {"threads": 64, "items": 2},

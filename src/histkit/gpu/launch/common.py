@@ -1,0 +1,45 @@
+"""What every launch family shares: keys on the device and the chapter's
+launch shape."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from histkit.gpu import contract
+from histkit.gpu.contract import CHAPTER_BLOCK
+from histkit.gpu.device import Runtime
+
+
+class Keys(NamedTuple):
+    """Keys already on the device: a contiguous 1-d array (a named tuple: one
+    is made per public call, and a tuple is the cheapest to make)."""
+
+    ptr: int
+    n: int
+    dtype: np.dtype
+
+    def defines(self, **extra: str) -> dict[str, str]:
+        return {**contract.key_defines(self.dtype), **extra}
+
+
+def key_args(keys: Keys, num_bins: int):
+    """(keys, n, num_bins) as the kernels take them."""
+    return (keys.ptr, np.int64(keys.n), np.uint64(num_bins))
+
+
+def blocks_for(items: int, block: int, cap: int) -> int:
+    """Blocks of `block` items each for `items`, at least 1, at most cap."""
+    return max(1, min(-(-items // block), cap))
+
+
+def grid_stride_blocks(rt: Runtime, n: int, grid: int | None) -> int:
+    """The chapter's grid (one key per thread, capped at 8 blocks per SM), or a forced one."""
+    return grid if grid is not None else blocks_for(n, CHAPTER_BLOCK, rt.sm_count * 8)
+
+
+# num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
+# never read (every key is valid, none is noted as bad).
+EVERY_KEY = 2**64 - 1
+NOT_READ = 0

@@ -1,0 +1,143 @@
+"""The one-key-per-thread histograms (atomic, naive), the chapter's privatized
+kernel, and the fast kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from histkit.gpu.contract import CHAPTER_BLOCK, FAST_BLOCK, MAX_KEYS_PER_BLOCK, WARP
+from histkit.gpu.device import DeviceArray, Runtime
+from histkit.gpu.errors import UnsupportedShape
+from histkit.gpu.geometry import Geometry
+from histkit.gpu.launch.common import (
+    Keys,
+    blocks_for,
+    grid_stride_blocks,
+    key_args,
+)
+from histkit.gpu.policy import fast_layout
+
+
+def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bins: int,
+                        hist: DeviceArray, first_bad: DeviceArray,
+                        grid: int | None = None) -> Geometry:
+    """The chapter's launch shape: blocks of 256, grid-stride over the keys."""
+    kernel = rt.kernel(source, name, keys.defines())
+    geometry = Geometry(name, grid_stride_blocks(rt, keys.n, grid), CHAPTER_BLOCK)
+    rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def atomic_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                     first_bad: DeviceArray, grid: int | None = None) -> Geometry:
+    return _one_key_per_thread(rt, "atomic_histogram.cu", "atomic_histogram", keys, num_bins,
+                               hist, first_bad, grid)
+
+
+def naive_histogram_grid(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                         first_bad: DeviceArray, grid: int | None = None) -> Geometry:
+    return _one_key_per_thread(rt, "naive_histogram.cu", "naive_histogram_grid", keys, num_bins,
+                               hist, first_bad, grid)
+
+
+def naive_histogram_one_warp(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                             first_bad: DeviceArray, warp_size: int = WARP) -> Geometry:
+    if not 1 <= warp_size <= WARP:
+        raise ValueError(f"the one-warp kernel runs waves of 1..{WARP} lanes; got {warp_size}")
+    kernel = rt.kernel("naive_histogram.cu", "naive_histogram_one_warp", keys.defines())
+    geometry = Geometry("naive_histogram_one_warp", 1, warp_size)
+    rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def privatized_geometry(rt: Runtime, n: int, num_bins: int, block_size: int = CHAPTER_BLOCK,
+                        num_blocks: int | None = None) -> Geometry:
+    """The privatized kernel's launch; num_blocks=None means one resident wave."""
+    shared = num_bins * 4
+    if shared > rt.max_shared_per_block:
+        raise UnsupportedShape(f"the privatized kernel keeps {num_bins} bins in shared memory, "
+                         f"which holds at most {rt.max_shared_per_block // 4} here; "
+                         f"use method='auto' or 'atomic'")
+    if num_blocks is None:
+        num_blocks = blocks_for(n, block_size, rt.sm_count * 8)
+    num_blocks = max(num_blocks, -(-n // MAX_KEYS_PER_BLOCK))
+    return Geometry("privatized_histogram", num_blocks, block_size, shared)
+
+
+def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                         first_bad: DeviceArray, geometry: Geometry | None = None,
+                         atomics_issued: DeviceArray | None = None,
+                         grid: int | None = None) -> Geometry:
+    """With atomics_issued, the kernel is built to count its global atomics into it."""
+    if geometry is None:
+        geometry = privatized_geometry(rt, keys.n, num_bins, num_blocks=grid)
+    extra = {"COUNT_GLOBAL_ATOMICS": "1"} if atomics_issued is not None else {}
+    kernel = rt.kernel("privatized_histogram.cu", "privatized_histogram",
+                       keys.defines(**extra))
+    rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr,
+              atomics_issued.ptr if atomics_issued is not None else 0)
+    return geometry
+
+
+def _vector_head(keys: Keys) -> int:
+    """Keys before the first 16-byte aligned one (the kernels' scalar head)."""
+    if keys.ptr % keys.dtype.itemsize:
+        return keys.n  # misaligned elements: read them all one by one
+    return min(keys.n, (-keys.ptr % 16) // keys.dtype.itemsize)
+
+
+def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
+                   first_bad: DeviceArray, hold_runs: bool = False, grid: int | None = None,
+                   shared_share: float | None = None) -> Geometry:
+    """Vector loads, private shared copies, global atomics past shared memory.
+
+    hold_runs: each thread adds a run of one global bin once (for one hot bin
+    past shared memory; fast_histogram.cu's HOLD_RUNS). grid forces the block
+    count; shared_share forces the share of bins kept in shared memory (the
+    conformance suite reaches the global-atomic paths at small num_bins so).
+    """
+    return fast_launch(rt, keys, num_bins, hist, first_bad, hold_runs, grid, shared_share)
+
+
+def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_runs: bool,
+                 grid: int | None, shared_share: float | None, label: str = "") -> Geometry:
+    """fast_histogram's launch; label prefixes the geometry's name (auto's choice)."""
+    if num_bins >= 2**32:
+        geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
+        return Geometry(label + geometry.kernel, geometry.grid, geometry.block)
+    # The plan depends on the shape only: made once, so a repeated call pays
+    # one dict lookup here, not the layout, the compile key, the names and the
+    # scalar arguments.
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label)
+    plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
+                                             shared_share, label))
+    kernel, geometry, n_and_bins, shared_bins = plan
+    rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
+              shared_bins, hist.ptr, first_bad.ptr)
+    return geometry
+
+
+def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
+               shared_share: float | None, label: str):
+    """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
+    shape, the scalars as the kernel takes them."""
+    copies, shared_bins = fast_layout(rt.max_shared_per_block, num_bins)
+    if shared_share is not None:
+        shared_bins = min(shared_bins, int(num_bins * shared_share))
+    shared = copies * (shared_bins + 1) * 4
+    # Mostly global bins: coalesced scalar reads keep a warp's atomics on
+    # neighbouring addresses (see fast_histogram.cu).
+    coalesced = "1" if shared_bins < num_bins // 2 else "0"
+    hold = "1" if hold_runs else "0"
+    kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
+                       keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
+    if grid is None:
+        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+        blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    else:
+        blocks = grid
+    blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+    geometry = Geometry(f"{label}fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
+                        f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
+                        FAST_BLOCK, shared)
+    return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(shared_bins)

@@ -1,0 +1,182 @@
+"""The launchers' decisions as pure functions and numbers: which kernel, which
+layout, which tile -- testable without a GPU (histkit.gpu.launch makes the
+launches they decide).
+
+Every constant here is derived from histkit.gpu.contract or measured (the
+comment next to it says where).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from histkit.gpu import contract
+from histkit.gpu.contract import FAST_SHARED_BUDGET, WARP
+from histkit.gpu.errors import UnsupportedShape
+
+# --- the fast histogram ----------------------------------------------------------
+
+
+def fast_layout(max_shared_per_block: int, num_bins: int) -> tuple[int, int]:
+    """(copies, shared_bins) for fast_histogram, for a device whose blocks may
+    have max_shared_per_block bytes of shared memory.
+
+    As many private copies as fit FAST_SHARED_BUDGET (two blocks per SM); when
+    not even one copy fits, one copy as large as a block may have, and the
+    bins past it are counted in global memory.
+    """
+    copy_bytes = (num_bins + 1) * 4
+    budget = min(FAST_SHARED_BUDGET, max_shared_per_block)
+    for copies in (32, 16, 8, 4, 2, 1):
+        if copies * copy_bytes <= budget:
+            return copies, num_bins
+    return 1, min(num_bins, max_shared_per_block // 4 - 1)
+
+
+# --- the partitioned histogram, and how auto chooses -----------------------------
+
+PARTITION_BINS = 1 << contract.PART_LOW_BITS
+PARTITION_TILE = contract.PART_THREADS * contract.PART_ITEMS
+PARTITION_THREADS = contract.PART_THREADS
+PARTITION_COUNT_THREADS = contract.PART_COUNT_THREADS
+MAX_PARTITIONS = contract.MAX_PARTS
+MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
+# method="auto" samples the keys (auto_choice) between these bin counts, for
+# inputs of at least PARTITION_MIN_KEYS keys (bench/NOTES.md has the
+# measurements).
+PARTITION_MIN_BINS = 1 << 17
+PARTITION_MAX_AUTO_BINS = 1 << 21
+# Below 2^25 keys the sample's read-back costs more than it can save (H200,
+# session 6, kernel times by events: at 2^22 keys and 2^20 bins the sampled
+# choice took 170-228 us where the fast kernel alone took 31-68; at 2^24 keys
+# the fast kernel is within 12% of the partitioned one on uniform keys, far
+# ahead on zipf, and the sample adds 60-300 us). From 2^25 keys partitioning
+# uniform keys wins more than the sample costs (2^26: 519 against 692 us).
+PARTITION_MIN_KEYS = 1 << 25
+SCATTERED = 0.5
+HOT_GLOBAL = 0.5
+
+
+SAMPLE_RUNS = contract.SAMPLE_RUNS
+
+
+
+def auto_choice(runs: np.ndarray, shared_bins: int, num_bins: int) -> str:
+    """The kernel for these keys: "partitioned", "fast-hold" or "fast".
+
+    Judged from runs of consecutive keys' bins. Scattered global atomics (more
+    than SCATTERED distinct 32-byte sectors of the global histogram per
+    sampled key, as with uniform keys over many bins: one L2 atomic per key)
+    bind the fast kernel: partition. One global bin taking more than
+    HOT_GLOBAL of the sample (every warp's atomic queues on one address):
+    the fast kernel holding runs in registers. Otherwise -- keys that repeat
+    within runs (sorted, hot bins in shared memory) or walk neighbouring bins
+    (round-robin) -- the fast kernel.
+    """
+    if scattered_share(runs, shared_bins, num_bins) > SCATTERED:
+        return "partitioned"
+    if hot_global_share(runs, shared_bins, num_bins) > HOT_GLOBAL:
+        return "fast-hold"
+    return "fast"
+
+
+NOT_GLOBAL = np.iinfo(np.uint64).max
+
+
+def _global_bins(runs: np.ndarray, shared_bins: int, num_bins: int) -> np.ndarray:
+    """The sample with bins not counted in global memory replaced by NOT_GLOBAL."""
+    return np.where((runs >= shared_bins) & (runs < num_bins), runs, NOT_GLOBAL)
+
+
+def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """The share of the sample taken by its most frequent global bin."""
+    bins = _global_bins(runs, shared_bins, num_bins).ravel()
+    values, counts = np.unique(bins[bins != NOT_GLOBAL], return_counts=True)
+    return float(counts.max() / runs.size) if len(values) else 0.0
+
+
+def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """Distinct global-histogram sectors per key over runs of consecutive bins.
+
+    Vectorised (one sort of the whole sample): auto pays this on every call.
+    """
+    bins = _global_bins(runs, shared_bins, num_bins)
+    sectors = np.sort(np.where(bins != NOT_GLOBAL, bins >> np.uint64(2), NOT_GLOBAL), axis=1)
+    starts = np.ones_like(sectors, dtype=bool)
+    starts[:, 1:] = sectors[:, 1:] != sectors[:, :-1]
+    return float(np.count_nonzero(starts & (sectors != NOT_GLOBAL)) / runs.size)
+
+
+@dataclass(frozen=True)
+class AutoPolicy:
+    """Where method="auto" samples the keys before choosing (bench/NOTES.md)."""
+
+    min_bins: int = PARTITION_MIN_BINS
+    max_bins: int = PARTITION_MAX_AUTO_BINS
+    min_keys: int = PARTITION_MIN_KEYS
+
+    def samples(self, n: int, num_bins: int) -> bool:
+        return self.min_bins <= num_bins <= self.max_bins and n >= self.min_keys
+
+
+DEFAULT_POLICY = AutoPolicy()
+# The conformance suite's auto row: it samples at every size, so each branch of
+# the choice is reached by small cases.
+ALWAYS_SAMPLE = AutoPolicy(min_bins=1, max_bins=PARTITION_MAX_AUTO_BINS, min_keys=1)
+
+
+# --- the sorts -------------------------------------------------------------------
+
+def check_index_dtype(n: int, index_dtype) -> np.dtype:
+    """index_dtype as a dtype the sorts write: int64, or int32 up to 2^31 keys."""
+    dtype = np.dtype(index_dtype)
+    if dtype not in contract.INDEX_C_TYPES:
+        raise TypeError(f"index_dtype must be int32 or int64; got {dtype}")
+    if dtype == np.int32 and n > contract.MAX_INT32_INDEX_KEYS:
+        raise UnsupportedShape(f"int32 indices number up to 2^31 keys; got {n}; "
+                               f"use index_dtype=np.int64")
+    return dtype
+
+
+TILE_THREADS = contract.TILE_WARPS * WARP
+DIGIT_BITS = contract.DIGIT_BITS
+MAX_DIGITS = 1 << DIGIT_BITS
+LOOK_BACK_BYTES_PER_TILE = 8 * MAX_DIGITS  # a 64-bit look-back word per digit
+
+
+def tile_keys(dtype: np.dtype, items: int | None = None) -> int:
+    """Keys in one stable-sort tile (counting_sort.cu's TILE_KEYS) for this key
+    type: `items` rounds of 32 keys per warp (None: the contract's)."""
+    return TILE_THREADS * (items or contract.tile_items(np.dtype(dtype).itemsize))
+
+
+def staged_tile_bytes(dtype: np.dtype, index_dtype: np.dtype, items: int | None = None) -> int:
+    """A sort pass's dynamic shared memory: a tile's keys and their indices."""
+    return tile_keys(dtype, items) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
+
+
+def digit_shifts(num_bins: int) -> tuple[int, ...]:
+    """The shift of each LSD pass: one 8-bit digit of the bin per pass."""
+    shifts = [0]
+    while (num_bins - 1) >> (shifts[-1] + DIGIT_BITS):
+        shifts.append(shifts[-1] + DIGIT_BITS)
+    return tuple(shifts)
+
+
+# num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
+
+
+def digit_count(num_bins: int, shift: int) -> int:
+    """Digits pass `shift` can see: at most 2^DIGIT_BITS, fewer for a small top digit."""
+    return min(MAX_DIGITS, ((num_bins - 1) >> shift) + 1)
+
+
+def resident_tile_items(n: int, dtype: np.dtype, capacity: int) -> int | None:
+    """The smallest of contract.RESIDENT_SMALL_TILE_ITEMS whose tiles of n keys
+    all fit on the GPU at once (capacity blocks), else None: the contract's
+    tile. At small N more, smaller tiles spread a call over more SMs (a tile's
+    latency, not bandwidth, bounds a call of a few tiles)."""
+    return next((items for items in contract.RESIDENT_SMALL_TILE_ITEMS
+                 if -(-n // tile_keys(dtype, items)) <= capacity), None)
