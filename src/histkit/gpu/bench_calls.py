@@ -224,7 +224,19 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
     bits = max(1, int(np.ceil(np.log2(num_bins))))
     _peer(row, "CUB DeviceRadixSort pairs", lambda: _cub_sort_call(cupy, keys, bits), sync,
           cupy.asnumpy, want_index)
+    row["kernel"] = _sort_path(keys, num_bins)
     return row
+
+
+def _sort_path(keys, num_bins: int) -> str:
+    """What gpu.counting_sort(stable=True) runs for these keys: the resident
+    launch (its geometry), or the onesweep passes."""
+    from histkit.gpu.bench import _keys_of
+    from histkit.gpu.device import runtime
+    from histkit.gpu.launch import resident
+
+    shape = resident.resident_shape(runtime(), _keys_of(keys), num_bins)
+    return str(shape.geometry) if shape.geometry is not None else "onesweep passes"
 
 
 def _torch_peer(row: dict, name: str, torch, keys, run, want) -> None:
