@@ -168,4 +168,8 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
     assert shape.geometry is not None and shape.geometry.cooperative
     assert built[-1] == (None if items is None else str(items))
     tile = policy.tile_keys(np.dtype(np.int32), items)
-    assert shape.geometry.grid == -(-n // tile) <= 528
+    tiles = shape.geometry.grid
+    assert tiles == -(-n // tile) <= 528
+    # its scratch: the arrivals word, 32-bit counts of every digit of every tile,
+    # then the digit totals
+    assert shape.scratch_words * 8 >= 8 + (tiles + 1) * policy.MAX_DIGITS * 4
