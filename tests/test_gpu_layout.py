@@ -173,3 +173,12 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
     # its scratch: the arrivals word, 32-bit counts of every digit of every tile,
     # then the digit totals
     assert shape.scratch_words * 8 >= 8 + (tiles + 1) * policy.MAX_DIGITS * 4
+
+
+def test_an_input_too_large_for_any_resident_launch_compiles_no_resident_kernel():
+    from test_api_calls import FakeRuntime
+
+    rt = FakeRuntime()  # 132 SMs: at most 132 x 2048 / 256 = 1056 tiles at once on any GPU
+    shape = launch_resident.resident_shape(rt, Keys(0x1000, 1 << 26, np.dtype(np.int32)), 256)
+    assert shape.geometry is None and shape.passes == 1
+    assert not [name for name, _ in rt.builds if name == "resident_sort"]

@@ -168,9 +168,24 @@ def digit_shifts(num_bins: int) -> tuple[int, ...]:
 # num_bins and first_bad as a full-width (RADIX_KEYS) build is handed them:
 
 
+def sort_key_range(dtype: np.dtype, num_bins: int, full_width: bool) -> int:
+    """The bins a sort's digits must cover: full-width keys, every value of the
+    dtype (their order-preserving image has 8 x itemsize bits); else num_bins,
+    but valid keys stay below the dtype's largest value + 1 whatever it is."""
+    if full_width:
+        return 1 << (8 * np.dtype(dtype).itemsize)
+    return min(num_bins, int(np.iinfo(dtype).max) + 1)
+
+
 def digit_count(num_bins: int, shift: int) -> int:
     """Digits pass `shift` can see: at most 2^DIGIT_BITS, fewer for a small top digit."""
     return min(MAX_DIGITS, ((num_bins - 1) >> shift) + 1)
+
+
+# No CUDA GPU runs more threads on one SM (2048 on sm_70 ... sm_90, fewer on
+# some): an upper bound on the blocks a resident launch can hold, known before
+# any kernel is compiled and its occupancy asked.
+MAX_THREADS_PER_SM = 2048
 
 
 def resident_tile_items(n: int, dtype: np.dtype, capacity: int) -> int | None:

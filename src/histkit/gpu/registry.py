@@ -72,7 +72,7 @@ INT32_INDEX = Variant("int32-index", {"index_dtype": np.dtype(np.int32)},
                       "int32 original indices (index_dtype=np.int32)")
 INT32_INDEX_BUILD = {"INDEX_T": "int"}
 # resident_sort's smaller tiles at small N.
-SMALL_TILE_BUILDS = tuple({"TILE_ITEMS": str(items), "WIDE_KEY_TILE_ITEMS": str(items)}
+SMALL_TILE_BUILDS = tuple(resident.tile_defines(items)
                           for items in contract.RESIDENT_SMALL_TILE_ITEMS)
 
 

@@ -19,10 +19,12 @@ from histkit.gpu.launch.common import (
 )
 from histkit.gpu.policy import (
     MAX_DIGITS,
+    MAX_THREADS_PER_SM,
     TILE_THREADS,
     check_index_dtype,
     digit_shifts,
     resident_tile_items,
+    sort_key_range,
     staged_tile_bytes,
     tile_keys,
 )
@@ -32,11 +34,16 @@ from histkit.gpu.policy import (
 class ResidentShape:
     """resident_sort's launch for one shape: made once per shape (Runtime.plan)."""
 
-    kernel: object
+    kernel: object  # None when the input could never be resident (nothing compiled)
     geometry: Geometry | None  # None: its tiles do not all fit on the GPU at once
     passes: int
     scratch_words: int  # uint64 words: the arrivals word, tile counts, digit totals
     n_and_bins: tuple
+
+
+def tile_defines(items: int) -> dict[str, str]:
+    """The defines of a resident_sort build with tiles of `items` rounds."""
+    return {"TILE_ITEMS": str(items), "WIDE_KEY_TILE_ITEMS": str(items)}
 
 
 def _resident_build(rt: Runtime, keys: Keys, index_dtype, full_width: bool,
@@ -47,13 +54,19 @@ def _resident_build(rt: Runtime, keys: Keys, index_dtype, full_width: bool,
     if full_width:
         defines["RADIX_KEYS"] = "1"
     if items is not None:
-        defines.update(TILE_ITEMS=str(items), WIDE_KEY_TILE_ITEMS=str(items))
+        defines.update(tile_defines(items))
     return rt.kernel("counting_sort.cu", "resident_sort", defines)
 
 
 def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
                     index_dtype, full_tiles: bool) -> ResidentShape:
     index_dtype = check_index_dtype(keys.n, index_dtype)
+    passes = len(digit_shifts(sort_key_range(keys.dtype, num_bins, full_width)))
+    n_and_bins = key_args(keys, EVERY_KEY if full_width else num_bins)[1:]
+    if -(-keys.n // tile_keys(keys.dtype)) > rt.sm_count * (MAX_THREADS_PER_SM // TILE_THREADS):
+        # More tiles than any SM count of threads could hold at once: the
+        # onesweep passes' job, with no resident kernel compiled to learn it.
+        return ResidentShape(None, None, passes, 0, n_and_bins)
     # How many blocks fit at once, at the contract's tile (smaller tiles fit
     # at least as many: the launch bounds fix the registers, and they stage less).
     default = _resident_build(rt, keys, index_dtype, full_width, None)
@@ -65,17 +78,12 @@ def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
     tiles = max(1, -(-keys.n // tile_keys(keys.dtype, items)))
     staged = staged_tile_bytes(keys.dtype, index_dtype, items)
     fits = tiles <= rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, staged)
-    if full_width:
-        num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
-    else:
-        key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
     name = "resident_sort" if items is None else f"resident_sort[TILE_ITEMS={items}]"
     geometry = (Geometry(name, tiles, TILE_THREADS, staged, cooperative=True)
                 if fits and rt.cooperative else None)
     # 32-bit tile counts: MAX_DIGITS per tile, then MAX_DIGITS totals.
     count_words = -(-(tiles + 1) * MAX_DIGITS // 2)
-    return ResidentShape(kernel, geometry, len(digit_shifts(key_range)), 1 + count_words,
-                         key_args(keys, EVERY_KEY if full_width else num_bins)[1:])
+    return ResidentShape(kernel, geometry, passes, 1 + count_words, n_and_bins)
 
 
 def resident_shape(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,

@@ -29,6 +29,7 @@ from histkit.gpu.policy import (
     check_index_dtype,
     digit_count,
     digit_shifts,
+    sort_key_range,
     staged_tile_bytes,
     tile_keys,
 )
@@ -91,17 +92,15 @@ def _sort_shape(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
         histogram_blocks = scatter_blocks = grid
     # A block of digit_histograms counts its keys in 32-bit shared counters.
     histogram_blocks = max(histogram_blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    if full_width:  # the key's order-preserving image has 8 x itemsize bits
-        num_bins = key_range = 1 << (8 * keys.dtype.itemsize)
-    else:  # valid keys stay below the dtype's largest value + 1 whatever num_bins is
-        key_range = min(num_bins, int(np.iinfo(keys.dtype).max) + 1)
+    key_range = sort_key_range(keys.dtype, num_bins, full_width)
+    digit_bins = key_range if full_width else num_bins
     shifts = digit_shifts(key_range)
     staged = staged_tile_bytes(keys.dtype, index_dtype)
     passes = tuple(Geometry(f"onesweep_scatter[shift={shift}]", scatter_blocks, TILE_THREADS,
                             staged) for shift in shifts)
     return SortShape(histogram, scatter,
                      Geometry("digit_histograms", histogram_blocks, TILE_THREADS), passes,
-                     tuple(digit_count(num_bins, shift) for shift in shifts), tiles,
+                     tuple(digit_count(digit_bins, shift) for shift in shifts), tiles,
                      key_args(keys, EVERY_KEY if full_width else num_bins)[1:], full_width,
                      index_dtype)
 
