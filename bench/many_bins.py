@@ -63,12 +63,10 @@ def main() -> None:
     args = parser.parse_args()
     import cupy
 
+    from histkit.gpu.bench import optional_torch
     from histkit.gpu.device import runtime
 
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch = optional_torch()
     rt = runtime()
     rows = []
     for n_log2, num_bins in SHAPES:

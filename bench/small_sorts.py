@@ -64,12 +64,10 @@ def main() -> None:
     args = parser.parse_args()
     import cupy
 
+    from histkit.gpu.bench import optional_torch
     from histkit.gpu.device import runtime
 
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch = optional_torch()
     rt = runtime()
     rows = []
     for n_log2 in SIZES:

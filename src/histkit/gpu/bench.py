@@ -122,6 +122,15 @@ class Timer:
         return self._median(elapsed_s, call)
 
 
+def optional_torch():
+    """PyTorch when installed (a peer in the benchmarks), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
 def _keys_of(array) -> Keys:
     return Keys(int(array.data.ptr), int(array.size), np.dtype(array.dtype))
 
@@ -431,10 +440,7 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
         return run_call_bench(out_dir, sizes=CALL_SIZES[:-1] if quick else CALL_SIZES)
     import cupy
 
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch = optional_torch()
     rt = runtime()
     n = 1 << (24 if quick else 28)
     timer = Timer(cupy, torch)

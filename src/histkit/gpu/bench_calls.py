@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.gpu.bench import _skip_note, _time_peer
+from histkit.gpu.bench import _skip_note, _time_peer, optional_torch
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -288,10 +288,7 @@ def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
 
     from histkit.gpu.device import runtime
 
-    try:
-        import torch
-    except ImportError:
-        torch = None
+    torch = optional_torch()
     rt = runtime()
     results = {"histkit": __version__, "device": rt.device.name, "arch": rt.arch,
                "date": date.today().isoformat(), "host": platform.node(), "method": __doc__,
