@@ -558,3 +558,21 @@ def test_int32_indices_equal_the_oracles_int64_ones(num_bins):
     np.testing.assert_array_equal(got, np.argsort(wide, kind="stable"))
     _, moved = gpu.radix_sort(wide, values, index_dtype=np.int32)
     np.testing.assert_array_equal(moved, values[np.argsort(wide, kind="stable")])
+
+
+@needs_gpu
+@pytest.mark.parametrize("where", ["before", "past"])
+def test_scratch_guard_names_a_write_just_outside_poisoned_scratch(where):
+    from histkit.gpu.device import SCRATCH_GUARD_BYTES, runtime
+
+    rt = runtime()
+    with rt.poisoned_scratch():
+        scratch = rt.empty(10, np.uint32)
+        untouched = rt.empty(3, np.uint64)
+    rt.memset(untouched.ptr, 7, 24)  # inside its bounds: no finding
+    rt.memset(scratch.ptr - 1 if where == "before" else scratch.ptr + 40, 0, 1)
+    found = rt.scratch_overruns()
+    assert len(found) == 1 and "40-byte scratch" in found[0]
+    assert ("before the start" in found[0]) == (where == "before")
+    assert rt.scratch_overruns() == []  # each guard is read once, then let go
+    assert SCRATCH_GUARD_BYTES % 256 == 0

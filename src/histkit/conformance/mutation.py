@@ -41,6 +41,7 @@ class Mutant:
     plants: str
     caught_by: str
     needs: str = "quick"
+    line: int = 0  # generated mutants (mutagen): the 1-based line that find is, whole
 
 
 def load(table: Path) -> list[Mutant]:
@@ -60,12 +61,24 @@ def plant(text: str, find: str, replace: str, what: str) -> str:
     return text.replace(find, replace)
 
 
+def plant_at_line(text: str, line: int, find: str, replace: str, what: str) -> str:
+    """text with its line-th line (which must be find, whole) made replace."""
+    lines = text.split("\n")
+    if not 0 < line <= len(lines) or lines[line - 1] != find:
+        raise ValueError(f"{what}: line {line} is not the line it was generated from "
+                         f"(regenerate the mutants)")
+    lines[line - 1] = replace
+    return "\n".join(lines)
+
+
 def apply(mutant: Mutant, source_dir: Path, target_dir: Path) -> Path:
     """A copy of source_dir in target_dir with the mutant's one change made."""
     shutil.copytree(source_dir, target_dir, dirs_exist_ok=True)
     path = target_dir / mutant.file
-    path.write_text(plant(path.read_text(), mutant.find, mutant.replace,
-                          f"mutant {mutant.id} in {mutant.file}"))
+    what = f"mutant {mutant.id} in {mutant.file}"
+    text = path.read_text()
+    path.write_text(plant_at_line(text, mutant.line, mutant.find, mutant.replace, what)
+                    if mutant.line else plant(text, mutant.find, mutant.replace, what))
     return target_dir
 
 
@@ -140,15 +153,30 @@ def judge(needs: str, rows: list[str]) -> int:
 
 
 def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path | None,
-        only: list[str] | None, needs: list[str] | None) -> int:
-    mutants = [m for m in load(table) if (not only or m.id in only)
-               and (not needs or m.needs in needs)]
+        only: list[str] | None, needs: list[str] | None, generated: bool = False,
+        files: list[str] | None = None, sample: int | None = None, seed: int = 0,
+        equivalent_table: Path | None = None) -> int:
+    """Run the table's mutants (generated=True: mutagen's, optionally a seeded
+    sample of them) and report; exit status 0 when every one that changes
+    behaviour was caught (generated ones listed as equivalent are left out)."""
+    if generated:
+        from histkit.conformance import mutagen
+
+        mutants = mutagen.sample(mutagen.generate(cuda_dir, files), sample, seed)
+        known = mutagen.equivalent(equivalent_table) if equivalent_table else {}
+    else:
+        mutants = load(table)
+        known = {}
+    mutants = [m for m in mutants if (not only or m.id in only)
+               and (not needs or m.needs in needs) and m.id not in known]
     env = dict(os.environ)
     # One compile cache for all: entries are keyed on the mutated source itself.
     env.setdefault("HISTKIT_CACHE_DIR", str(Path(tempfile.gettempdir()) / "histkit-mutants"))
-    # Huge cases hold tens of GB each: those mutants run one at a time.
+    # Huge cases hold tens of GB each: those mutants run one at a time. The
+    # files reaching most rows (the longest judges) start first.
     heavy = [m for m in mutants if m.needs == "full"]
-    light = [m for m in mutants if m.needs != "full"]
+    light = sorted((m for m in mutants if m.needs != "full"),
+                   key=lambda m: -len(rows_for(m)))
     outcomes: list[Outcome] = []
 
     def report(outcome: Outcome) -> None:
@@ -164,18 +192,24 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     caught = sum(o.verdict == "caught" for o in outcomes)
     broken = [o.id for o in outcomes if o.verdict == "broken"]
     survived = [o.id for o in outcomes if o.verdict == "survived"]
-    rate = caught / len(outcomes) if outcomes else 0.0
+    judged = len(outcomes) - (len(broken) if generated else 0)
+    rate = caught / judged if judged else 0.0
+    plants = {m.id: m.plants for m in mutants}
     for o in outcomes:
-        if o.verdict != "caught":
-            print(f"  {o.verdict}: {o.id}: {o.how}")
-    print(f"mutants: {caught}/{len(outcomes)} caught ({rate:.0%}); "
-          f"{len(survived)} survived, {len(broken)} broken")
+        if o.verdict == "survived" or (o.verdict == "broken" and not generated):
+            print(f"  {o.verdict}: {o.id}: {plants[o.id] if generated else o.how}")
+    print(f"mutants: {caught}/{judged} caught ({rate:.0%}); {len(survived)} survived, "
+          f"{len(broken)} broken" + (f" (not counted); {len(known)} known equivalent left out"
+                                     if generated else ""))
     if json_path:
-        json_path.write_text(json.dumps({"caught": caught, "total": len(outcomes),
+        json_path.write_text(json.dumps({"caught": caught, "total": judged,
                                          "rate": rate, "survived": survived, "broken": broken,
+                                         "generated": generated,
+                                         "mutants": {m.id: asdict(m) for m in mutants}
+                                         if generated else None,
                                          "outcomes": [asdict(o) for o in outcomes]}, indent=1))
         print(f"wrote {json_path}")
-    return 0 if caught == len(outcomes) else 1
+    return 0 if caught == judged else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("--json", type=Path, default=Path("mutants-results.json"))
     every.add_argument("--only", nargs="*", help="run these mutant ids only")
     every.add_argument("--needs", nargs="*", choices=NEEDS, help="run mutants of these needs")
+    every.add_argument("--generated", action="store_true",
+                       help="run the generated mutants (mutagen) instead of the table's")
+    every.add_argument("--files", nargs="*", help="generated: mutate these cuda/ files only")
+    every.add_argument("--sample", type=int, help="generated: a seeded sample of this many")
+    every.add_argument("--seed", type=int, default=0, help="generated: the sample's seed")
+    every.add_argument("--equivalent", type=Path, default=Path("mutants/equivalent.toml"),
+                       help="generated mutants known to change nothing observable (left out)")
     one = commands.add_parser("judge", help="(internal) judge the mutated sources once")
     one.add_argument("needs", choices=("quick", "full"))
     one.add_argument("rows", nargs="+")
@@ -198,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "judge":
         return judge(args.needs, args.rows)
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
-               args.needs)
+               args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ the rule of its kind, and reports.
 
 The oracles run on the host; the kernels on the device, fed the same keys
 (uploaded once per case, between guard keys). Every output is allocated with
-guard elements after it that must come back untouched. Nothing here decides
+guard elements before and after it that must come back untouched, and so is
+every scratch array a launcher allocates (Runtime.scratch_overruns). Nothing here decides
 what is correct: that is checks.py, against histkit.oracles.
 """
 
@@ -26,7 +27,7 @@ from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, WARP
-from histkit.gpu.device import DeviceArray, Runtime, runtime
+from histkit.gpu.device import BufferWindow, DeviceArray, Runtime, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
@@ -104,30 +105,38 @@ class CaseRun:
         self.expected = checks.Expected(self.host, case.num_bins, case.full_width,
                                         radix_values(case))
 
-    # --- device buffers, each with GUARD elements after it ----------------------
+    # --- device buffers, each between GUARD elements on either side -------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
         dtype = np.dtype(dtype)
-        whole = self.rt.empty(n + GUARD, dtype)
-        self.rt.memset(whole.ptr, fill, (n + GUARD) * dtype.itemsize)
-        return DeviceArray(whole.buffer, n, dtype)
+        whole = self.rt.empty(GUARD + n + GUARD, dtype)
+        self.rt.memset(whole.ptr, fill, (GUARD + n + GUARD) * dtype.itemsize)
+        return DeviceArray(BufferWindow(whole.buffer, GUARD * dtype.itemsize), n, dtype)
 
     def read(self, array: DeviceArray, fill: int = 0) -> np.ndarray:
-        whole = self.rt.copy_to_host(array.ptr, np.empty(array.n + GUARD, array.dtype))
-        guard = whole[array.n:].view(np.uint8)
-        if np.any(guard != fill):
-            first = int(np.flatnonzero(guard != fill)[0]) // array.dtype.itemsize
+        """array's elements, after checking that its guards still hold fill."""
+        size = array.dtype.itemsize
+        whole = self.rt.copy_to_host(array.ptr - GUARD * size,
+                                     np.empty(GUARD + array.n + GUARD, array.dtype))
+        before = np.flatnonzero(whole[:GUARD].view(np.uint8) != fill)
+        if before.size:
+            raise GuardViolation(f"wrote before the start of a {array.n}-element output "
+                                 f"(element {int(before[0]) // size - GUARD})")
+        after = np.flatnonzero(whole[GUARD + array.n:].view(np.uint8) != fill)
+        if after.size:
             raise GuardViolation(f"wrote past the end of a {array.n}-element output "
-                                 f"(element {array.n + first})")
-        return whole[:array.n]
+                                 f"(element {array.n + int(after[0]) // size})")
+        return whole[GUARD:GUARD + array.n]
 
     def guarded_input(self, host: np.ndarray, fill: int) -> DeviceArray:
-        """host on the device with GUARD elements of the byte fill after it: a
-        kernel that reads past its input reads them, and read(array, fill)
-        says whether one wrote there."""
-        padded = np.empty(len(host) + GUARD, host.dtype)
+        """host on the device between GUARD elements of the byte fill: a kernel
+        that reads outside its input reads them, and read(array, fill) says
+        whether one wrote there."""
+        padded = np.empty(GUARD + len(host) + GUARD, host.dtype)
         padded.view(np.uint8)[:] = fill
-        padded[:len(host)] = host
-        return DeviceArray(self.rt.to_device(padded).buffer, len(host), host.dtype)
+        padded[GUARD:GUARD + len(host)] = host
+        whole = self.rt.to_device(padded)
+        return DeviceArray(BufferWindow(whole.buffer, GUARD * host.dtype.itemsize), len(host),
+                           host.dtype)
 
     def first_bad_slot(self) -> DeviceArray:
         return self.output(1, np.uint64, fill=0xFF)
@@ -260,7 +269,7 @@ def device_bytes_needed(case: Case) -> int:
         digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
     look_back = -(-case.n // tile_keys(dtype)) * LOOK_BACK_BYTES_PER_TILE
     return ((case.n + case.offset + GUARD) * dtype.itemsize
-            + buffers * (case.n + GUARD) * (dtype.itemsize + 8) + look_back)
+            + buffers * (case.n + 2 * GUARD) * (dtype.itemsize + 8) + look_back)
 
 
 def too_large_here(rt: Runtime, case: Case) -> str | None:
@@ -293,6 +302,12 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
                 cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
+        try:  # and nothing was written around it
+            overruns = rt.scratch_overruns()
+        except Exception as error:
+            overruns = [f"reading the scratch guards failed: {type(error).__name__}: {error}"]
+        if overruns and cell.status != "FAIL":
+            cell = Cell("FAIL", "; ".join(overruns))
         if cell.status == "FAIL":
             cell = Cell("FAIL", f"{cell.detail} [case {case.name}, seed {case.seed}, "
                                 f"kernel {name}, geometry {geometry or 'n/a'}]", cell.figures)

@@ -154,15 +154,37 @@ class BufferPool:
         self.kept = 0
 
 
+class BufferWindow:
+    """Part of another buffer, from offset bytes on: what a DeviceArray needs
+    (a handle), keeping the whole buffer alive."""
+
+    __slots__ = ("whole", "handle")
+
+    def __init__(self, whole, offset: int):
+        self.whole = whole
+        self.handle = int(whole.handle) + offset
+
+
+# Guard bytes on each side of a poisoned scratch array (a multiple of 256:
+# the array keeps the allocation's alignment), and the byte they hold.
+SCRATCH_GUARD_BYTES = 256
+SCRATCH_CANARY = 0x3C
+
+
 class ScratchPoison:
     """While on (the conformance runner's cells), every array Runtime.empty
     hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
     read scratch it has not written (zeros read as valid keys and counts) nor
-    count on it being zeroed (all ones). Shared by a runtime's stream views."""
+    count on it being zeroed (all ones). Each such array also sits between
+    SCRATCH_GUARD_BYTES of SCRATCH_CANARY on either side, kept (with the
+    array) until Runtime.scratch_overruns reads them back: a kernel that
+    writes just before or past its scratch is caught there. Shared by a
+    runtime's stream views."""
 
     def __init__(self):
         self.depth = 0
         self.turn = 0
+        self.guarded: list[tuple[DeviceArray, int]] = []  # (whole allocation, array bytes)
 
     def next_byte(self) -> int | None:
         if not self.depth:
@@ -329,7 +351,7 @@ class Runtime:
         status = check(driver.cuStreamIsCapturing(self.stream.handle), "cuStreamIsCapturing")
         return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
-    def empty(self, n: int, dtype, pooled: bool = True) -> DeviceArray:
+    def _empty(self, n: int, dtype, pooled: bool = True) -> DeviceArray:
         """n elements on the device, stream-ordered on this runtime's stream:
         from the pool when this stream outlives its buffers (histkit's own, the
         legacy default stream) and the array is used only on it (pooled=False:
@@ -349,10 +371,42 @@ class Runtime:
                                 n, dtype)
         else:
             array = DeviceArray(self._allocate(nbytes), n, dtype)
-        poison = self.poison.next_byte()
-        if poison is not None:
-            self.memset(array.ptr, poison, nbytes)
         return array
+
+    def empty(self, n: int, dtype, pooled: bool = True) -> DeviceArray:
+        """n elements on the device (_empty), poisoned and between guards while
+        the conformance runner poisons scratch (ScratchPoison)."""
+        poison = self.poison.next_byte()
+        if poison is None:
+            return self._empty(n, dtype, pooled)
+        dtype = np.dtype(dtype)
+        nbytes = max(1, n * dtype.itemsize)
+        guard = SCRATCH_GUARD_BYTES
+        whole = self._empty(nbytes + 2 * guard, np.uint8, pooled)
+        self.memset(whole.ptr, SCRATCH_CANARY, nbytes + 2 * guard)
+        self.memset(whole.ptr + guard, poison, nbytes)
+        self.poison.guarded.append((whole, nbytes))
+        return DeviceArray(BufferWindow(whole.buffer, guard), n, dtype)
+
+    def scratch_overruns(self) -> list[str]:
+        """Waits for this stream, then reads back the guards of every poisoned
+        array handed out since the last call (and lets them go): what was
+        written outside them, one line each (empty: nothing)."""
+        guarded, self.poison.guarded = self.poison.guarded, []
+        found = []
+        guard = SCRATCH_GUARD_BYTES
+        for whole, nbytes in guarded:
+            before = self.copy_to_host(whole.ptr, np.empty(guard, np.uint8))
+            after = self.copy_to_host(whole.ptr + guard + nbytes, np.empty(guard, np.uint8))
+            changed = np.flatnonzero(before != SCRATCH_CANARY)
+            if changed.size:
+                found.append(f"wrote {guard - int(changed[0])} bytes before the start of a "
+                             f"{nbytes}-byte scratch array")
+            changed = np.flatnonzero(after != SCRATCH_CANARY)
+            if changed.size:
+                found.append(f"wrote past the end of a {nbytes}-byte scratch array (at byte "
+                             f"{nbytes + int(changed[0])})")
+        return found
 
     @contextlib.contextmanager
     def poisoned_scratch(self):

@@ -1,0 +1,157 @@
+"""Generated mutants: the usual one-line slips, planted at every site of cuda/.
+
+The hand-written table (``mutants/mutants.toml``) plants the bugs someone
+thought of. This module plants, mechanically, each of a small set of slips
+that people actually make in kernels, at every line of every kernel file where
+it applies: a comparison off by one (``<`` / ``<=``, ``>`` / ``>=``), a test
+inverted (``==`` / ``!=``, ``&&`` / ``||``), a ``+ 1`` / ``- 1`` dropped,
+``min`` / ``max`` swapped, a shift turned round, a barrier or fence dropped, a
+store dropped, a counter started at 1. So a kernel added tomorrow is mutated
+without anyone writing its bugs first, and a survivor points at the line
+whose behaviour no case pins down.
+
+Some generated mutants change nothing a caller can observe (``i < n`` made
+``i <= n`` where a later guard stops the extra round, a fence on a path that
+is already ordered): equivalent mutants. ``mutants/equivalent.toml`` lists
+those found, each with the reason; a generated survivor not listed there is a
+gap in the suite. Ids are made from the file, the slip and the line's text
+(not its number), so an entry stays valid while unrelated lines move.
+
+    python -m histkit.conformance.mutation run --generated [--sample N]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from histkit.conformance.mutation import Mutant
+
+
+@dataclass(frozen=True)
+class Slip:
+    """One kind of one-line bug: a pattern and what replaces each match."""
+
+    name: str
+    pattern: re.Pattern
+    replacement: str
+    what: str
+
+
+def _slip(name: str, pattern: str, replacement: str, what: str) -> Slip:
+    return Slip(name, re.compile(pattern), replacement, what)
+
+
+# Binary operators are matched with the spaces around them (the code's style),
+# so template brackets and shifts are not taken for comparisons.
+SLIPS = (
+    _slip("lt-to-le", r" < ", " <= ", "a '<' made '<=' (one more round, slot or key)"),
+    _slip("le-to-lt", r" <= ", " < ", "a '<=' made '<' (one fewer)"),
+    _slip("gt-to-ge", r" > ", " >= ", "a '>' made '>='"),
+    _slip("ge-to-gt", r" >= ", " > ", "a '>=' made '>'"),
+    _slip("eq-to-ne", r" == ", " != ", "a test for equality inverted"),
+    _slip("ne-to-eq", r" != ", " == ", "a test for inequality inverted"),
+    _slip("and-to-or", r" && ", " || ", "'&&' made '||'"),
+    _slip("or-to-and", r" \|\| ", " && ", "'||' made '&&'"),
+    _slip("plus-one-dropped", r" \+ 1(?![\w.])", "", "a '+ 1' dropped"),
+    _slip("minus-one-dropped", r" - 1(?![\w.])", "", "a '- 1' dropped"),
+    _slip("min-to-max", r"\bmin\(", "max(", "min() made max()"),
+    _slip("max-to-min", r"\bmax\(", "min(", "max() made min()"),
+    _slip("shift-turned", r" >> ", " << ", "a right shift made a left shift"),
+    _slip("barrier-dropped", r"__syncthreads\(\);", ";", "a block barrier dropped"),
+    _slip("warp-barrier-dropped", r"__syncwarp\(\);", ";", "a warp barrier dropped"),
+    _slip("fence-dropped", r"__threadfence\(\);", ";", "a memory fence dropped"),
+    _slip("counter-starts-at-one", r"(?<=[\w\]] = )0(?=;)", "1",
+          "a counter or sum started at 1 instead of 0"),
+)
+
+# A statement that stores to something already declared: `x = ...;`,
+# `a[i] += ...;`, `*p = ...;` (not a declaration: no type before the name).
+_STORE = re.compile(r"^(\s*)(?:if \(.*\) )?[\w.\[\]()*&>-]+ (?:[-+|^&]?=) [^=].*;$")
+_DECLARATION = re.compile(
+    r"^\s*(?:const |volatile |static |extern |__shared__ |unsigned |signed )*"
+    r"(?:u64|i64|u32|unsigned|int|bool|auto|hk_key|hk_index|T|size_t|char|short|long|"
+    r"float|double|TileStage|StagedTile|KEY_T)\b[\s*&]")
+_SKIPPED_LINE = re.compile(r"^\s*(?:#|//|static_assert|asm|\*|/\*)")
+
+
+def _code(line: str) -> str:
+    """The line without its trailing // comment."""
+    cut = line.find("//")
+    return line if cut < 0 else line[:cut].rstrip()
+
+
+def _id(file: str, slip: str, line: str, occurrence: int) -> str:
+    digest = hashlib.sha1(f"{line.strip()}#{occurrence}".encode()).hexdigest()[:8]
+    return f"gen-{Path(file).stem}-{slip}-{digest}"
+
+
+def mutants_of(file: str, text: str) -> list[Mutant]:
+    """Every generated mutant of one kernel file (file: its name in cuda/)."""
+    found: list[Mutant] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _SKIPPED_LINE.match(line) or not line.strip():
+            continue
+        code = _code(line)
+        comment = line[len(code):]
+        for slip in SLIPS:
+            for match in slip.pattern.finditer(code):
+                mutated = code[:match.start()] + slip.replacement + code[match.end():]
+                found.append(_mutant(file, slip.name, slip.what, line, number,
+                                     mutated + comment, seen))
+        store = _STORE.match(code)
+        if store and not _DECLARATION.match(code) and not code.rstrip().endswith("{"):
+            found.append(_mutant(file, "store-dropped", "a store dropped", line, number,
+                                 store.group(1) + ";" + comment, seen))
+    return found
+
+
+def _mutant(file: str, slip: str, what: str, line: str, number: int, mutated: str,
+            seen: dict) -> Mutant:
+    key = (slip, line.strip())
+    occurrence = seen[key] = seen.get(key, -1) + 1
+    return Mutant(id=_id(file, slip, line, occurrence), file=file, find=line, replace=mutated,
+                  plants=f"{what}, line {number}: {line.strip()}",
+                  caught_by="(generated)", needs="quick", line=number)
+
+
+def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:
+    """Generated mutants of every kernel file some conformance row compiles."""
+    from histkit.gpu import registry
+
+    names = sorted({k.source for k in registry.KERNELS} | {"common.cuh"})
+    names = [name for name in names if not files or name in files]
+    mutants: list[Mutant] = []
+    for name in names:
+        if registry.rows_reaching(name):
+            mutants.extend(mutants_of(name, (Path(cuda_dir) / name).read_text()))
+    return mutants
+
+
+def sample(mutants: list[Mutant], count: int | None, seed: int = 0) -> list[Mutant]:
+    """count of the mutants, drawn at random (seeded), in file and line order."""
+    if count is None or count >= len(mutants):
+        return mutants
+    chosen = random.Random(seed).sample(mutants, count)
+    return sorted(chosen, key=lambda m: (m.file, m.line))
+
+
+# What could see a listed survivor: nothing (no observable effect), or only a
+# compute-sanitizer tool (an unused out-of-bounds read, a race no run forces).
+SEEN_BY = ("nothing", "memcheck", "racecheck")
+
+
+def equivalent(table: Path) -> dict[str, str]:
+    """Generated mutant id -> why it survives (mutants/equivalent.toml)."""
+    if not Path(table).exists():
+        return {}
+    entries = tomllib.loads(Path(table).read_text()).get("equivalent", [])
+    for entry in entries:
+        if entry.get("seen_by") not in SEEN_BY:
+            raise ValueError(f"{table}: {entry.get('id')}: seen_by must be one of {SEEN_BY}")
+    return {entry["id"]: entry["why"] for entry in entries}

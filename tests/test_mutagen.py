@@ -1,0 +1,76 @@
+"""The generated mutants (histkit.conformance.mutagen): every one plants its
+slip on its own line, ids survive unrelated edits, and the list of known
+equivalent ones names only mutants that exist. No GPU needed."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from histkit.conformance import mutagen, mutation
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = mutagen.generate(ROOT / "cuda")
+EQUIVALENT = ROOT / "mutants" / "equivalent.toml"
+
+
+def test_every_kernel_file_with_a_conformance_row_gets_mutants_with_unique_ids():
+    assert len(GENERATED) > 300
+    assert len({m.id for m in GENERATED}) == len(GENERATED)
+    for name in ("counting_sort.cu", "fast_histogram.cu", "partitioned_histogram.cu",
+                 "exclusive_scan.cu", "naive_histogram.cu", "privatized_histogram.cu"):
+        assert any(m.file == name for m in GENERATED), name
+
+
+def test_each_generated_mutant_changes_exactly_its_line(tmp_path):
+    for m in GENERATED:
+        original = (ROOT / "cuda" / m.file).read_text().split("\n")
+        planted = (mutation.apply(m, ROOT / "cuda", tmp_path / m.id) / m.file).read_text()
+        pairs = zip(original, planted.split("\n"), strict=True)
+        changed = [i for i, (a, b) in enumerate(pairs) if a != b]
+        assert changed == [m.line - 1], m.id
+
+
+def test_ids_name_the_lines_text_so_moving_lines_keeps_them():
+    text = (ROOT / "cuda" / "exclusive_scan.cu").read_text()
+    moved = mutagen.mutants_of("exclusive_scan.cu", "\n\n// a new comment\n" + text)
+    assert [m.id for m in moved] == [m.id for m in mutagen.mutants_of("exclusive_scan.cu", text)]
+    assert [m.line for m in moved][0] == [m.line for m in GENERATED
+                                          if m.file == "exclusive_scan.cu"][0] + 3
+
+
+def test_slips_leave_templates_comments_and_preprocessor_lines_alone():
+    text = ("#define LIMIT (A < B)\n"
+            "// if (i < n) out[i] = 0;\n"
+            "x = load_global<kThroughL2>(p);\n"
+            "if (i < n) out[i] = v;  // keep i < n\n")
+    found = mutagen.mutants_of("x.cu", text)
+    assert {m.line for m in found} == {3, 4}
+    assert [m.replace for m in found if m.line == 3] == [";"]  # the store; not its template
+    replaced = {m.replace for m in found if m.line == 4}
+    assert "if (i <= n) out[i] = v;  // keep i < n" in replaced
+    assert ";  // keep i < n" in replaced  # the store dropped, its comment kept
+
+
+def test_a_line_that_moved_since_generation_is_refused(tmp_path):
+    m = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
+    stale = mutation.Mutant(**{**m.__dict__, "line": m.line + 1})
+    with pytest.raises(ValueError, match="regenerate"):
+        mutation.apply(stale, ROOT / "cuda", tmp_path)
+
+
+def test_known_equivalent_mutants_exist_and_say_why_and_what_would_see_them():
+    entries = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
+    ids = {m.id for m in GENERATED}
+    assert len({e["id"] for e in entries}) == len(entries)
+    for entry in entries:
+        assert entry["id"] in ids, f"{entry['id']}: no such generated mutant (regenerate?)"
+        assert entry["seen_by"] in mutagen.SEEN_BY and len(entry["why"]) > 20
+    assert set(mutagen.equivalent(EQUIVALENT)) == {e["id"] for e in entries}
+
+
+def test_a_sample_is_seeded_and_in_file_order():
+    one, two = mutagen.sample(GENERATED, 40, seed=5), mutagen.sample(GENERATED, 40, seed=5)
+    assert one == two and len(one) == 40
+    assert one == sorted(one, key=lambda m: (m.file, m.line))
+    assert mutagen.sample(GENERATED, None) == GENERATED
