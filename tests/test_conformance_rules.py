@@ -253,3 +253,42 @@ def test_only_the_radix_sort_is_judged_on_full_width_keys():
     histogram_cases = cases_for("histogram")
     assert not any(c.full_width for c in histogram_cases)
     assert len(histogram_cases) == sum(not c.full_width for c in quick)
+
+
+def test_a_quick_case_has_one_block_count_more_than_a_batch_of_one_partitions_entries():
+    # count_partitions walks a partition's (partition, tile) entries 32 x warps
+    # at a time; a block whose share is longer loops over batches (a bug there
+    # survived every other case).
+    from histkit.gpu import contract
+
+    tile = contract.PART_THREADS * contract.PART_ITEMS
+    batch = 32 * (contract.PART_COUNT_THREADS // 32)
+    assert any(c.grid == 1 and c.num_bins <= 1 << contract.PART_LOW_BITS
+               and -(-c.n // tile) > batch for c in all_cases(quick=True))
+
+
+@pytest.mark.parametrize("n", [0, 5, 32, 33, 1000, 100_003])
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64", "uint64"])
+def test_auto_sample_model_is_the_keys_at_evenly_spread_runs(n, dtype):
+    info = np.iinfo(dtype)
+    keys = np.random.default_rng(n).integers(info.min, info.max, n, dtype=dtype,
+                                             endpoint=True)
+    runs, width = 7, 32
+    want = []
+    for r in range(runs):  # a plain loop: start, then 32 consecutive keys or "none"
+        start = max(0, n - width) * r // (runs - 1)
+        for lane in range(width):
+            i = start + lane
+            want.append(int(keys[i]) % 2**64 if i < n else 2**64 - 1)
+    got = checks.auto_sample(keys, runs, width)
+    assert got.dtype == np.uint64 and got.shape == (runs, width)
+    assert [int(x) for x in got.ravel()] == want
+
+
+def test_a_wrong_sample_slot_is_a_failure_naming_run_and_lane():
+    want = checks.auto_sample(np.arange(100, dtype=np.int32), 4)
+    got = want.copy()
+    got[2, 5] += 1
+    assert checks.sample_rule(want.ravel(), want) is None
+    cell = checks.sample_rule(got.ravel(), want)
+    assert cell.status == "FAIL" and "run 2, lane 5" in cell.detail

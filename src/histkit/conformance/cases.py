@@ -179,6 +179,10 @@ def _remainder_cases() -> list[Case]:
     # every partition in use (256 of them), with a partial last tile
     cases += [Case("uniform", 100_003, 1 << 22, seed=7), Case("zipf", 70_001, 1 << 14, seed=7),
               Case("uniform", 70_001, 1 << 14, seed=7, grid=2)]
+    # one block counting more of a partition than one batch of entries holds
+    # (count_partitions hands out 32 x warps (partition, tile) entries at a
+    # time): 611 tiles of a single partition, all counted by one block
+    cases += [Case("uniform", 5_000_011, 1 << 14, seed=7, grid=1)]
     # more than 4M bins: past the partitioned kernel's limit
     cases += [Case("uniform", 100_000, (1 << 22) + 5, seed=7)]
     return cases

@@ -196,6 +196,38 @@ def bad_key_rule(expected: Expected, reported: int | None) -> Cell | None:
 SKIPPING_KINDS = ("histogram", "privatized", "sort", "stable-sort")
 
 
+NOT_SAMPLED = (1 << 64) - 1  # a sample slot past the last key
+
+
+def auto_sample(keys: np.ndarray, runs: int, width: int = 32) -> np.ndarray:
+    """The bins auto's sample must hold: `runs` runs of `width` consecutive
+    keys, run r starting at max(0, n - width) * r // (runs - 1), each key as
+    its 64-bit bin (signed keys sign-extended, as a bad negative key is) and
+    NOT_SAMPLED past the end."""
+    n = len(keys)
+    starts = [max(0, n - width) * r // (runs - 1) if runs > 1 else 0 for r in range(runs)]
+    places = np.asarray(starts, dtype=np.int64)[:, None] + np.arange(width, dtype=np.int64)
+    bins = np.full(places.shape, NOT_SAMPLED, dtype=np.uint64)
+    inside = places < n
+    taken = np.asarray(keys)[places[inside]]
+    # the 64-bit bin of a key: a signed key sign-extended first (as C's cast)
+    bins[inside] = (taken.astype(np.int64) if taken.dtype.kind == "i" else taken).astype(
+        np.uint64)
+    return bins
+
+
+def sample_rule(got: np.ndarray, want: np.ndarray) -> Cell | None:
+    """None when auto's sample is the keys at its places, else a FAIL naming
+    the first wrong slot."""
+    got = np.asarray(got, dtype=np.uint64).reshape(want.shape)
+    wrong = np.argwhere(got != want)
+    if not len(wrong):
+        return None
+    run, lane = (int(x) for x in wrong[0])
+    return Cell("FAIL", f"auto's key sample is not the keys it samples: run {run}, lane "
+                        f"{lane} holds {int(got[run, lane])}, not {int(want[run, lane])}")
+
+
 def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
           skips_bad_keys: bool = False) -> Cell:
     """Apply the rule of `kind` (registry.KINDS) to what an implementation produced."""

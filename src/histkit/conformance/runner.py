@@ -26,7 +26,7 @@ from histkit.conformance.cases import GUARD, HUGE, LARGE, NEEDS_A_K, Case, all_c
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
-from histkit.gpu.contract import NO_BAD_KEY, WARP
+from histkit.gpu.contract import NO_BAD_KEY, SAMPLE_RUNS, WARP
 from histkit.gpu.device import BufferWindow, DeviceArray, Runtime, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.launch.common import Keys
@@ -157,6 +157,11 @@ class CaseRun:
                                  block=geometry.block, grid=geometry.grid)
         if extra:
             outcome.global_atomics = int(self.read(extra["atomics"])[0])
+        if kernel.sample_probe is not None:
+            wrong = checks.sample_rule(kernel.sample_probe(self.rt, self.keys),
+                                       checks.auto_sample(self.host, SAMPLE_RUNS, WARP))
+            if wrong is not None:
+                raise GuardViolation(wrong.detail)
         return outcome, str(geometry)
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:

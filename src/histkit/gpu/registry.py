@@ -98,6 +98,10 @@ class Kernel:
     # kernels promise it (check=False hands those results back); a user's
     # kernel under the ABI does not.
     skips_bad_keys: bool = True
+    # What the kernel reads besides the keys' counts and does not show in its
+    # outputs: (rt, keys) -> auto's key sample (SAMPLE_RUNS x WARP bins), which
+    # picks a kernel; every pick is exact, so a wrong sample is visible only here.
+    sample_probe: Callable | None = None
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -205,7 +209,7 @@ KERNELS: tuple[Kernel, ...] = (
            )),
     Kernel("auto", "histogram", "partitioned_histogram.cu", ("sample_runs",),
            partitioned.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
-           serves=("histogram", "auto"), variants=(
+           serves=("histogram", "auto"), sample_probe=partitioned.sample_runs, variants=(
                DEFAULT,
                Variant("sampled", {"policy": policy.ALWAYS_SAMPLE},
                        "samples at every size: each branch of the choice is reached"),
