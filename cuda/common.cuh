@@ -37,6 +37,30 @@ __device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
     atomicMin(first_bad, (u64)index);
 }
 
+// Schedule skew, for the conformance suite's skewed cases only: built with
+// -DHK_SKEW_NS=t, each warp of a block sleeps (its rank) x t ns at the kernel's
+// entry (hk_skew_warps) and after every __syncthreads, warp 0 first in even
+// blocks and last in odd ones. Code that assumes warps are in step without a
+// barrier between them (a reader overtaking a writer, a zeroing still under
+// way while other warps count) then gives wrong results, where otherwise
+// only racecheck would see it. Without the define nothing changes.
+#ifdef HK_SKEW_NS
+__device__ __forceinline__ void hk_skew_warps() {
+    const unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    const unsigned rank = (blockIdx.x & 1) ? warps - 1 - warp : warp;
+    if (rank) __nanosleep(rank * (unsigned)HK_SKEW_NS);
+}
+__device__ __forceinline__ void hk_barrier_then_skew() {
+    __syncthreads();
+    hk_skew_warps();
+}
+// From here on, every block barrier of the including file skews the warps
+// again (the name in the replacement is not expanded a second time).
+#define __syncthreads() hk_barrier_then_skew()
+#else
+__device__ __forceinline__ void hk_skew_warps() {}
+#endif
+
 // Grid-stride loops run over 64-bit indices: N may pass 2^31.
 __device__ __forceinline__ i64 hk_thread_index() {
     return (i64)blockIdx.x * blockDim.x + threadIdx.x;

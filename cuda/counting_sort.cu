@@ -356,6 +356,7 @@ digit_histograms(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes,
                  u64* digit_starts, u64* blocks_done, u64* first_bad) {
     __shared__ unsigned counts[MAX_PASSES][MAX_DIGITS];
     __shared__ bool last_block;
+    hk_skew_warps();
     for (unsigned j = threadIdx.x; j < MAX_PASSES * MAX_DIGITS; j += TILE_THREADS)
         (&counts[0][0])[j] = 0;
     __syncthreads();
@@ -428,6 +429,7 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
     __shared__ i64 taken;
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
+    hk_skew_warps();
     for (;;) {
         if (threadIdx.x == 0) taken = (i64)atomicAdd(next_tile, 1ULL);
         __syncthreads();
@@ -537,6 +539,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
     __shared__ i64 valid_keys;          // keys the pass wrote: the next pass reads these
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
+    hk_skew_warps();
     u64* arrivals = scratch;
     unsigned* tile_counts = (unsigned*)(scratch + 1);
     unsigned* digit_totals = tile_counts + (size_t)MAX_DIGITS * gridDim.x;

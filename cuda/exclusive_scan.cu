@@ -51,6 +51,7 @@ __device__ u64 block_exclusive_scan(u64 value, u64* block_total) {
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 scan_tile_sums(const u64* in, i64 n, u64* tile_sums) {
+    hk_skew_warps();
     const i64 base = (i64)blockIdx.x * SCAN_TILE;
     u64 sum = 0;
     for (int k = 0; k < SCAN_ITEMS; ++k) {
@@ -64,6 +65,7 @@ scan_tile_sums(const u64* in, i64 n, u64* tile_sums) {
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 scan_tiles(const u64* in, i64 n, const u64* tile_offsets, u64* out) {
+    hk_skew_warps();
     const i64 first = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
     u64 items[SCAN_ITEMS];
     u64 sum = 0;

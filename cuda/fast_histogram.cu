@@ -183,6 +183,7 @@ struct Counters {
 extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bins, i64 head,
                                           u64 shared_bins, u64* hist, u64* first_bad) {
     extern __shared__ unsigned counters[];
+    hk_skew_warps();
     const u64 stride = shared_bins + 1;
     for (u64 j = threadIdx.x; j < COPIES * stride; j += blockDim.x) counters[j] = 0;
     __syncthreads();

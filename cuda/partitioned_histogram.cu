@@ -80,6 +80,7 @@ partition_tiles(const hk_key* keys, i64 n, u64 num_bins, unsigned num_parts, i64
     __shared__ unsigned count[MAX_PARTS];
     __shared__ unsigned start[MAX_PARTS];
     __shared__ unsigned short staged[PART_TILE];
+    hk_skew_warps();
     const unsigned lane = threadIdx.x & 31;
     for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
         for (unsigned p = threadIdx.x; p < num_parts; p += PART_THREADS) count[p] = 0;
@@ -202,6 +203,7 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
                  const u64* part_counts, const u64* part_pos, const unsigned* part_starts,
                  u64* hist) {
     extern __shared__ unsigned bins[];  // PART_BINS counters (more than 48 KB: dynamic)
+    hk_skew_warps();
     const i64 entries = (i64)num_parts * num_tiles;
     if (entries == 0) return;  // no keys (no tiles): no last entry to read
     const u64 work = part_pos[entries - 1] + part_counts[entries - 1];

@@ -20,6 +20,7 @@ extern "C" __global__ void privatized_histogram(const hk_key* keys, i64 n, u64 n
                                                 u64* hist, u64* first_bad,
                                                 u64* global_atomics) {
     extern __shared__ unsigned int local_hist[];
+    hk_skew_warps();
     for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) local_hist[b] = 0;
     __syncthreads();
 

@@ -182,3 +182,15 @@ def test_an_input_too_large_for_any_resident_launch_compiles_no_resident_kernel(
     shape = launch_resident.resident_shape(rt, Keys(0x1000, 1 << 26, np.dtype(np.int32)), 256)
     assert shape.geometry is None and shape.passes == 1
     assert not [name for name, _ in rt.builds if name == "resident_sort"]
+
+
+def test_schedule_skew_adds_its_define_only_while_on():
+    from histkit.gpu import contract
+    from histkit.gpu.device import ScheduleSkew
+
+    skew = ScheduleSkew()
+    assert skew.defines() == {}
+    skew.depth += 1
+    assert skew.defines() == {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
+    skew.depth -= 1
+    assert skew.defines() == {}

@@ -41,6 +41,19 @@ def test_every_kernel_compiles_for_every_key_type(source, arch):
             assert cubin[:4] == b"\x7fELF", f"{source} {defines} {c_type}: not a cubin"
 
 
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_build_compiles_with_schedule_skew_and_then_sleeps_between_barriers(source):
+    # the conformance suite's skewed cases build every kernel with HK_SKEW_NS
+    skew = {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
+    for defines in SOURCES[source]:
+        plain = contract.defines_for(source, {"KEY_T": "int", **defines})
+        skewed = compiler.compile_cubin(source, {**plain, **skew}, "sm_90")
+        assert skewed[:4] == b"\x7fELF"
+        # kernels with block barriers change (entry and post-barrier sleeps)
+        if "__syncthreads" in (compiler.kernel_dir() / source).read_text():
+            assert skewed != compiler.compile_cubin(source, plain, "sm_90"), source
+
+
 def test_each_kernel_file_compiles_on_its_own_with_default_constants():
     for source in SOURCES:
         assert compiler.compile_cubin(source, {}, "sm_90")[:4] == b"\x7fELF"

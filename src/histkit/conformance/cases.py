@@ -52,6 +52,9 @@ class Case:
     literal: tuple[int, ...] | None = None
     # Keys over the dtype's whole range (num_bins is then 0: there is no K).
     full_width: bool = False
+    # histkit's kernels built with schedule skew (Runtime.skewed_schedule):
+    # warps out of step wherever no barrier puts them in step.
+    skewed: bool = False
 
     @classmethod
     def of_keys(cls, keys, num_bins: int, grid: int | None = None,
@@ -70,6 +73,8 @@ class Case:
             name += f"/grid={self.grid}"
         if self.bad:
             name += f"/bad={self.bad}"
+        if self.skewed:
+            name += "/skewed"
         return name
 
     def keys(self) -> np.ndarray:
@@ -249,10 +254,26 @@ def _full_width_cases() -> list[Case]:
     return cases
 
 
+def _skewed_cases() -> list[Case]:
+    """Shapes whose kernels run with warps out of step (common.cuh, HK_SKEW_NS):
+    a barrier that is missing shows as a wrong count or order, not only under
+    racecheck. Two or three blocks each (even and odd blocks skew their warps
+    in opposite orders), a single block, many tiles (the resident sort's
+    column scans), many bins (the fast kernel's split, both partitioned
+    passes), a multi-tile scan, 8-bit keys and bad keys."""
+    return [Case("uniform", 5_003, 256, seed=13, grid=2, skewed=True),
+            Case("onebin", 70_001, 4096, seed=13, grid=3, skewed=True),
+            Case("zipf", 20_011, 70_000, seed=13, grid=2, skewed=True),
+            Case("uniform", 300_007, 65536, seed=13, skewed=True),
+            Case("sorted", 100_003, 300, seed=13, grid=1, skewed=True),
+            Case("uniform", 40_009, 256, seed=13, dtype="uint8", skewed=True),
+            Case("uniform", 50_021, 1 << 20, seed=13, bad="several", grid=2, skewed=True)]
+
+
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases()
-             + _full_width_cases())
+             + _full_width_cases() + _skewed_cases())
     return cases if quick else cases + large_cases()
 
 
@@ -267,8 +288,9 @@ def judges(case: Case, kind: str) -> bool:
 
 
 def cases_for(kind: str, quick: bool = True) -> list[Case]:
-    """The cases that judge one kind."""
-    return [c for c in all_cases(quick) if judges(c, kind)]
+    """The cases that judge one kind (a user's kernel: skew is a build of
+    histkit's own kernels, so the skewed cases would only repeat others)."""
+    return [c for c in all_cases(quick) if judges(c, kind) and not c.skewed]
 
 
 def large_cases() -> list[Case]:

@@ -4,12 +4,15 @@ the rule of its kind, and reports.
 The oracles run on the host; the kernels on the device, fed the same keys
 (uploaded once per case, between guard keys). Every output is allocated with
 guard elements before and after it that must come back untouched, and so is
-every scratch array a launcher allocates (Runtime.scratch_overruns). Nothing here decides
+every scratch array a launcher allocates (Runtime.scratch_overruns). Skewed
+cases run histkit's kernels built with schedule skew (Runtime.skewed_schedule).
+Nothing here decides
 what is correct: that is checks.py, against histkit.oracles.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import time
@@ -302,8 +305,9 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     results = []
     for name, kernel, variant in selected:
         start = time.perf_counter()
+        skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
         try:
-            with rt.poisoned_scratch():  # scratch never arrives clean, nor zeroed
+            with rt.poisoned_scratch(), skew:  # scratch never arrives clean, nor zeroed
                 cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""

@@ -50,6 +50,10 @@ PART_ITEMS = 8
 PART_COUNT_THREADS = 512
 PART_ENTRY_COST = 64
 SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
+# The conformance suite's skewed cases: each warp of a block sleeps its rank x
+# this many ns at entry and after every block barrier (common.cuh, HK_SKEW_NS;
+# passed only inside Runtime.skewed_schedule).
+SCHEDULE_SKEW_NS = 400
 
 # counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
 # Measured on the H200 (bench/sort_tiles.py, 2^28 int32 keys; sort-tiles-*.json):

@@ -171,6 +171,19 @@ SCRATCH_GUARD_BYTES = 256
 SCRATCH_CANARY = 0x3C
 
 
+class ScheduleSkew:
+    """While on (the conformance runner's skewed cases), kernels are built with
+    -DHK_SKEW_NS (common.cuh: warps of a block sleep different times at entry
+    and after every barrier), and launch plans made then are kept apart from
+    the plain ones. Shared by a runtime's stream views."""
+
+    def __init__(self):
+        self.depth = 0
+
+    def defines(self) -> dict[str, str]:
+        return {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)} if self.depth else {}
+
+
 class ScratchPoison:
     """While on (the conformance runner's cells), every array Runtime.empty
     hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
@@ -226,6 +239,7 @@ class Runtime:
         self.pool = BufferPool()
         self._zero_word = None
         self.poison = ScratchPoison()
+        self.skew = ScheduleSkew()
         self._barrier_scratch = None
 
     def _can_launch_cooperatively(self) -> bool:
@@ -266,6 +280,7 @@ class Runtime:
     # --- modules ---------------------------------------------------------
     def kernel(self, source: str, name: str, defines: dict[str, str]):
         """The entry `name` of cuda/`source`, built with the contract's defines + `defines`."""
+        defines = {**defines, **self.skew.defines()}
         key = (source, name, tuple(sorted(defines.items())))
         if key not in self._kernels:
             defines = contract.defines_for(source, defines)
@@ -320,6 +335,8 @@ class Runtime:
     def plan(self, shape: tuple, make):
         """make()'s result for this launch shape, made once (launch wrappers keep
         their kernel, geometry and names here: a repeated call looks them up)."""
+        if self.skew.depth:  # the skewed builds' plans hold other kernels
+            shape = ("skewed", *shape)
         found = self._plans.get(shape)
         if found is None:
             if len(self._plans) > 4096:  # many distinct shapes: keep the cache bounded
@@ -407,6 +424,15 @@ class Runtime:
                 found.append(f"wrote past the end of a {nbytes}-byte scratch array (at byte "
                              f"{nbytes + int(changed[0])})")
         return found
+
+    @contextlib.contextmanager
+    def skewed_schedule(self):
+        """Within: kernels are built and planned with schedule skew (ScheduleSkew)."""
+        self.skew.depth += 1
+        try:
+            yield
+        finally:
+            self.skew.depth -= 1
 
     @contextlib.contextmanager
     def poisoned_scratch(self):
