@@ -74,3 +74,41 @@ def test_a_sample_is_seeded_and_in_file_order():
     assert one == two and len(one) == 40
     assert one == sorted(one, key=lambda m: (m.file, m.line))
     assert mutagen.sample(GENERATED, None) == GENERATED
+
+
+def test_units_and_the_entries_reaching_each_line_follow_calls_templates_and_structs():
+    text = ("struct Adder { int n; };\n"                                   # 1
+            "__device__ int helper(int x) {\n"                             # 2
+            "    return x + 1;\n"                                         # 3
+            "}\n"                                                          # 4
+            'extern "C" __global__ void __launch_bounds__(256, 2)\n'      # 5
+            "first(int* out) {\n"                                          # 6
+            "    Adder a{helper(1)};  // a struct and a helper\n"          # 7
+            "    out[0] = a.n;\n"                                         # 8
+            "}\n"                                                          # 9
+            'extern "C" __global__ void second(int* out) { out[0] = 2; }\n'  # 10
+            "int declared_only;\n")                                        # 11
+    units = {u.name: u for u in mutagen.units_of(text)}
+    assert set(units) == {"Adder", "helper", "first", "second"}
+    assert (units["first"].first, units["first"].last, units["first"].entry) == (5, 9, True)
+    reach = mutagen.entries_reaching(text)
+    assert reach[3] == {"first"} and reach[1] == {"first"} and reach[10] == {"second"}
+    assert 11 not in reach  # outside every unit: every entry may see it
+
+
+def test_a_generated_mutant_runs_only_the_rows_whose_entries_reach_its_line():
+    text = (ROOT / "cuda" / "counting_sort.cu").read_text().split("\n")
+    def mutant_at(fragment):
+        return next(m for m in GENERATED if m.file == "counting_sort.cu" and fragment in m.find)
+
+    resident = mutant_at("if (departed == (u64)(passed + 1) * gridDim.x)")
+    assert set(mutation.rows_for(resident)) == {"sort-stable-resident", "sort-stable-auto"}
+    cursor = mutant_at("out_index[pos] = (hk_index)i;")
+    assert mutation.rows_for(cursor) == ["sort-atomic-cursor"]
+    shared = mutant_at("stage.warp_counts[warp][digit] = (unsigned short)")
+    assert "sort-atomic-cursor" not in mutation.rows_for(shared)
+    assert {"sort-stable", "sort-stable-resident", "radix-sort"} <= set(mutation.rows_for(shared))
+    assert text  # every row using a file it does not own keeps every mutant of that file
+    scan = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
+    assert set(mutation.rows_for(scan)) == {"partitioned", "auto", "exclusive-scan",
+                                            "sort-atomic-cursor"}

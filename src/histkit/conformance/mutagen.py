@@ -155,3 +155,100 @@ def equivalent(table: Path) -> dict[str, str]:
         if entry.get("seen_by") not in SEEN_BY:
             raise ValueError(f"{table}: {entry.get('id')}: seen_by must be one of {SEEN_BY}")
     return {entry["id"]: entry["why"] for entry in entries}
+
+
+# --- which kernel entries reach a line ------------------------------------------
+#
+# A generated mutant on a line that only resident_sort can run needs only the
+# rows that launch resident_sort: the judge skips the others (a survivor's
+# judge, the long one, runs every row of the file otherwise). The reach is
+# found from the text: top-level functions and structs of the file, and which
+# of their names each one's body mentions (templates and functor structs
+# included: a mention is enough), from each extern "C" entry on.
+
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_NAME_BEFORE_PAREN = re.compile(r"(\w+)\s*\($")
+_STRUCT = re.compile(r"\b(?:struct|union)\s+(\w+)")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A top-level function or struct of a kernel file: its lines (1-based,
+    inclusive), and whether it is an extern "C" kernel entry."""
+
+    name: str
+    first: int
+    last: int
+    entry: bool
+    body: str
+
+
+def _without_comments(text: str) -> str:
+    """text with comments blanked (line numbers kept) and preprocessor lines emptied."""
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
+    lines = [_code(line) for line in text.split("\n")]
+    return "\n".join("" if line.lstrip().startswith("#") else line for line in lines)
+
+
+def units_of(text: str) -> list[Unit]:
+    """The top-level functions and structs of a kernel file, in order."""
+    code = _without_comments(text)
+    units: list[Unit] = []
+    depth, header_start, opened = 0, 0, 0
+    for at, char in enumerate(code):
+        if char == "{":
+            if depth == 0:
+                opened = at
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                unit = _unit(code, header_start, opened, at)
+                if unit is not None:
+                    units.append(unit)
+                header_start = at + 1
+        elif char == ";" and depth == 0:
+            header_start = at + 1
+    return units
+
+
+def _unit(code: str, start: int, opened: int, closed: int) -> Unit | None:
+    header = _LAUNCH_BOUNDS.sub("", code[start:opened])
+    paren = header.find("(")
+    if paren >= 0:
+        named = _NAME_BEFORE_PAREN.search(header[:paren + 1])
+        name = named.group(1) if named else None
+    else:
+        struct = _STRUCT.search(header)
+        name = struct.group(1) if struct else None
+    if name is None:
+        return None
+    # the unit begins at its header's first non-blank character
+    lead = len(code[start:opened]) - len(code[start:opened].lstrip())
+    return Unit(name, code.count("\n", 0, start + lead) + 1, code.count("\n", 0, closed) + 1,
+                'extern "C"' in header and "__global__" in header, code[opened:closed])
+
+
+def entries_reaching(text: str) -> dict[int, frozenset[str]]:
+    """Line (1-based) -> the extern "C" entries whose code reaches it, for
+    every line inside a top-level function or struct (lines outside any,
+    declarations and the like, are not in the map: every entry may see them)."""
+    units = units_of(text)
+    names = {unit.name for unit in units}
+    mentions = {unit.name: set(_IDENTIFIER.findall(unit.body)) & names for unit in units}
+    reach: dict[str, set[str]] = {}
+    for entry in (unit.name for unit in units if unit.entry):
+        seen, todo = {entry}, [entry]
+        while todo:
+            for callee in mentions.get(todo.pop(), ()):
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        for name in seen:
+            reach.setdefault(name, set()).add(entry)
+    found: dict[int, frozenset[str]] = {}
+    for unit in units:
+        for line in range(unit.first, unit.last + 1):
+            found[line] = frozenset(reach.get(unit.name, ()))
+    return found

@@ -82,14 +82,26 @@ def apply(mutant: Mutant, source_dir: Path, target_dir: Path) -> Path:
     return target_dir
 
 
-def rows_for(mutant: Mutant) -> list[str]:
-    from histkit.gpu import registry
+def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
+    """The conformance rows that compile the mutant's file; for a generated
+    mutant (its line known), only those whose entries reach that line
+    (mutagen.entries_reaching) among the rows of the file itself, every row
+    that only uses the file (its entries there are not listed)."""
+    from histkit.gpu import compiler, registry
 
-    return [k.row for k in registry.rows_reaching(mutant.file)]
+    rows = registry.rows_reaching(mutant.file)
+    if mutant.line:
+        from histkit.conformance import mutagen
+
+        text = (Path(cuda_dir or compiler.kernel_dir()) / mutant.file).read_text()
+        reaching = mutagen.entries_reaching(text).get(mutant.line)
+        if reaching:  # (none found: every row, rather than trust the parse)
+            rows = [k for k in rows if k.source != mutant.file or set(k.entries) & reaching]
+    return [k.row for k in rows]
 
 
-def _judge_command(mutant: Mutant) -> list[str]:
-    rows = rows_for(mutant)
+def _judge_command(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
+    rows = rows_for(mutant, cuda_dir)
     if mutant.needs in ("racecheck", "synccheck"):
         return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
                 "--error-exitcode", str(EXIT_CAUGHT), sys.executable, "-m",
@@ -117,7 +129,8 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
         apply(mutant, cuda_dir, Path(tmp))
         child_env = {**env, "HISTKIT_CUDA_DIR": tmp, "PYTHONUNBUFFERED": "1"}
         try:
-            done = subprocess.run(_judge_command(mutant), env=child_env, capture_output=True,
+            done = subprocess.run(_judge_command(mutant, cuda_dir), env=child_env,
+                                  capture_output=True,
                                   text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
@@ -176,7 +189,7 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     # files reaching most rows (the longest judges) start first.
     heavy = [m for m in mutants if m.needs == "full"]
     light = sorted((m for m in mutants if m.needs != "full"),
-                   key=lambda m: -len(rows_for(m)))
+                   key=lambda m: -len(rows_for(m, cuda_dir)))
     outcomes: list[Outcome] = []
 
     def report(outcome: Outcome) -> None:

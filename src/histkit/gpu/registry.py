@@ -81,6 +81,8 @@ class Kernel:
     row: str
     kind: str
     source: str
+    # Every extern "C" kernel of `source` the row launches (generated mutants
+    # of a line only run the rows whose entries reach it: list them all).
     entries: tuple[str, ...]
     run: Callable
     # Compile-time define sets the launcher can build (besides KEY_T and the
@@ -207,7 +209,8 @@ KERNELS: tuple[Kernel, ...] = (
                DEFAULT,
                Variant("64-bin-parts", {"low_bits": 6}, "many partitions at few bins"),
            )),
-    Kernel("auto", "histogram", "partitioned_histogram.cu", ("sample_runs",),
+    Kernel("auto", "histogram", "partitioned_histogram.cu",
+           ("sample_runs", "partition_tiles", "count_partitions"),
            partitioned.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
            serves=("histogram", "auto"), sample_probe=partitioned.sample_runs, variants=(
                DEFAULT,
