@@ -6,8 +6,8 @@ The oracles run on the host; the kernels on the device, fed the same keys
 guard elements before and after it that must come back untouched, and so is
 every scratch array a launcher allocates (Runtime.scratch_overruns). Skewed
 cases run histkit's kernels built with schedule skew (Runtime.skewed_schedule).
-Nothing here decides
-what is correct: that is checks.py, against histkit.oracles.
+Nothing here decides what is correct: that is checks.py, against
+histkit.oracles.
 """
 
 from __future__ import annotations
