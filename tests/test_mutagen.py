@@ -2,6 +2,7 @@
 slip on its own line, ids survive unrelated edits, and the list of known
 equivalent ones names only mutants that exist. No GPU needed."""
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -112,3 +113,30 @@ def test_a_generated_mutant_runs_only_the_rows_whose_entries_reach_its_line():
     scan = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
     assert set(mutation.rows_for(scan)) == {"partitioned", "auto", "exclusive-scan",
                                             "sort-atomic-cursor"}
+
+
+def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tmp_path,
+                                                                             monkeypatch):
+    # the run's bookkeeping, with each judge replaced (no GPU): one survivor,
+    # one broken, the rest caught
+    sample = mutagen.sample(GENERATED, 12, seed=4)
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text(f'[[equivalent]]\nid = "{sample[0].id}"\nseen_by = "nothing"\n'
+                      f'why = "listed for the test: changes nothing"\n')
+    verdicts = {sample[1].id: "survived", sample[2].id: "broken"}
+
+    def judged(mutant, cuda_dir, timeout, env):
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs,
+                                verdicts.get(mutant.id, "caught"), "", 0.0)
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    out = tmp_path / "generated.json"
+    status = mutation.run(Path("unused.toml"), ROOT / "cuda", 2, 1.0, out, None, None,
+                          generated=True, sample=12, seed=4, equivalent_table=listed)
+    result = json.loads(out.read_text())
+    assert status == 1 and result["generated"] and result["survived"] == [sample[1].id]
+    assert result["broken"] == [sample[2].id] and result["total"] == 10  # 12 - listed - broken
+    assert result["caught"] == 9 and sample[0].id not in result["mutants"]
+    progress = out.with_suffix(".progress.jsonl").read_text().splitlines()
+    assert len(progress) == 11 and {json.loads(line)["id"] for line in progress} == {
+        m.id for m in sample[1:]}

@@ -191,17 +191,25 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     light = sorted((m for m in mutants if m.needs != "full"),
                    key=lambda m: -len(rows_for(m, cuda_dir)))
     outcomes: list[Outcome] = []
+    # Each verdict also goes to <json>.progress.jsonl as it comes: a run cut off
+    # by a time limit keeps what it judged.
+    progress = open(json_path.with_suffix(".progress.jsonl"), "w") if json_path else None  # noqa: SIM115
 
     def report(outcome: Outcome) -> None:
         print(f"{outcome.verdict:8s} {outcome.id} ({outcome.needs}, {outcome.seconds:.0f} s)",
               flush=True)
         outcomes.append(outcome)
+        if progress:
+            progress.write(json.dumps(asdict(outcome)) + "\n")
+            progress.flush()
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for outcome in pool.map(lambda m: run_one(m, cuda_dir, timeout, env), light):
             report(outcome)
     for mutant in heavy:
         report(run_one(mutant, cuda_dir, timeout * 3, env))
+    if progress:
+        progress.close()
     caught = sum(o.verdict == "caught" for o in outcomes)
     broken = [o.id for o in outcomes if o.verdict == "broken"]
     survived = [o.id for o in outcomes if o.verdict == "survived"]
