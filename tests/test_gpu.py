@@ -576,3 +576,25 @@ def test_scratch_guard_names_a_write_just_outside_poisoned_scratch(where):
     assert ("before the start" in found[0]) == (where == "before")
     assert rt.scratch_overruns() == []  # each guard is read once, then let go
     assert SCRATCH_GUARD_BYTES % 256 == 0
+
+
+@needs_gpu
+def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
+    import subprocess
+    import sys
+
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    host = np.arange(1001, dtype=np.int32)
+    array = rt.fenced_copy(host)
+    np.testing.assert_array_equal(rt.copy_to_host(array.ptr, np.empty(1001, np.int32)), host)
+    assert (array.ptr + host.nbytes - array.buffer.base) == array.buffer.mapped
+    # one element past it is not mapped: a copy that reaches it fails (in a
+    # child process: a fault may spoil the CUDA context)
+    past = ("import numpy as np; from histkit.gpu.device import runtime; rt = runtime(); "
+            "a = rt.fenced_copy(np.arange(1001, dtype=np.int32)); "
+            "rt.copy_to_host(a.ptr, np.empty(1002, np.int32))")
+    done = subprocess.run([sys.executable, "-c", past], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode != 0 and "CudaError" in done.stderr

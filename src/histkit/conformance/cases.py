@@ -55,6 +55,9 @@ class Case:
     # histkit's kernels built with schedule skew (Runtime.skewed_schedule):
     # warps out of step wherever no barrier puts them in step.
     skewed: bool = False
+    # The inputs (keys, a scan's counts, the radix sort's values) end where
+    # mapped memory ends (Runtime.fenced_copy): a read one past them faults.
+    fenced: bool = False
 
     @classmethod
     def of_keys(cls, keys, num_bins: int, grid: int | None = None,
@@ -75,6 +78,8 @@ class Case:
             name += f"/bad={self.bad}"
         if self.skewed:
             name += "/skewed"
+        if self.fenced:
+            name += "/fenced"
         return name
 
     def keys(self) -> np.ndarray:
@@ -270,10 +275,24 @@ def _skewed_cases() -> list[Case]:
             Case("uniform", 50_021, 1 << 20, seed=13, bad="several", grid=2, skewed=True)]
 
 
+def _fenced_cases() -> list[Case]:
+    """Inputs flush against unmapped memory: a kernel that loads even one
+    element past its keys (or a scan past its counts) faults, although it
+    would drop the value (the guard keys of the other cases only catch reads
+    whose value is used). Sizes at and off the tile, vector and warp
+    multiples, one block and several, many bins (K is the scan's length).
+    Last in the matrix: a fault spoils the CUDA context for what follows."""
+    return [Case("uniform", 10_007, 256, seed=14, fenced=True),
+            Case("sorted", 4_096, 4_096, seed=14, dtype="int8", fenced=True),
+            Case("uniform", 65_536, 70_000, seed=14, dtype="uint16", grid=2, fenced=True),
+            Case("zipf", 100_003, 1_000, seed=14, dtype="int64", grid=1, fenced=True),
+            Case("round-robin", 20_011, 65_536, seed=14, fenced=True)]
+
+
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases()
-             + _full_width_cases() + _skewed_cases())
+             + _full_width_cases() + _skewed_cases() + _fenced_cases())
     return cases if quick else cases + large_cases()
 
 
@@ -289,8 +308,9 @@ def judges(case: Case, kind: str) -> bool:
 
 def cases_for(kind: str, quick: bool = True) -> list[Case]:
     """The cases that judge one kind (a user's kernel: skew is a build of
-    histkit's own kernels, so the skewed cases would only repeat others)."""
-    return [c for c in all_cases(quick) if judges(c, kind) and not c.skewed]
+    histkit's own kernels and fences are placed by histkit's runner, so the
+    skewed and fenced cases would only repeat others)."""
+    return [c for c in all_cases(quick) if judges(c, kind) and not c.skewed and not c.fenced]
 
 
 def large_cases() -> list[Case]:

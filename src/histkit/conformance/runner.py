@@ -30,7 +30,7 @@ from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY, SAMPLE_RUNS, WARP
-from histkit.gpu.device import BufferWindow, DeviceArray, Runtime, runtime
+from histkit.gpu.device import BufferWindow, DeviceArray, FenceUnavailable, Runtime, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
@@ -101,10 +101,16 @@ class CaseRun:
         self.case = case
         self.host = case.keys()
         dtype = self.host.dtype
-        padded = np.full(case.offset + case.n + GUARD, case.guard_value(), dtype=dtype)
-        padded[case.offset:case.offset + case.n] = self.host
-        self.device_array = rt.to_device(padded)
-        self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n, dtype)
+        self.fenced: set[int] = set()  # pointers of inputs placed against unmapped memory
+        if case.fenced:
+            self.device_array = self.fenced_input(self.host)
+            self.keys = Keys(self.device_array.ptr, case.n, dtype)
+        else:
+            padded = np.full(case.offset + case.n + GUARD, case.guard_value(), dtype=dtype)
+            padded[case.offset:case.offset + case.n] = self.host
+            self.device_array = rt.to_device(padded)
+            self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n,
+                             dtype)
         self.expected = checks.Expected(self.host, case.num_bins, case.full_width,
                                         radix_values(case))
 
@@ -116,7 +122,10 @@ class CaseRun:
         return DeviceArray(BufferWindow(whole.buffer, GUARD * dtype.itemsize), n, dtype)
 
     def read(self, array: DeviceArray, fill: int = 0) -> np.ndarray:
-        """array's elements, after checking that its guards still hold fill."""
+        """array's elements, after checking that its guards still hold fill
+        (a fenced input has none: a write past it faults)."""
+        if array.ptr in self.fenced:
+            return self.rt.copy_to_host(array.ptr, np.empty(array.n, array.dtype))
         size = array.dtype.itemsize
         whole = self.rt.copy_to_host(array.ptr - GUARD * size,
                                      np.empty(GUARD + array.n + GUARD, array.dtype))
@@ -133,13 +142,20 @@ class CaseRun:
     def guarded_input(self, host: np.ndarray, fill: int) -> DeviceArray:
         """host on the device between GUARD elements of the byte fill: a kernel
         that reads outside its input reads them, and read(array, fill) says
-        whether one wrote there."""
+        whether one wrote there. In a fenced case: against unmapped memory."""
+        if self.case.fenced:
+            return self.fenced_input(host)
         padded = np.empty(GUARD + len(host) + GUARD, host.dtype)
         padded.view(np.uint8)[:] = fill
         padded[GUARD:GUARD + len(host)] = host
         whole = self.rt.to_device(padded)
         return DeviceArray(BufferWindow(whole.buffer, GUARD * host.dtype.itemsize), len(host),
                            host.dtype)
+
+    def fenced_input(self, host: np.ndarray) -> DeviceArray:
+        array = self.rt.fenced_copy(host)
+        self.fenced.add(array.ptr)
+        return array
 
     def first_bad_slot(self) -> DeviceArray:
         return self.output(1, np.uint64, fill=0xFF)
@@ -299,6 +315,9 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
         return [Result(case, name, Cell("skip", reason)) for name, _, _ in selected]
     try:
         run = CaseRun(rt, case)
+    except FenceUnavailable as error:  # no virtual memory API: not the kernels' fault
+        cell = Cell("skip", f"fenced inputs cannot be made here: {error}")
+        return [Result(case, name, cell) for name, _, _ in selected]
     except Exception as error:  # the case itself could not be set up
         cell = Cell("FAIL", f"setting up case {case.name} failed: {type(error).__name__}: {error}")
         return [Result(case, name, cell) for name, _, _ in selected]

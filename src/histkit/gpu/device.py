@@ -165,6 +165,70 @@ class BufferWindow:
         self.handle = int(whole.handle) + offset
 
 
+FENCE_GRANULES = 16  # unmapped granules (2 MiB each on the H200) after a FencedBuffer
+
+
+class FenceUnavailable(CudaError):
+    """The driver's virtual memory API could not make a FencedBuffer here."""
+
+
+class FencedBuffer:
+    """Device memory that ends exactly where mapped memory ends: the next byte
+    is an unmapped page, so a kernel that reads or writes even one element
+    past it faults (CUDA_ERROR_ILLEGAL_ADDRESS) instead of reading whatever
+    lies there and dropping it. Made with the driver's virtual memory API:
+    FENCE_GRANULES more granules of address space are reserved than are
+    mapped, and the array is placed at the end of the mapped part. For the conformance suite's
+    fenced cases (a few small arrays); freed, after a device sync, when dropped."""
+
+    def __init__(self, device_id: int, nbytes: int):
+        prop = driver.CUmemAllocationProp()
+        prop.type = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = device_id
+        minimum = driver.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM
+        try:
+            granule = int(check(driver.cuMemGetAllocationGranularity(prop, minimum),
+                                "cuMemGetAllocationGranularity"))
+        except CudaError as error:
+            raise FenceUnavailable(str(error)) from None
+        self.mapped = -(-max(1, nbytes) // granule) * granule
+        self.memory = self.base = None
+        # the address space after it stays unmapped: a read a whole grid
+        # stride past the end (megabytes) must fault too, not land elsewhere
+        self.reserved = self.mapped + FENCE_GRANULES * granule
+        try:
+            self.memory = check(driver.cuMemCreate(self.mapped, prop, 0), "cuMemCreate")
+            self.base = check(driver.cuMemAddressReserve(self.reserved, granule, 0, 0),
+                              "cuMemAddressReserve")
+            check(driver.cuMemMap(self.base, self.mapped, 0, self.memory, 0), "cuMemMap")
+            access = driver.CUmemAccessDesc()
+            access.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            access.location.id = device_id
+            access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            check(driver.cuMemSetAccess(self.base, self.mapped, [access], 1), "cuMemSetAccess")
+        except CudaError as error:
+            self._free()
+            raise FenceUnavailable(str(error)) from None
+        self.handle = int(self.base) + self.mapped - nbytes
+
+    def _free(self) -> None:
+        if self.base is not None:
+            driver.cuMemUnmap(self.base, self.mapped)
+            driver.cuMemAddressFree(self.base, self.reserved)
+            self.base = None
+        if self.memory is not None:
+            driver.cuMemRelease(self.memory)
+            self.memory = None
+
+    def __del__(self):
+        try:  # noqa: SIM105 (see PooledBuffer.__del__)
+            driver.cuCtxSynchronize()  # no kernel may still be reading it
+            self._free()
+        except Exception:
+            pass
+
+
 # Guard bytes on each side of a poisoned scratch array (a multiple of 256:
 # the array keeps the allocation's alignment), and the byte they hold.
 SCRATCH_GUARD_BYTES = 256
@@ -512,6 +576,17 @@ class Runtime:
     def to_device(self, host: np.ndarray) -> DeviceArray:
         host = np.ascontiguousarray(host)
         array = self.empty(len(host), host.dtype)
+        if host.nbytes:
+            check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,
+                                           self.stream.handle), "cuMemcpyHtoDAsync")
+        return array
+
+    def fenced_copy(self, host: np.ndarray) -> DeviceArray:
+        """host on the device in a FencedBuffer: the byte after its last
+        element is unmapped (CudaError where this driver cannot do it)."""
+        host = np.ascontiguousarray(host)
+        array = DeviceArray(FencedBuffer(self.device.device_id, host.nbytes), len(host),
+                            host.dtype)
         if host.nbytes:
             check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,
                                            self.stream.handle), "cuMemcpyHtoDAsync")
