@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import needs_nvrtc
 
 from histkit.conformance import mutagen, mutation
 
@@ -140,3 +141,32 @@ def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tm
     progress = out.with_suffix(".progress.jsonl").read_text().splitlines()
     assert len(progress) == 11 and {json.loads(line)["id"] for line in progress} == {
         m.id for m in sample[1:]}
+
+
+@needs_nvrtc
+def test_a_sample_of_generated_mutants_compiles_with_nvrtc(tmp_path, monkeypatch):
+    # broken mutants test nothing: the generator's slips must stay valid CUDA
+    # (each new kind in full, the rest by a seeded sample)
+    from histkit.gpu import compiler, contract
+
+    newer = ("atomic-made-plain", "return-dropped", "continue-dropped", "break-dropped")
+    chosen = [m for m in GENERATED if any(f"-{kind}-" in m.id for kind in newer)]
+    chosen += mutagen.sample([m for m in GENERATED if m not in chosen], 12, seed=7)
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
+    for m in chosen:
+        copy = mutation.apply(m, ROOT / "cuda", tmp_path / m.id)
+        monkeypatch.setenv("HISTKIT_CUDA_DIR", str(copy))
+        compiler.kernel_dir.cache_clear()
+        try:
+            source = m.file if m.file.endswith(".cu") else "atomic_histogram.cu"
+            defines = contract.defines_for(source, {"KEY_T": "int", **_fullest_build(source)})
+            assert compiler.compile_cubin(source, defines, "sm_90")[:4] == b"\x7fELF", m.id
+        finally:
+            compiler.kernel_dir.cache_clear()
+
+
+def _fullest_build(source: str) -> dict:
+    from histkit.gpu import registry
+
+    rows = [k for k in registry.KERNELS if k.source == source]
+    return rows[-1].builds[-1] if rows else {}

@@ -6,9 +6,10 @@ that people actually make in kernels, at every line of every kernel file where
 it applies: a comparison off by one (``<`` / ``<=``, ``>`` / ``>=``), a test
 inverted (``==`` / ``!=``, ``&&`` / ``||``), a ``+ 1`` / ``- 1`` dropped,
 ``min`` / ``max`` swapped, a shift turned round, a barrier or fence dropped, a
-store dropped, a counter started at 1. So a kernel added tomorrow is mutated
-without anyone writing its bugs first, and a survivor points at the line
-whose behaviour no case pins down.
+store dropped, a counter started at 1, ``+=`` made ``=``, an atomicAdd made a
+plain ``+=``, an early ``return`` / ``continue`` / ``break`` dropped. So a
+kernel added tomorrow is mutated without anyone writing its bugs first, and a
+survivor points at the line whose behaviour no case pins down.
 
 Some generated mutants change nothing a caller can observe (``i < n`` made
 ``i <= n`` where a later guard stops the extra round, a fence on a path that
@@ -67,6 +68,12 @@ SLIPS = (
     _slip("fence-dropped", r"__threadfence\(\);", ";", "a memory fence dropped"),
     _slip("counter-starts-at-one", r"(?<=[\w\]] = )0(?=;)", "1",
           "a counter or sum started at 1 instead of 0"),
+    _slip("accumulate-made-assign", r" \+= ", " = ", "a '+=' made '=' (the sum so far lost)"),
+    _slip("atomic-made-plain", r"atomicAdd\(&([^,;]+), ([^;]+?)\);", r"\1 += \2;",
+          "an atomicAdd made a plain '+=' (the chapter's race)"),
+    _slip("return-dropped", r"\breturn;", ";", "an early return dropped"),
+    _slip("continue-dropped", r"\bcontinue;", ";", "a 'continue' dropped (the skip forgotten)"),
+    _slip("break-dropped", r"\bbreak;", ";", "a 'break' dropped (the loop runs on)"),
 )
 
 # A statement that stores to something already declared: `x = ...;`,
@@ -101,7 +108,7 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
         comment = line[len(code):]
         for slip in SLIPS:
             for match in slip.pattern.finditer(code):
-                mutated = code[:match.start()] + slip.replacement + code[match.end():]
+                mutated = code[:match.start()] + match.expand(slip.replacement) + code[match.end():]
                 found.append(_mutant(file, slip.name, slip.what, line, number,
                                      mutated + comment, seen))
         store = _STORE.match(code)
