@@ -1,0 +1,134 @@
+"""The conformance harness's guards, on a pretend device: Runtime's poisoned
+scratch and the runner's output guards, with the driver calls they make
+(allocate, memset, copy back, copy in) served from host memory. The GPU runs
+the same code; here it is checked without one: a write just outside any
+array the suite hands a kernel must be named, and nothing else."""
+
+import numpy as np
+import pytest
+
+from histkit.conformance.cases import GUARD, Case
+from histkit.conformance.runner import CaseRun, GuardViolation
+from histkit.gpu.device import (
+    SCRATCH_CANARY,
+    SCRATCH_GUARD_BYTES,
+    DeviceArray,
+    Runtime,
+    ScheduleSkew,
+    ScratchPoison,
+)
+
+
+class HostMemory:
+    """Bytes standing for device memory; a buffer is (address, handle)."""
+
+    class Buffer:
+        def __init__(self, handle: int):
+            self.handle = handle
+
+    def __init__(self, size: int = 1 << 22):
+        self.bytes = np.full(size, 0x77, np.uint8)  # what unallocated memory holds
+        self.next = 4096
+
+    def allocate(self, nbytes: int) -> "HostMemory.Buffer":
+        address = self.next
+        self.next += -(-max(1, nbytes) // 256) * 256 + 256  # 256-aligned, with a gap
+        assert self.next < len(self.bytes)
+        return self.Buffer(address)
+
+
+@pytest.fixture
+def rt(monkeypatch):
+    memory = HostMemory()
+    runtime = Runtime.__new__(Runtime)  # no device: only the methods under test
+    runtime.poison, runtime.skew, runtime.memory = ScratchPoison(), ScheduleSkew(), memory
+
+    def empty(n, dtype, pooled=True):
+        dtype = np.dtype(dtype)
+        return DeviceArray(memory.allocate(n * dtype.itemsize), n, dtype)
+
+    def memset(ptr, byte, nbytes):
+        memory.bytes[ptr:ptr + nbytes] = byte
+
+    def copy_to_host(ptr, host):
+        host.view(np.uint8).reshape(-1)[:] = memory.bytes[ptr:ptr + host.nbytes]
+        return host
+
+    def to_device(host):
+        host = np.ascontiguousarray(host)
+        array = runtime.empty(len(host), host.dtype)
+        memory.bytes[array.ptr:array.ptr + host.nbytes] = host.view(np.uint8).reshape(-1)
+        return array
+
+    runtime._empty, runtime.memset = empty, memset
+    runtime.copy_to_host, runtime.to_device = copy_to_host, to_device
+    return runtime
+
+
+def test_poisoned_scratch_arrives_filled_between_canaries(rt):
+    with rt.poisoned_scratch():
+        first, second = rt.empty(10, np.uint32), rt.empty(3, np.uint64)
+    memory = rt.memory.bytes
+    assert set(memory[first.ptr:first.ptr + 40]) == {0xFF}
+    assert set(memory[second.ptr:second.ptr + 24]) == {0x00}
+    for array, nbytes in ((first, 40), (second, 24)):
+        assert set(memory[array.ptr - SCRATCH_GUARD_BYTES:array.ptr]) == {SCRATCH_CANARY}
+        after = array.ptr + nbytes
+        assert set(memory[after:after + SCRATCH_GUARD_BYTES]) == {SCRATCH_CANARY}
+    assert first.ptr % 256 == 0  # the guard keeps the allocation's alignment
+    assert rt.scratch_overruns() == []
+
+
+@pytest.mark.parametrize("offset, says", [(-1, "1 bytes before the start"),
+                                          (-SCRATCH_GUARD_BYTES, "256 bytes before"),
+                                          (40, "at byte 40"), (40 + 255, "at byte 295")])
+def test_a_write_just_outside_scratch_is_named_once(rt, offset, says):
+    with rt.poisoned_scratch():
+        array = rt.empty(10, np.uint32)
+    rt.memory.bytes[array.ptr + offset] = 0
+    found = rt.scratch_overruns()
+    assert len(found) == 1 and says in found[0] and "40-byte scratch" in found[0]
+    assert rt.scratch_overruns() == []
+
+
+def test_outside_a_conformance_cell_scratch_is_plain(rt):
+    array = rt.empty(10, np.uint32)
+    assert set(rt.memory.bytes[array.ptr:array.ptr + 40]) == {0x77}  # untouched
+    assert rt.poison.guarded == [] and rt.scratch_overruns() == []
+
+
+@pytest.fixture
+def case_run(rt):
+    with rt.poisoned_scratch():
+        yield CaseRun(rt, Case("uniform", 100, 16, seed=1))
+
+
+@pytest.mark.parametrize("element, says", [(-1, "before the start"), (-GUARD, "before the start"),
+                                           (20, "past the end"), (20 + GUARD - 1, "past the end")])
+def test_an_output_write_just_outside_is_a_guard_violation(case_run, element, says):
+    out = case_run.output(20, np.uint64, fill=0xA5)
+    case_run.rt.memory.bytes[out.ptr + element * 8] = 0
+    with pytest.raises(GuardViolation, match=says):
+        case_run.read(out, fill=0xA5)
+
+
+def test_an_output_read_back_is_its_elements_and_its_guards_hold(case_run):
+    out = case_run.output(20, np.uint64, fill=0)
+    values = np.arange(20, dtype=np.uint64) * 3
+    case_run.rt.memory.bytes[out.ptr:out.ptr + 160] = values.view(np.uint8)
+    np.testing.assert_array_equal(case_run.read(out), values)
+
+
+def test_a_guarded_input_reads_back_and_names_a_write_before_it(case_run):
+    counts = case_run.guarded_input(np.arange(50, dtype=np.uint64), 0x5A)
+    np.testing.assert_array_equal(case_run.read(counts, fill=0x5A), np.arange(50))
+    case_run.rt.memory.bytes[counts.ptr - 3] = 0
+    with pytest.raises(GuardViolation, match="before the start"):
+        case_run.read(counts, fill=0x5A)
+
+
+def test_the_keys_sit_between_guard_keys_that_are_bad_keys(case_run):
+    keys = case_run.keys
+    stored = case_run.rt.copy_to_host(keys.ptr, np.empty(keys.n + GUARD, keys.dtype))
+    np.testing.assert_array_equal(stored[:keys.n], case_run.host)
+    assert set(stored[keys.n:]) == {16}  # K: outside [0, K)
