@@ -313,3 +313,5 @@ def test_fenced_cases_come_last_in_the_quick_matrix_and_only_histkits_runner_pla
     assert all(c.n > 0 and c.offset == 0 and not c.bad for c in fenced)
     assert {c.dtype for c in fenced} >= {"int8", "uint16", "int32", "int64"}
     assert not any(c.fenced for c in cases_for("histogram") + cases_for("scan"))
+    # a user's .cu kernel reads device memory the runner places: it gets them
+    assert set(fenced) <= set(cases_for("histogram", fenced=True))

@@ -306,11 +306,13 @@ def judges(case: Case, kind: str) -> bool:
     return not case.full_width or kind in FULL_WIDTH_KINDS
 
 
-def cases_for(kind: str, quick: bool = True) -> list[Case]:
-    """The cases that judge one kind (a user's kernel: skew is a build of
-    histkit's own kernels and fences are placed by histkit's runner, so the
-    skewed and fenced cases would only repeat others)."""
-    return [c for c in all_cases(quick) if judges(c, kind) and not c.skewed and not c.fenced]
+def cases_for(kind: str, quick: bool = True, fenced: bool = False) -> list[Case]:
+    """The cases that judge one kind, for a user's kernel: not the skewed ones
+    (skew is a build of histkit's own kernels), and the fenced ones only for
+    kernels the runner feeds from device memory (fenced=True: a .cu kernel;
+    a Python callable gets its inputs as host or framework arrays)."""
+    return [c for c in all_cases(quick)
+            if judges(c, kind) and not c.skewed and (fenced or not c.fenced)]
 
 
 def large_cases() -> list[Case]:

@@ -213,7 +213,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         else:
             cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     elif cases is None:
-        cases = cases_for(kind, quick)
+        cases = cases_for(kind, quick, fenced=isinstance(implementation, CudaFileImpl))
     report = CheckReport(implementation.describe(), kind)
     judge = Judge(implementation, timeout)
     start = time.perf_counter()

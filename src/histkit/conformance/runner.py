@@ -336,6 +336,9 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
             overruns = [f"reading the scratch guards failed: {type(error).__name__}: {error}"]
         if overruns and cell.status != "FAIL":
             cell = Cell("FAIL", "; ".join(overruns))
+        if cell.status == "FAIL" and case.fenced and "ILLEGAL_ADDRESS" in cell.detail:
+            cell = Cell("FAIL", f"{cell.detail} (a fenced case: the inputs end where mapped "
+                                f"memory ends, so the kernel read or wrote past one of them)")
         if cell.status == "FAIL":
             cell = Cell("FAIL", f"{cell.detail} [case {case.name}, seed {case.seed}, "
                                 f"kernel {name}, geometry {geometry or 'n/a'}]", cell.figures)
