@@ -315,3 +315,16 @@ def test_fenced_cases_come_last_in_the_quick_matrix_and_only_histkits_runner_pla
     assert not any(c.fenced for c in cases_for("histogram") + cases_for("scan"))
     # a user's .cu kernel reads device memory the runner places: it gets them
     assert set(fenced) <= set(cases_for("histogram", fenced=True))
+
+
+def test_a_histogram_whose_auto_sample_is_wrong_fails_though_its_counts_are_exact():
+    keys = np.arange(100, dtype=np.int32) % 7
+    expected = checks.Expected(keys, 7)
+    sample = checks.auto_sample(keys, 4)
+    right = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample)
+    assert checks.judge("histogram", expected, right).status == "pass"
+    sample = sample.copy()
+    sample[3, 0] = 6 - sample[3, 0]  # another valid bin: only the sample says so
+    wrong = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample)
+    cell = checks.judge("histogram", expected, wrong)
+    assert cell.status == "FAIL" and "run 3, lane 0" in cell.detail

@@ -119,6 +119,9 @@ class Outcome:
     sorted_values: np.ndarray | None = None
     first_bad: int | None = NO_REPORT
     global_atomics: int | None = None
+    # histkit's method="auto": the key sample it read to pick its kernel (runs x
+    # lanes). Every pick is exact, so a wrong sample shows in no count.
+    sample: np.ndarray | None = None
     block: int | None = None
     grid: int | None = None
 
@@ -231,6 +234,10 @@ def sample_rule(got: np.ndarray, want: np.ndarray) -> Cell | None:
 def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
           skips_bad_keys: bool = False) -> Cell:
     """Apply the rule of `kind` (registry.KINDS) to what an implementation produced."""
+    if got.sample is not None:
+        wrong = sample_rule(got.sample, auto_sample(expected.keys, *np.shape(got.sample)))
+        if wrong is not None:
+            return wrong
     if kind == "scan":
         return equal(got.offsets, expected.offsets(), "offset")
     if kind == "radix-sort":  # every key is valid: there is no K

