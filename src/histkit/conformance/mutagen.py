@@ -28,6 +28,7 @@ import random
 import re
 import tomllib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from histkit.conformance.mutation import Mutant
@@ -237,6 +238,7 @@ def _unit(code: str, start: int, opened: int, closed: int) -> Unit | None:
                 'extern "C"' in header and "__global__" in header, code[opened:closed])
 
 
+@cache  # a run asks once per mutant to order the judges, and again to start each
 def entries_reaching(text: str) -> dict[int, frozenset[str]]:
     """Line (1-based) -> the extern "C" entries whose code reaches it, for
     every line inside a top-level function or struct (lines outside any,

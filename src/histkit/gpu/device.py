@@ -235,6 +235,17 @@ SCRATCH_GUARD_BYTES = 256
 SCRATCH_CANARY = 0x3C
 
 
+@contextlib.contextmanager
+def _switched_on(mode):
+    """Within: mode (a ScheduleSkew or ScratchPoison, shared by a runtime's
+    stream views) is on; nested uses count, so the outermost exit turns it off."""
+    mode.depth += 1
+    try:
+        yield
+    finally:
+        mode.depth -= 1
+
+
 class ScheduleSkew:
     """While on (the conformance runner's skewed cases), kernels are built with
     -DHK_SKEW_NS (common.cuh: warps of a block sleep different times at entry
@@ -489,23 +500,13 @@ class Runtime:
                              f"{nbytes + int(changed[0])})")
         return found
 
-    @contextlib.contextmanager
     def skewed_schedule(self):
         """Within: kernels are built and planned with schedule skew (ScheduleSkew)."""
-        self.skew.depth += 1
-        try:
-            yield
-        finally:
-            self.skew.depth -= 1
+        return _switched_on(self.skew)
 
-    @contextlib.contextmanager
     def poisoned_scratch(self):
         """Within: new arrays arrive poisoned (ScratchPoison)."""
-        self.poison.depth += 1
-        try:
-            yield
-        finally:
-            self.poison.depth -= 1
+        return _switched_on(self.poison)
 
     def _allocate(self, nbytes: int):
         """A new buffer on this stream; when the device is full, the pool's kept
