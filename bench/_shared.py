@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from datetime import date
@@ -44,3 +45,26 @@ def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:
     path.write_text(json.dumps(data, indent=indent))
     print(f"wrote {path}")
     return path
+
+
+def gpu_rows_main(doc: str, default_repeats: int, stem: str, rows) -> None:
+    """A GPU table script's main: --repeats and --out; CuPy, PyTorch when
+    installed (else None) and histkit's runtime; each (label, row) that
+    rows(cupy, torch, rt, repeats) yields is printed with its "us" figures as
+    it comes, and all rows go to <out>/<stem>-<arch>-<today>.json."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=default_repeats)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    import cupy
+
+    from histkit.gpu.bench import optional_torch
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    collected = []
+    for label, row in rows(cupy, optional_torch(), rt, args.repeats):
+        collected.append(row)
+        print(f"{label} [us] " + "  ".join(f"{k} {v:7.1f}" for k, v in row["us"].items()),
+              flush=True)
+    write_results(args.out, f"{stem}-{rt.arch}", {"device": rt.device.name, "rows": collected})

@@ -9,10 +9,8 @@ Every result is checked against numpy.bincount first. A GPU host with CuPy
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from _shared import event_seconds, median_seconds, write_results
+from _shared import event_seconds, gpu_rows_main, median_seconds
 
 SHAPES = ((16, 1 << 16), (20, 1 << 20), (22, 1 << 20), (24, 1 << 20), (24, 1 << 16),
           (24, 1 << 18), (26, 1 << 20))  # (log2 N, K)
@@ -56,27 +54,13 @@ def histogram_row(cupy, torch, rt, n_log2: int, num_bins: int, distribution: str
     return {"N": 1 << n_log2, "K": num_bins, "distribution": distribution, "us": us}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--out", default="bench/results")
-    args = parser.parse_args()
-    import cupy
-
-    from histkit.gpu.bench import optional_torch
-    from histkit.gpu.device import runtime
-
-    torch = optional_torch()
-    rt = runtime()
-    rows = []
+def rows(cupy, torch, rt, repeats: int):
+    """(label, row) for every shape, in order (_shared.gpu_rows_main prints and writes them)."""
     for n_log2, num_bins in SHAPES:
         for distribution in DISTRIBUTIONS:
-            row = histogram_row(cupy, torch, rt, n_log2, num_bins, distribution, args.repeats)
-            rows.append(row)
-            print(f"2^{n_log2} K={num_bins} {distribution:8s} [us] "
-                  + "  ".join(f"{k} {v:.1f}" for k, v in row["us"].items()), flush=True)
-    write_results(args.out, f"many-bins-{rt.arch}", {"device": rt.device.name, "rows": rows})
+            yield (f"2^{n_log2} K={num_bins} {distribution:8s}",
+                   histogram_row(cupy, torch, rt, n_log2, num_bins, distribution, repeats))
 
 
 if __name__ == "__main__":
-    main()
+    gpu_rows_main(__doc__, 15, "many-bins", rows)

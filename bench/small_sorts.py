@@ -12,9 +12,7 @@ CuPy (PyTorch optional). bench/NOTES.md, "Session 6", has the figures.
 
 from __future__ import annotations
 
-import argparse
-
-from _shared import median_seconds, write_results
+from _shared import gpu_rows_main, median_seconds
 
 SIZES = (12, 16, 18, 20, 21)  # log2 N
 BINS = (256, 65536)
@@ -57,27 +55,13 @@ def sort_row(cupy, torch, rt, n_log2: int, num_bins: int, repeats: int) -> dict:
     return {"N": 1 << n_log2, "K": num_bins, "us": us}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=300)
-    parser.add_argument("--out", default="bench/results")
-    args = parser.parse_args()
-    import cupy
-
-    from histkit.gpu.bench import optional_torch
-    from histkit.gpu.device import runtime
-
-    torch = optional_torch()
-    rt = runtime()
-    rows = []
+def rows(cupy, torch, rt, repeats: int):
+    """(label, row) for every shape, in order (_shared.gpu_rows_main prints and writes them)."""
     for n_log2 in SIZES:
         for num_bins in BINS:
-            row = sort_row(cupy, torch, rt, n_log2, num_bins, args.repeats)
-            rows.append(row)
-            print(f"2^{n_log2:<2} K={num_bins:>5} [us] "
-                  + "  ".join(f"{k} {v:7.1f}" for k, v in row["us"].items()), flush=True)
-    write_results(args.out, f"small-sorts-{rt.arch}", {"device": rt.device.name, "rows": rows})
+            yield (f"2^{n_log2:<2} K={num_bins:>5}",
+                   sort_row(cupy, torch, rt, n_log2, num_bins, repeats))
 
 
 if __name__ == "__main__":
-    main()
+    gpu_rows_main(__doc__, 300, "small-sorts", rows)
