@@ -317,6 +317,19 @@ def test_fenced_cases_come_last_in_the_quick_matrix_and_only_histkits_runner_pla
     assert set(fenced) <= set(cases_for("histogram", fenced=True))
 
 
+def test_the_scan_meets_a_fenced_length_off_every_tile_it_is_built_with():
+    # a scan that loads the element after its counts drops it: only a fenced
+    # length that ends inside a tile (not on its boundary) makes that a fault
+    from histkit.conformance.cases import cases_for
+    from histkit.gpu import contract, registry
+
+    tiles = {int(b.get("SCAN_THREADS", contract.SCAN_THREADS))
+             * int(b.get("SCAN_ITEMS", contract.SCAN_ITEMS))
+             for k in registry.KERNELS if k.source == "exclusive_scan.cu" for b in k.builds}
+    scanned = [c for c in cases_for("scan", fenced=True) if c.fenced and c.grid is None]
+    assert len(tiles) >= 2 and any(all(c.num_bins % t for t in tiles) for c in scanned)
+
+
 def test_a_histogram_whose_auto_sample_is_wrong_fails_though_its_counts_are_exact():
     keys = np.arange(100, dtype=np.int32) % 7
     expected = checks.Expected(keys, 7)

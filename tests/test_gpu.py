@@ -570,7 +570,8 @@ def test_scratch_guard_names_a_write_just_outside_poisoned_scratch(where):
         scratch = rt.empty(10, np.uint32)
         untouched = rt.empty(3, np.uint64)
     rt.memset(untouched.ptr, 7, 24)  # inside its bounds: no finding
-    rt.memset(scratch.ptr - 1 if where == "before" else scratch.ptr + 40, 0, 1)
+    rt.memset(scratch.ptr - 1 if where == "before" else scratch.ptr + 40,
+              rt.poison.canary ^ 0xFF, 1)
     found = rt.scratch_overruns()
     assert len(found) == 1 and "40-byte scratch" in found[0]
     assert ("before the start" in found[0]) == (where == "before")
@@ -589,7 +590,7 @@ def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     host = np.arange(1001, dtype=np.int32)
     array = rt.fenced_copy(host)
     np.testing.assert_array_equal(rt.copy_to_host(array.ptr, np.empty(1001, np.int32)), host)
-    assert (array.ptr + host.nbytes - array.buffer.base) == array.buffer.mapped
+    assert array.ptr + host.nbytes - int(array.buffer.base) == array.buffer.mapped
     # one element past it is not mapped: a copy that reaches it fails (in a
     # child process: a fault may spoil the CUDA context)
     past = ("import numpy as np; from histkit.gpu.device import runtime; rt = runtime(); "
@@ -598,3 +599,26 @@ def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     done = subprocess.run([sys.executable, "-c", past], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode != 0 and "CudaError" in done.stderr
+
+
+@needs_gpu
+def test_a_kernel_that_loads_one_element_past_a_fenced_copy_faults(tmp_path):
+    # what the fenced cases rely on: a kernel's load (not only a copy) of the
+    # element after the array faults; the last element itself reads fine
+    import subprocess
+    import sys
+
+    source = tmp_path / "load_at.cu"
+    source.write_text('extern "C" __global__ void load_at(const int* in, long long i, int* out)'
+                      " { out[0] = ((const volatile int*)in)[i]; }\n")
+    child = ("import numpy as np; from histkit.gpu.device import runtime; "
+             "from histkit.gpu.geometry import Geometry; rt = runtime(); "
+             "a = rt.fenced_copy(np.arange(1001, dtype=np.int32)); out = rt.empty(1, np.int32); "
+             f"k = rt.kernel({str(source)!r}, 'load_at', {{}}); g = Geometry('load_at', 1, 1)\n"
+             "for i in (1000, 1001):\n"
+             "    rt.launch(k, g, a.ptr, np.int64(i), out.ptr); rt.sync(f'loading {i}')\n"
+             "    print('loaded', int(rt.copy_to_host(out.ptr, np.empty(1, np.int32))[0]))")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120)
+    assert "loaded 1000" in done.stdout and "loaded 1001" not in done.stdout, done.stdout
+    assert done.returncode != 0 and "loading 1001" in done.stderr, done.stderr[-2000:]

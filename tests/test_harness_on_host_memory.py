@@ -10,7 +10,7 @@ import pytest
 from histkit.conformance.cases import GUARD, Case
 from histkit.conformance.runner import CaseRun, GuardViolation
 from histkit.gpu.device import (
-    SCRATCH_CANARY,
+    SCRATCH_CANARIES,
     SCRATCH_GUARD_BYTES,
     DeviceArray,
     Runtime,
@@ -69,14 +69,28 @@ def test_poisoned_scratch_arrives_filled_between_canaries(rt):
     with rt.poisoned_scratch():
         first, second = rt.empty(10, np.uint32), rt.empty(3, np.uint64)
     memory = rt.memory.bytes
-    assert set(memory[first.ptr:first.ptr + 40]) == {0xFF}
-    assert set(memory[second.ptr:second.ptr + 24]) == {0x00}
+    fills = {memory[first.ptr], memory[second.ptr]}
+    assert set(memory[first.ptr:first.ptr + 40]) | set(memory[second.ptr:second.ptr + 24]) \
+        == fills == {0x00, 0xFF}  # one array all zeros, the other all ones
+    canary = rt.poison.canary
     for array, nbytes in ((first, 40), (second, 24)):
-        assert set(memory[array.ptr - SCRATCH_GUARD_BYTES:array.ptr]) == {SCRATCH_CANARY}
+        assert set(memory[array.ptr - SCRATCH_GUARD_BYTES:array.ptr]) == {canary}
         after = array.ptr + nbytes
-        assert set(memory[after:after + SCRATCH_GUARD_BYTES]) == {SCRATCH_CANARY}
+        assert set(memory[after:after + SCRATCH_GUARD_BYTES]) == {canary}
     assert first.ptr % 256 == 0  # the guard keeps the allocation's alignment
     assert rt.scratch_overruns() == []
+
+
+def test_over_four_cells_each_array_meets_both_fills_and_both_canaries(rt):
+    # a call allocates the same arrays in the same order in every cell
+    seen = set()
+    for _cell in range(4):
+        with rt.poisoned_scratch():
+            array = rt.empty(4, np.uint64)
+        after = array.ptr + 32
+        seen.add((rt.memory.bytes[array.ptr], rt.memory.bytes[after]))
+        assert rt.scratch_overruns() == []
+    assert seen == {(fill, canary) for fill in (0x00, 0xFF) for canary in SCRATCH_CANARIES}
 
 
 @pytest.mark.parametrize("offset, says", [(-1, "1 bytes before the start"),
@@ -85,7 +99,7 @@ def test_poisoned_scratch_arrives_filled_between_canaries(rt):
 def test_a_write_just_outside_scratch_is_named_once(rt, offset, says):
     with rt.poisoned_scratch():
         array = rt.empty(10, np.uint32)
-    rt.memory.bytes[array.ptr + offset] = 0
+    rt.memory.bytes[array.ptr + offset] = rt.poison.canary ^ 0xFF
     found = rt.scratch_overruns()
     assert len(found) == 1 and says in found[0] and "40-byte scratch" in found[0]
     assert rt.scratch_overruns() == []

@@ -1,12 +1,13 @@
-"""Every planted bug of mutants/mutants.toml applies to cuda/ and compiles
-with NVRTC (a mutant that does not compile tests nothing). No GPU needed."""
+"""Every planted bug of mutants/mutants.toml applies to cuda/, compiles with
+NVRTC and changes the machine code (a mutant that does not compile, or that
+the compiler removes, tests nothing). No GPU needed."""
 
 from pathlib import Path
 
 import pytest
 from conftest import needs_nvrtc
 
-from histkit.conformance import mutation
+from histkit.conformance import mutation, sift
 from histkit.gpu import compiler, contract, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,12 +34,19 @@ def test_a_find_text_that_is_not_unique_is_refused(tmp_path):
         mutation.apply(bad, ROOT / "cuda", tmp_path)
 
 
+@pytest.fixture(scope="module")
+def module_cache(tmp_path_factory):
+    """One compile cache for the module: the unmutated builds compile once."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HISTKIT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
-def test_each_mutated_file_compiles_with_nvrtc(mutant, tmp_path, monkeypatch):
+def test_each_mutated_file_compiles_with_nvrtc(mutant, tmp_path, monkeypatch, module_cache):
     copy = mutation.apply(mutant, ROOT / "cuda", tmp_path / "cuda")
     monkeypatch.setenv("HISTKIT_CUDA_DIR", str(copy))
-    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
     compiler.kernel_dir.cache_clear()
     sources = ([mutant.file] if mutant.file.endswith(".cu")
                else sorted({k.source for k in registry.KERNELS}))
@@ -62,3 +70,10 @@ def _fullest_builds(source: str) -> list[dict]:
         if row.builds[-1] not in builds:
             builds.append(row.builds[-1])
     return builds
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_each_mutant_changes_the_machine_code(mutant, module_cache):
+    assert not sift.same_machine_code(mutant, ROOT / "cuda"), (
+        f"{mutant.id}: every build compiles to the unmutated cubin: it plants nothing")

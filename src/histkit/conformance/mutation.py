@@ -233,6 +233,20 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     return 0 if caught == judged else 1
 
 
+def sift_command(cuda_dir: Path, files: list[str] | None, only: list[str] | None, jobs: int,
+                 equivalent_table: Path, write: bool) -> int:
+    """Sift the generated mutants not yet listed as equivalent (sift.py)."""
+    from histkit.conformance import mutagen, sift
+
+    known = mutagen.equivalent(equivalent_table)
+    mutants = [m for m in mutagen.generate(cuda_dir, files)
+               if (not only or m.id in only) and m.id not in known]
+    same = sift.sift(mutants, cuda_dir, jobs)
+    if write:
+        print(f"listed {sift.list_as_equivalent(equivalent_table, same)} in {equivalent_table}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m histkit.conformance.mutation",
                                      description=__doc__.split("\n\n")[0])
@@ -253,12 +267,26 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("--seed", type=int, default=0, help="generated: the sample's seed")
     every.add_argument("--equivalent", type=Path, default=Path("mutants/equivalent.toml"),
                        help="generated mutants known to change nothing observable (left out)")
+    sifter = commands.add_parser(
+        "sift", help="find the generated mutants that compile to the unmutated machine "
+                     "code (NVRTC, no GPU)")
+    sifter.add_argument("--cuda-dir", type=Path, default=Path("cuda"))
+    sifter.add_argument("--files", nargs="*", help="mutate these cuda/ files only")
+    sifter.add_argument("--only", nargs="*", help="sift these mutant ids only")
+    sifter.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    sifter.add_argument("--equivalent", type=Path, default=Path("mutants/equivalent.toml"),
+                        help="skip the ids listed here; --write appends the same-code ones")
+    sifter.add_argument("--write", action="store_true",
+                        help="list every same-code mutant in --equivalent")
     one = commands.add_parser("judge", help="(internal) judge the mutated sources once")
     one.add_argument("needs", choices=("quick", "full"))
     one.add_argument("rows", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "judge":
         return judge(args.needs, args.rows)
+    if args.command == "sift":
+        return sift_command(args.cuda_dir, args.files, args.only, args.jobs, args.equivalent,
+                            args.write)
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
                args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent)
 

@@ -70,6 +70,11 @@ def _sources(source_name: str) -> dict[str, str]:
     return found
 
 
+def files_of(source_name: str) -> set[str]:
+    """The names of the source and of every local header it includes."""
+    return set(_sources(source_name))
+
+
 def _include_dirs(source_name: str) -> list[str]:
     dirs = [str(kernel_dir())]
     if Path(source_name).is_absolute():

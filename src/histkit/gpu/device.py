@@ -230,9 +230,12 @@ class FencedBuffer:
 
 
 # Guard bytes on each side of a poisoned scratch array (a multiple of 256:
-# the array keeps the allocation's alignment), and the byte they hold.
+# the array keeps the allocation's alignment), and the bytes they hold, by
+# turns from cell to cell: a kernel that reads one past its scratch (a
+# search's bound, a table's last entry) gets a large value in some cells and
+# zero in others, and a sentinel that works with one fails with the other.
 SCRATCH_GUARD_BYTES = 256
-SCRATCH_CANARY = 0x3C
+SCRATCH_CANARIES = (0x3C, 0x00)
 
 
 @contextlib.contextmanager
@@ -264,15 +267,25 @@ class ScratchPoison:
     hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
     read scratch it has not written (zeros read as valid keys and counts) nor
     count on it being zeroed (all ones). Each such array also sits between
-    SCRATCH_GUARD_BYTES of SCRATCH_CANARY on either side, kept (with the
+    SCRATCH_GUARD_BYTES of a canary byte on either side, kept (with the
     array) until Runtime.scratch_overruns reads them back: a kernel that
-    writes just before or past its scratch is caught there. Shared by a
-    runtime's stream views."""
+    writes just before or past its scratch is caught there. A call allocates
+    the same arrays in the same order every time, so each cell starts the
+    turns one further on: over four cells every array meets both fills and
+    both canaries (SCRATCH_CANARIES). Shared by a runtime's stream views."""
 
     def __init__(self):
         self.depth = 0
+        self.cells = 0
         self.turn = 0
-        self.guarded: list[tuple[DeviceArray, int]] = []  # (whole allocation, array bytes)
+        self.canary = SCRATCH_CANARIES[0]
+        # (whole allocation, array bytes, its canary)
+        self.guarded: list[tuple[DeviceArray, int, int]] = []
+
+    def new_cell(self) -> None:
+        self.cells += 1
+        self.turn = self.cells
+        self.canary = SCRATCH_CANARIES[self.cells // 2 % 2]
 
     def next_byte(self) -> int | None:
         if not self.depth:
@@ -475,9 +488,10 @@ class Runtime:
         nbytes = max(1, n * dtype.itemsize)
         guard = SCRATCH_GUARD_BYTES
         whole = self._empty(nbytes + 2 * guard, np.uint8, pooled)
-        self.memset(whole.ptr, SCRATCH_CANARY, nbytes + 2 * guard)
+        canary = self.poison.canary
+        self.memset(whole.ptr, canary, nbytes + 2 * guard)
         self.memset(whole.ptr + guard, poison, nbytes)
-        self.poison.guarded.append((whole, nbytes))
+        self.poison.guarded.append((whole, nbytes, canary))
         return DeviceArray(BufferWindow(whole.buffer, guard), n, dtype)
 
     def scratch_overruns(self) -> list[str]:
@@ -487,14 +501,14 @@ class Runtime:
         guarded, self.poison.guarded = self.poison.guarded, []
         found = []
         guard = SCRATCH_GUARD_BYTES
-        for whole, nbytes in guarded:
+        for whole, nbytes, canary in guarded:
             before = self.copy_to_host(whole.ptr, np.empty(guard, np.uint8))
             after = self.copy_to_host(whole.ptr + guard + nbytes, np.empty(guard, np.uint8))
-            changed = np.flatnonzero(before != SCRATCH_CANARY)
+            changed = np.flatnonzero(before != canary)
             if changed.size:
                 found.append(f"wrote {guard - int(changed[0])} bytes before the start of a "
                              f"{nbytes}-byte scratch array")
-            changed = np.flatnonzero(after != SCRATCH_CANARY)
+            changed = np.flatnonzero(after != canary)
             if changed.size:
                 found.append(f"wrote past the end of a {nbytes}-byte scratch array (at byte "
                              f"{nbytes + int(changed[0])})")
@@ -505,7 +519,10 @@ class Runtime:
         return _switched_on(self.skew)
 
     def poisoned_scratch(self):
-        """Within: new arrays arrive poisoned (ScratchPoison)."""
+        """Within: new arrays arrive poisoned (ScratchPoison); each outermost
+        use is a new cell."""
+        if not self.poison.depth:
+            self.poison.new_cell()
         return _switched_on(self.poison)
 
     def _allocate(self, nbytes: int):
