@@ -177,9 +177,10 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
 
         mutants = mutagen.sample(mutagen.generate(cuda_dir, files), sample, seed)
         known = mutagen.equivalent(equivalent_table) if equivalent_table else {}
+        gaps = mutagen.known_gaps(equivalent_table) if equivalent_table else {}
     else:
         mutants = load(table)
-        known = {}
+        known = gaps = {}
     mutants = [m for m in mutants if (not only or m.id in only)
                and (not needs or m.needs in needs) and m.id not in known]
     env = dict(os.environ)
@@ -220,8 +221,11 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
         if o.verdict == "survived" or (o.verdict == "broken" and not generated):
             print(f"  {o.verdict}: {o.id}: {plants[o.id] if generated else o.how}")
     print(f"mutants: {caught}/{judged} caught ({rate:.0%}); {len(survived)} survived, "
-          f"{len(broken)} broken" + (f" (not counted); {len(known)} known equivalent left out"
+          f"{len(broken)} broken" + (f" (not counted); {len(known) - len(gaps)} known "
+                                     f"equivalent and {len(gaps)} known gaps left out"
                                      if generated else ""))
+    for mutant_id, why in gaps.items():
+        print(f"  known gap (not caught, not run): {mutant_id}: {why}")
     if json_path:
         json_path.write_text(json.dumps({"caught": caught, "total": judged,
                                          "rate": rate, "survived": survived, "broken": broken,
