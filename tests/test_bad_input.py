@@ -27,6 +27,15 @@ def test_a_negative_key_names_its_index_and_value(oracle, dtype):
         oracle(keys, 10)
 
 
+@pytest.mark.parametrize("num_bins", [10, 100])
+def test_a_key_equal_to_num_bins_is_outside_and_named(oracle, num_bins):
+    # the first key past the last bin: a '>' for '>=' lets it through
+    keys = np.ones(100_000, dtype=np.int32)
+    keys[54_321] = num_bins
+    with pytest.raises(ValueError, match=rf"index 54321 is {num_bins}, outside \[0, {num_bins}\)"):
+        oracle(keys, num_bins)
+
+
 @pytest.mark.parametrize("position", [0, 1, 2, 3, 4, 31, 32, 99_999, 60_000])
 def test_a_key_too_large_names_the_first_bad_index(oracle, position):
     keys = np.ones(100_000, dtype=np.uint64)

@@ -28,15 +28,18 @@ def test_exclusive_scan_equals_cumsum(key_dtype, n):
     np.testing.assert_array_equal(got, cumsum_exclusive(counts))
 
 
-def test_exclusive_scan_rejects_negative_counts_naming_the_index():
-    with pytest.raises(ValueError, match="index 2 is -4"):
-        oracles.exclusive_scan(np.array([1, 2, -4, 5]))
+@pytest.mark.parametrize("counts, index", [([1, 2, -4, 5], 2), ([-3, 2], 0), ([4, -1], 1)])
+def test_exclusive_scan_rejects_negative_counts_naming_the_index(counts, index):
+    value = counts[index]
+    with pytest.raises(ValueError, match=rf"counts must be >= 0; count at index {index} is {value}$"):
+        oracles.exclusive_scan(np.array(counts))
 
 
-def test_exclusive_scan_refuses_to_overflow_int64():
-    counts = np.array([2**62, 2**62, 2**62, 1], dtype=np.uint64)
-    with pytest.raises(OverflowError, match="index 1"):
-        oracles.exclusive_scan(counts)
+@pytest.mark.parametrize("counts, index", [([2**62, 2**62, 2**62, 1], 1), ([2**63, 0], 0)])
+def test_exclusive_scan_refuses_to_overflow_int64(counts, index):
+    # the first index whose count carries the running offset past int64
+    with pytest.raises(OverflowError, match=rf"at the count at index {index}$"):
+        oracles.exclusive_scan(np.array(counts, dtype=np.uint64))
 
 
 def test_exclusive_scan_ignores_the_last_count_which_enters_no_offset():
@@ -87,3 +90,36 @@ def test_counting_sort_equals_stable_argsort_on_arbitrary_keys(keys):
     sorted_keys, index = oracles.counting_sort(keys, 21)
     np.testing.assert_array_equal(index, np.argsort(keys, kind="stable"))
     np.testing.assert_array_equal(sorted_keys, np.sort(keys))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64])
+def test_counting_sort_asks_for_exactly_the_memory_its_results_and_counts_take(
+        monkeypatch, dtype):
+    # sorted keys (the input's width), int64 original indices, int64 counts:
+    # an estimate below that lets a large call die out of memory unexplained
+    from histkit.oracles import _inputs
+
+    n, num_bins = 1000, 50
+    needed = n * np.dtype(dtype).itemsize + 8 * n + 8 * num_bins
+    keys = np.arange(n, dtype=dtype) % num_bins
+    monkeypatch.setattr(_inputs, "available_memory", lambda: needed)
+    oracles.counting_sort(keys, num_bins)
+    monkeypatch.setattr(_inputs, "available_memory", lambda: needed - 1)
+    with pytest.raises(MemoryError, match=rf"counting_sort of {n} keys into num_bins={num_bins} "
+                                          rf"needs .* \({needed} bytes\)"):
+        oracles.counting_sort(keys, num_bins)
+
+
+@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 chunks")
+@pytest.mark.parametrize("stride", [1, 3])
+def test_sorted_keys_inside_a_larger_sorted_array_are_sorted_chunk_by_chunk_from_their_own_keys(
+        idle_machine, stride):
+    # Presorted input is copied chunk by chunk, each chunk checking its own
+    # keys' order. The keys before the view are sorted too: a chunk that read
+    # from the wrong place would find them in order and copy them.
+    n = 1 << 19
+    big = np.sort(np.random.default_rng(5).integers(0, 1000, 2 * n * stride))
+    view = big[n * stride::stride]
+    sorted_keys, index = oracles.counting_sort(view, 1000)
+    np.testing.assert_array_equal(index, np.argsort(view, kind="stable"))
+    np.testing.assert_array_equal(sorted_keys, view)

@@ -52,10 +52,21 @@ def test_wave_model_equals_plain_loop(key_dtype, n, distribution, num_bins, warp
 
 @pytest.mark.parametrize("num_bins", [10, 64, 65, 4096, 65536])
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
-def test_wave_model_equals_plain_loop_when_split_over_threads(distribution, num_bins):
+def test_wave_model_equals_plain_loop_when_split_over_threads(idle_machine, distribution,
+                                                              num_bins):
     keys = make_keys(distribution, 300_000, num_bins, seed=9)
     got = oracles.naive_wave_histogram(keys, num_bins)
     assert got.tolist() == wave_loop(keys, num_bins, 32)
+
+
+@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 chunks")
+@pytest.mark.parametrize("num_bins", [10, 100])
+def test_each_chunk_of_waves_reads_its_own_keys_of_a_view(idle_machine, num_bins):
+    # the keys before the view differ from the view's: a chunk that started
+    # from the wrong place would count them
+    big = make_keys("uniform", 600_000, num_bins, seed=10)
+    view = big[300_000:][::-1]
+    assert oracles.naive_wave_histogram(view, num_bins).tolist() == wave_loop(view, num_bins, 32)
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,130 @@
+"""Planted bugs in the oracles: how we know their tests catch them (CPU only).
+
+Users take the Cython oracles as ground truth, so their tests (checked against
+numpy and plain loops) must catch a slip in them as the conformance suite
+catches one in a kernel. This applies mutagen's one-line slips, plus Python's
+`and` / `or`, a dropped `not` and `+` made `-`, to the code lines (not
+docstrings or comments) of every file of src/histkit/oracles/, one at a time,
+and runs the oracle tests (stopping at the first failure): a failure or a
+hang is caught, a build error broken, a clean run survived.
+
+It edits the checkout IN PLACE and relies on the editable install rebuilding
+the Cython modules on import (pip install --no-build-isolation -e .); each
+file is restored after its mutant, and at exit. It refuses to start when the
+oracles have uncommitted changes. From the repository root:
+
+    python mutants/oracle_mutants.py results.jsonl [mutant ids ...]
+
+Each verdict is appended to results.jsonl as it comes (ids already there are
+skipped: a run cut short resumes). 15-45 s per mutant on 2 cores.
+"""
+
+import atexit
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+from histkit.conformance import mutagen
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ORACLES = ROOT / "src" / "histkit" / "oracles"
+PYTHON_SLIPS = (
+    mutagen._slip("and-to-or", r" and ", " or ", "'and' made 'or'"),
+    mutagen._slip("or-to-and", r" or ", " and ", "'or' made 'and'"),
+    mutagen._slip("not-dropped", r"\bnot ", "", "a 'not' dropped"),
+    mutagen._slip("plus-made-minus", r" \+ ", " - ", "'+' made '-'"),
+)
+TESTS = ["tests/test_histogram_oracle.py", "tests/test_scan_and_sort_oracles.py",
+         "tests/test_wave_oracle.py", "tests/test_radix_oracle.py", "tests/test_pages.py",
+         "tests/test_bad_input.py", "tests/test_more_than_2_31_keys.py"]
+# The files that do the counting first: a run cut short has judged them.
+ORDER = ["_sort.pyx", "_scan.pyx", "_histogram.pyx", "_wave.pyx", "_fold.py", "_radix.py",
+         "_pages.pyx", "_inputs.py", "_threads.py", "__init__.py", "_count.pxd"]
+TIMEOUT_S = 90  # a clean run of the tests takes ~40 s here: past it, a hang
+
+
+def code_lines(text: str) -> set[int]:
+    """1-based numbers of the lines outside docstrings and comments."""
+    inside, keep = False, set()
+    for number, line in enumerate(text.split("\n"), 1):
+        quotes = line.count('"""') + line.count("'''")
+        if not inside and quotes == 0 and not line.strip().startswith("#"):
+            keep.add(number)
+        if quotes % 2:
+            inside = not inside
+    return keep
+
+
+def mutants_of(path: pathlib.Path) -> list:
+    saved = mutagen.SLIPS
+    mutagen.SLIPS = saved + PYTHON_SLIPS
+    try:
+        text = path.read_text()
+        keep = code_lines(text)
+        return [m for m in mutagen.mutants_of(path.name, text) if m.line in keep]
+    finally:
+        mutagen.SLIPS = saved
+
+
+def judge() -> tuple[str, str]:
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",
+                               "no:cacheprovider", *TESTS], cwd=ROOT, capture_output=True,
+                              text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return "caught", f"hang: no verdict within {TIMEOUT_S} s"
+    text = (done.stdout + done.stderr).strip()
+    last = text.splitlines()[-1] if text else ""
+    if done.returncode == 0:
+        return "survived", last
+    if "Error compiling Cython" in text or "ninja: build stopped" in text:
+        return "broken", last
+    return "caught", last
+
+
+def main(results: pathlib.Path, only: set[str]) -> None:
+    dirty = subprocess.run(["git", "status", "--porcelain", str(ORACLES)], cwd=ROOT,
+                           capture_output=True, text=True).stdout
+    if dirty:
+        sys.exit(f"uncommitted changes in {ORACLES}: commit or stash them first")
+    judged = ({json.loads(line)["id"] for line in results.open()} if results.exists()
+              else set())
+    originals: dict[pathlib.Path, str] = {}
+
+    def restore(*_):
+        for path, text in originals.items():
+            path.write_text(text)
+        originals.clear()
+
+    atexit.register(restore)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    with results.open("a") as out:
+        for name in ORDER:
+            path = ORACLES / name
+            original = path.read_text()
+            for mutant in mutants_of(path):
+                if mutant.id in judged or (only and mutant.id not in only):
+                    continue
+                lines = original.split("\n")
+                lines[mutant.line - 1] = mutant.replace
+                originals[path] = original
+                path.write_text("\n".join(lines))
+                start = time.perf_counter()
+                try:
+                    verdict, last = judge()
+                finally:
+                    restore()
+                out.write(json.dumps({"id": mutant.id, "file": name, "line": mutant.line,
+                                      "find": mutant.find.strip(),
+                                      "replace": mutant.replace.strip(), "verdict": verdict,
+                                      "seconds": round(time.perf_counter() - start),
+                                      "last": last[-200:]}) + "\n")
+                out.flush()
+                print(f"{verdict:8s} {mutant.id}", flush=True)
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]), set(sys.argv[2:]))
