@@ -161,8 +161,18 @@ def test_a_wave_wider_than_the_input_is_one_wave():
 
 @pytest.mark.parametrize("keys", [[-1, 2**63], [2**64], [2**70, 0]])
 def test_python_ints_no_dtype_holds_are_named_as_such(keys):
-    with pytest.raises(ValueError, match="no integer dtype holds"):
+    low, high = min(keys), max(keys)  # the message gives the range the ints span
+    with pytest.raises(ValueError, match=rf"hold integers from {low} to {high}, which no "
+                                         r"integer dtype holds"):
         oracles.histogram(keys, 3)
+
+
+@pytest.mark.parametrize("nbytes, says", [(1023, "1023.0 B"), (1024, "1.0 KiB"),
+                                          (3 * 2**29, "1.5 GiB"), (2**62, "4096.0 PiB")])
+def test_memory_sizes_in_errors_read_in_the_largest_unit_below_1024(nbytes, says):
+    from histkit.oracles._inputs import _human
+
+    assert _human(nbytes) == says
 
 
 def test_none_keys_say_none():
