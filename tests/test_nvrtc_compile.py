@@ -11,19 +11,7 @@ from histkit.gpu.contract import KEY_C_TYPES
 
 pytestmark = NVRTC_MARKS
 
-def builds() -> dict[str, list[dict]]:
-    """Every source of the registry with every define set its launchers build."""
-    found: dict[str, list[dict]] = {}
-    for kernel in registry.KERNELS:
-        for define_set in kernel.builds:
-            if define_set not in found.setdefault(kernel.source, []):
-                found[kernel.source].append(define_set)
-        for used in kernel.uses:
-            found.setdefault(used, [{}])
-    return found
-
-
-SOURCES = builds()
+SOURCES = registry.builds_by_source()
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from conftest import DISTRIBUTIONS, EDGE_SIZES
+from conftest import DISTRIBUTIONS, EDGE_SIZES, needs_two_cpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,8 +30,8 @@ def test_exclusive_scan_equals_cumsum(key_dtype, n):
 
 @pytest.mark.parametrize("counts, index", [([1, 2, -4, 5], 2), ([-3, 2], 0), ([4, -1], 1)])
 def test_exclusive_scan_rejects_negative_counts_naming_the_index(counts, index):
-    value = counts[index]
-    with pytest.raises(ValueError, match=rf"counts must be >= 0; count at index {index} is {value}$"):
+    says = rf"counts must be >= 0; count at index {index} is {counts[index]}$"
+    with pytest.raises(ValueError, match=says):
         oracles.exclusive_scan(np.array(counts))
 
 
@@ -110,7 +110,7 @@ def test_counting_sort_asks_for_exactly_the_memory_its_results_and_counts_take(
         oracles.counting_sort(keys, num_bins)
 
 
-@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 chunks")
+@needs_two_cpus
 @pytest.mark.parametrize("stride", [1, 3])
 def test_sorted_keys_inside_a_larger_sorted_array_are_sorted_chunk_by_chunk_from_their_own_keys(
         idle_machine, stride):

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from conftest import DISTRIBUTIONS, EDGE_SIZES
+from conftest import DISTRIBUTIONS, EDGE_SIZES, needs_two_cpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +59,7 @@ def test_wave_model_equals_plain_loop_when_split_over_threads(idle_machine, dist
     assert got.tolist() == wave_loop(keys, num_bins, 32)
 
 
-@pytest.mark.skipif((__import__("os").cpu_count() or 1) < 2, reason="needs 2 CPUs for 2 chunks")
+@needs_two_cpus
 @pytest.mark.parametrize("num_bins", [10, 100])
 def test_each_chunk_of_waves_reads_its_own_keys_of_a_view(idle_machine, num_bins):
     # the keys before the view differ from the view's: a chunk that started

@@ -158,23 +158,25 @@ SEEN_BY = ("nothing", "memcheck", "racecheck", "unforced-schedule")
 KNOWN_GAP = "unforced-schedule"
 
 
-def equivalent(table: Path) -> dict[str, str]:
-    """Generated mutant id -> why it survives (mutants/equivalent.toml)."""
+def _listed(table: Path) -> list[dict]:
+    """The entries of mutants/equivalent.toml, each seen_by checked."""
     if not Path(table).exists():
-        return {}
+        return []
     entries = tomllib.loads(Path(table).read_text()).get("equivalent", [])
     for entry in entries:
         if entry.get("seen_by") not in SEEN_BY:
             raise ValueError(f"{table}: {entry.get('id')}: seen_by must be one of {SEEN_BY}")
-    return {entry["id"]: entry["why"] for entry in entries}
+    return entries
+
+
+def equivalent(table: Path) -> dict[str, str]:
+    """Generated mutant id -> why it survives: every listed one (known gaps too)."""
+    return {entry["id"]: entry["why"] for entry in _listed(table)}
 
 
 def known_gaps(table: Path) -> dict[str, str]:
     """The listed survivors that are real bugs no case catches (KNOWN_GAP)."""
-    if not Path(table).exists():
-        return {}
-    entries = tomllib.loads(Path(table).read_text()).get("equivalent", [])
-    return {e["id"]: e["why"] for e in entries if e.get("seen_by") == KNOWN_GAP}
+    return {e["id"]: e["why"] for e in _listed(table) if e["seen_by"] == KNOWN_GAP}
 
 
 # --- which kernel entries reach a line ------------------------------------------

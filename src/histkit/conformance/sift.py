@@ -25,31 +25,17 @@ from pathlib import Path
 ARCH = "sm_90"  # the H200's; the conformance suite's machine code
 
 
-def builds_by_source() -> dict[str, list[dict[str, str]]]:
-    """Every .cu source a kernel of the registry compiles, with its builds."""
-    from histkit.gpu import registry
-
-    found: dict[str, list[dict[str, str]]] = {}
-    for kernel in registry.KERNELS:
-        for build in kernel.builds:
-            if build not in found.setdefault(kernel.source, []):
-                found[kernel.source].append(build)
-        for used in kernel.uses:
-            found.setdefault(used, [{}])
-    return found
-
-
 def compiles_of(file: str, cuda_dir: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """(source, defines) of every compile that includes `file`, plain builds
     first and key types from the most telling (int, then the widest, the
     narrowest, unsigned): where a change most often shows, the search ends."""
-    from histkit.gpu import compiler, contract
+    from histkit.gpu import compiler, contract, registry
 
     skew = {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
     telling = ("int", "unsigned long long", "signed char", "unsigned int")
     key_types = sorted(contract.KEY_C_TYPES.values(),
                        key=lambda c: telling.index(c) if c in telling else len(telling))
-    for source, builds in builds_by_source().items():
+    for source, builds in registry.builds_by_source().items():
         if file != source and file not in compiler.files_of(str(cuda_dir / source)):
             continue
         for extra in ({}, skew):

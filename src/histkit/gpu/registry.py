@@ -284,6 +284,19 @@ def rows_reaching(source: str) -> list[Kernel]:
     return [k for k in KERNELS if source in k.sources]
 
 
+def builds_by_source() -> dict[str, list[dict[str, str]]]:
+    """Every .cu source the kernels compile, with each define set their
+    launchers build it with (a source only used by another row: its defaults)."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for kernel in KERNELS:
+        for build in kernel.builds:
+            if build not in found.setdefault(kernel.source, []):
+                found[kernel.source].append(build)
+        for used in kernel.uses:
+            found.setdefault(used, [{}])
+    return found
+
+
 def sources() -> list[str]:
     """Every file of cuda/ histkit ships: the kernels' sources, headers, bench-only ones."""
     found = dict.fromkeys(s for k in KERNELS for s in k.sources)
