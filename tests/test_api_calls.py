@@ -132,6 +132,11 @@ class FakeRuntime:
     def allow_shared(self, kernel, nbytes):
         pass
 
+    def max_dynamic_shared(self, kernel):
+        return self.max_shared_per_block - self.static_shared_bytes
+
+    static_shared_bytes = 0  # what each kernel declares statically
+
     def launch(self, kernel, geometry, *args):
         self.log.append(("launch", kernel.name))
 

@@ -191,6 +191,56 @@ def test_schedule_skew_adds_its_define_only_while_on():
     skew = ScheduleSkew()
     assert skew.defines() == {}
     skew.depth += 1
-    assert skew.defines() == {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
+    assert skew.defines() == {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS),
+                              "HK_STRAGGLE_NS": str(contract.SCHEDULE_STRAGGLE_NS)}
     skew.depth -= 1
     assert skew.defines() == {}
+
+
+def test_every_kernel_with_a_block_barrier_starts_its_schedule_skew_before_the_first():
+    # The skewed builds count each thread's barriers from hk_skew_warps() (the
+    # stragglers wait after one numbered barrier): a kernel that reaches a
+    # barrier without calling it first would count from whatever shared
+    # memory held.
+    import re
+
+    from histkit.conformance import mutagen
+    from histkit.gpu import compiler
+
+    for path in sorted(compiler.kernel_dir().glob("*.cu")):
+        units = mutagen.units_of(path.read_text())
+        with_barrier = {u.name for u in units if "__syncthreads" in u.body}
+        changed = True
+        while changed:  # functions that call one with a barrier have one too
+            changed = False
+            for unit in units:
+                if unit.name not in with_barrier and any(
+                        re.search(rf"\b{name}\b", unit.body) for name in with_barrier):
+                    with_barrier.add(unit.name)
+                    changed = True
+        for unit in units:
+            if not unit.entry or unit.name not in with_barrier:
+                continue
+            first_barrier = min(m.start() for name in with_barrier | {"__syncthreads"}
+                                for m in re.finditer(rf"\b{name}\b", unit.body))
+            skew = unit.body.find("hk_skew_warps()")
+            assert 0 <= skew < first_barrier, f"{path.name}: {unit.name}"
+
+
+@pytest.mark.parametrize("static_bytes", [0, 1024])
+def test_the_fast_kernels_one_large_copy_leaves_room_for_the_kernels_static_shared_memory(
+        static_bytes):
+    # the skewed builds declare static shared memory (their barrier counts):
+    # a copy as large as a block may have would not launch beside it
+    from test_api_calls import FakeRuntime
+
+    from histkit.gpu.launch import histogram as launch_histogram
+
+    rt = FakeRuntime()
+    rt.static_shared_bytes = static_bytes
+    for num_bins in (70_000, 1 << 20):
+        _, geometry, _, shared_bins = launch_histogram._fast_plan(
+            rt, Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None, "")
+        assert geometry.shared_bytes + static_bytes <= rt.max_shared_per_block
+        assert geometry.shared_bytes + static_bytes > rt.max_shared_per_block - 8  # all of it
+        assert geometry.shared_bytes == (int(shared_bins) + 1) * 4

@@ -32,7 +32,8 @@ def test_every_kernel_compiles_for_every_key_type(source, arch):
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_every_build_compiles_with_schedule_skew_and_then_sleeps_between_barriers(source):
     # the conformance suite's skewed cases build every kernel with HK_SKEW_NS
-    skew = {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
+    # and HK_STRAGGLE_NS
+    skew = contract.schedule_defines()
     for defines in SOURCES[source]:
         plain = contract.defines_for(source, {"KEY_T": "int", **defines})
         skewed = compiler.compile_cubin(source, {**plain, **skew}, "sm_90")

@@ -31,7 +31,7 @@ def compiles_of(file: str, cuda_dir: Path) -> Iterator[tuple[str, dict[str, str]
     narrowest, unsigned): where a change most often shows, the search ends."""
     from histkit.gpu import compiler, contract, registry
 
-    skew = {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)}
+    skew = contract.schedule_defines()
     telling = ("int", "unsigned long long", "signed char", "unsigned int")
     key_types = sorted(contract.KEY_C_TYPES.values(),
                        key=lambda c: telling.index(c) if c in telling else len(telling))

@@ -52,8 +52,12 @@ PART_ENTRY_COST = 64
 SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
 # The conformance suite's skewed cases: each warp of a block sleeps its rank x
 # this many ns at entry and after every block barrier (common.cuh, HK_SKEW_NS;
-# passed only inside Runtime.skewed_schedule).
+# passed only inside Runtime.skewed_schedule) ...
 SCHEDULE_SKEW_NS = 400
+# ... and in block b < 8 every warp but warp 0 waits (b + 1) x this many ns
+# after the block's (b + 1)-th barrier (HK_STRAGGLE_NS): far longer than any
+# rank skew (32 warps x 400 ns), so a block's late warps stay late.
+SCHEDULE_STRAGGLE_NS = 20_000
 
 # counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
 # Measured on the H200 (bench/sort_tiles.py, 2^28 int32 keys; sort-tiles-*.json):
@@ -132,3 +136,9 @@ MAX_INT32_INDEX_KEYS = 2**31
 
 def index_defines(dtype) -> dict[str, str]:
     return {"INDEX_T": INDEX_C_TYPES[np.dtype(dtype)]}
+
+
+def schedule_defines() -> dict[str, str]:
+    """The defines of the conformance suite's skewed builds (common.cuh): the
+    warps' rank skew and the stragglers."""
+    return {"HK_SKEW_NS": str(SCHEDULE_SKEW_NS), "HK_STRAGGLE_NS": str(SCHEDULE_STRAGGLE_NS)}

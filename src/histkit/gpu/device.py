@@ -251,15 +251,17 @@ def _switched_on(mode):
 
 class ScheduleSkew:
     """While on (the conformance runner's skewed cases), kernels are built with
-    -DHK_SKEW_NS (common.cuh: warps of a block sleep different times at entry
-    and after every barrier), and launch plans made then are kept apart from
-    the plain ones. Shared by a runtime's stream views."""
+    -DHK_SKEW_NS and -DHK_STRAGGLE_NS (common.cuh: warps of a block sleep
+    different times at entry and after every barrier, and in the first blocks
+    all warps but warp 0 straggle after one barrier each), and launch plans
+    made then are kept apart from the plain ones. Shared by a runtime's stream
+    views."""
 
     def __init__(self):
         self.depth = 0
 
     def defines(self) -> dict[str, str]:
-        return {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS)} if self.depth else {}
+        return contract.schedule_defines() if self.depth else {}
 
 
 class ScratchPoison:
@@ -317,6 +319,7 @@ class Runtime:
         self._kernels: dict = {}
         self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
         self._resident: dict = {}
+        self._static_shared: dict[int, int] = {}  # kernel handle -> static bytes
         self._configs: dict = {}
         self._plans: dict = {}
         self._scratch = threading.local()
@@ -431,6 +434,18 @@ class Runtime:
                 self._plans.clear()
             found = self._plans[shape] = make()
         return found
+
+    def max_dynamic_shared(self, kernel) -> int:
+        """The dynamic shared memory a block of this kernel may have: the
+        device's opt-in limit less what the kernel declares statically (the
+        skewed builds' barrier counts, say); asked once per kernel."""
+        handle = int(kernel.handle)
+        if handle not in self._static_shared:
+            attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+            self._static_shared[handle] = int(check(
+                driver.cuKernelGetAttribute(attribute, kernel.handle, self.device.device_id),
+                "cuKernelGetAttribute(SHARED_SIZE_BYTES)"))
+        return self.max_shared_per_block - self._static_shared[handle]
 
     def resident_blocks(self, kernel, block: int, shared_bytes: int) -> int:
         """Blocks of this kernel that fit on one SM at once (at least 1); asked once."""

@@ -121,16 +121,15 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
                shared_share: float | None, label: str):
     """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
     shape, the scalars as the kernel takes them."""
-    copies, shared_bins = fast_layout(rt.max_shared_per_block, num_bins)
-    if shared_share is not None:
-        shared_bins = min(shared_bins, int(num_bins * shared_share))
+    copies, shared_bins, coalesced, hold, kernel = _fast_build(
+        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block)
     shared = copies * (shared_bins + 1) * 4
-    # Mostly global bins: coalesced scalar reads keep a warp's atomics on
-    # neighbouring addresses (see fast_histogram.cu).
-    coalesced = "1" if shared_bins < num_bins // 2 else "0"
-    hold = "1" if hold_runs else "0"
-    kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
-                       keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
+    if shared > rt.max_dynamic_shared(kernel):
+        # A build with static shared memory (the skewed builds count barriers
+        # there) leaves less for the copies: the one copy shrinks to fit.
+        copies, shared_bins, coalesced, hold, kernel = _fast_build(
+            rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel))
+        shared = copies * (shared_bins + 1) * 4
     if grid is None:
         resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
         blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
@@ -141,3 +140,19 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
                         f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
                         FAST_BLOCK, shared)
     return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(shared_bins)
+
+
+def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
+                shared_share: float | None, max_shared: int):
+    """(copies, shared_bins, COALESCED, HOLD_RUNS, kernel) of fast_histogram for
+    blocks of up to max_shared bytes of dynamic shared memory."""
+    copies, shared_bins = fast_layout(max_shared, num_bins)
+    if shared_share is not None:
+        shared_bins = min(shared_bins, int(num_bins * shared_share))
+    # Mostly global bins: coalesced scalar reads keep a warp's atomics on
+    # neighbouring addresses (see fast_histogram.cu).
+    coalesced = "1" if shared_bins < num_bins // 2 else "0"
+    hold = "1" if hold_runs else "0"
+    kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
+                       keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
+    return copies, shared_bins, coalesced, hold, kernel
