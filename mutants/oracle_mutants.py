@@ -3,8 +3,9 @@
 Users take the Cython oracles as ground truth, so their tests (checked against
 numpy and plain loops) must catch a slip in them as the conformance suite
 catches one in a kernel. This applies mutagen's one-line slips, plus Python's
-`and` / `or`, a dropped `not` and `+` made `-`, to the code lines (not
-docstrings or comments) of every file of src/histkit/oracles/, one at a time,
+(mutagen.PYTHON_SLIPS: `and` / `or`, a dropped `not`, `+` made `-`, a ceiling
+division made a floor), to the code lines (not docstrings or comments) of
+every file of src/histkit/oracles/, one at a time,
 and runs the oracle tests (stopping at the first failure): a failure or a
 hang is caught, a build error broken, a clean run survived.
 
@@ -31,12 +32,6 @@ from histkit.conformance import mutagen
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORACLES = ROOT / "src" / "histkit" / "oracles"
-PYTHON_SLIPS = (
-    mutagen._slip("and-to-or", r" and ", " or ", "'and' made 'or'"),
-    mutagen._slip("or-to-and", r" or ", " and ", "'or' made 'and'"),
-    mutagen._slip("not-dropped", r"\bnot ", "", "a 'not' dropped"),
-    mutagen._slip("plus-made-minus", r" \+ ", " - ", "'+' made '-'"),
-)
 TESTS = ["tests/test_histogram_oracle.py", "tests/test_scan_and_sort_oracles.py",
          "tests/test_wave_oracle.py", "tests/test_radix_oracle.py", "tests/test_pages.py",
          "tests/test_bad_input.py", "tests/test_more_than_2_31_keys.py",
@@ -47,27 +42,13 @@ ORDER = ["_sort.pyx", "_scan.pyx", "_histogram.pyx", "_wave.pyx", "_fold.py", "_
 TIMEOUT_S = 90  # a clean run of the tests takes ~40 s here: past it, a hang
 
 
-def code_lines(text: str) -> set[int]:
-    """1-based numbers of the lines outside docstrings and comments."""
-    inside, keep = False, set()
-    for number, line in enumerate(text.split("\n"), 1):
-        quotes = line.count('"""') + line.count("'''")
-        if not inside and quotes == 0 and not line.strip().startswith("#"):
-            keep.add(number)
-        if quotes % 2:
-            inside = not inside
-    return keep
-
-
 def mutants_of(path: pathlib.Path) -> list:
-    saved = mutagen.SLIPS
-    mutagen.SLIPS = saved + PYTHON_SLIPS
-    try:
-        text = path.read_text()
-        keep = code_lines(text)
-        return [m for m in mutagen.mutants_of(path.name, text) if m.line in keep]
-    finally:
-        mutagen.SLIPS = saved
+    """mutagen's slips for C (the oracles' Cython reads alike) and for Python,
+    on the file's code lines."""
+    text = path.read_text()
+    keep = mutagen.python_code_lines(text)
+    return [m for m in mutagen.mutants_of(path.name, text, mutagen.SLIPS + mutagen.PYTHON_SLIPS)
+            if m.line in keep]
 
 
 def judge() -> tuple[str, str]:

@@ -13,6 +13,7 @@ from histkit.conformance import mutagen, mutation
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = mutagen.generate(ROOT / "cuda")
+HOST = mutagen.generate_host(mutation.package_dir())
 EQUIVALENT = ROOT / "mutants" / "equivalent.toml"
 
 
@@ -63,7 +64,7 @@ def test_a_line_that_moved_since_generation_is_refused(tmp_path):
 
 def test_known_equivalent_mutants_exist_and_say_why_and_what_would_see_them():
     entries = tomllib.loads(EQUIVALENT.read_text())["equivalent"]
-    ids = {m.id for m in GENERATED}
+    ids = {m.id for m in GENERATED + HOST}
     assert len({e["id"] for e in entries}) == len(entries)
     for entry in entries:
         assert entry["id"] in ids, f"{entry['id']}: no such generated mutant (regenerate?)"
@@ -170,3 +171,72 @@ def _fullest_build(source: str) -> dict:
 
     rows = [k for k in registry.KERNELS if k.source == source]
     return rows[-1].builds[-1] if rows else {}
+
+
+# --- host mutants: the launch layer's Python -------------------------------------
+
+
+def test_every_launch_layer_file_gets_host_mutants_with_unique_ids_apart_from_cuda_ones():
+    assert {m.file for m in HOST} == set(mutagen.HOST_FILES)
+    assert len({m.id for m in HOST}) == len(HOST)
+    assert all(m.id.startswith("gen-host-") for m in HOST)
+    assert not {m.id for m in HOST} & {m.id for m in GENERATED}
+
+
+def test_each_host_mutant_changes_one_code_line_and_stays_python(tmp_path):
+    for m in HOST:
+        original = (mutation.package_dir() / m.file).read_text()
+        path = mutation.apply(m, mutation.package_dir(), tmp_path, copy=False)
+        planted = path.read_text()
+        pairs = zip(original.split("\n"), planted.split("\n"), strict=True)
+        assert [i for i, (a, b) in enumerate(pairs) if a != b] == [m.line - 1], m.id
+        compile(planted, m.file, "exec")  # a slip that breaks the syntax tests nothing
+        assert m.line in mutagen.python_code_lines(original), m.id
+
+
+def test_host_slips_leave_docstrings_comments_and_string_literals_alone():
+    text = ('"""a < b in a docstring"""\n'
+            'x = f(a < b)  # c < d\n'
+            'y = "e < f" if g > 1 else h\n'
+            '# i < j\n')
+    planted = {(m.line, m.replace) for m in mutagen.python_mutants_of("t.py", text)}
+    assert (2, "x = f(a <= b)  # c < d") in planted
+    assert (3, 'y = "e < f" if g >= 1 else h') in planted
+    assert all(line in (2, 3) for line, _ in planted)
+    assert not any('"e <= f"' in replace or "c <= d" in replace for _, replace in planted)
+
+
+def test_a_launcher_modules_mutants_judge_only_the_rows_that_launch_its_kernels():
+    from histkit.gpu import registry
+
+    def rows(file):
+        return set(mutation.rows_for(next(m for m in HOST if m.file == file)))
+
+    every = {k.row for k in registry.KERNELS}
+    assert rows("gpu/policy.py") == every
+    assert rows("gpu/launch/resident.py") == {k.row for k in registry.rows_reaching(
+        "counting_sort.cu")}
+    assert "exclusive-scan" in rows("gpu/launch/scan.py")
+    assert "sort-atomic-cursor" in rows("gpu/launch/scan.py")  # the cursor sort scans
+    assert "fast" not in rows("gpu/launch/sort.py")
+
+
+def test_a_host_mutant_is_imported_in_place_of_its_module_by_every_importer(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    m = next(m for m in HOST if m.file == "gpu/policy.py")
+    path = mutation.apply(m, mutation.package_dir(), tmp_path, copy=False)
+    code = ("import histkit._mutant_loader as loader, os, sys\n"
+            "loader.install(os.environ['HISTKIT_HOST_MUTANT'])\n"
+            "from histkit.gpu import registry\n"
+            "from histkit.gpu.launch import histogram\n"
+            "print(registry.policy.__file__, histkit_policy := sys.modules['histkit.gpu.policy'],"
+            " histogram.fast_layout.__code__.co_filename)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "HISTKIT_HOST_MUTANT":
+                               f"{mutation.host_module(m.file)}={path}"})
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.split()
+    assert printed[0] == str(path) and printed[-1] == str(path)

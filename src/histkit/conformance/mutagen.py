@@ -93,13 +93,14 @@ def _code(line: str) -> str:
     return line if cut < 0 else line[:cut].rstrip()
 
 
-def _id(file: str, slip: str, line: str, occurrence: int) -> str:
+def _id(file: str, slip: str, line: str, occurrence: int, prefix: str = "gen-") -> str:
     digest = hashlib.sha1(f"{line.strip()}#{occurrence}".encode()).hexdigest()[:8]
-    return f"gen-{Path(file).stem}-{slip}-{digest}"
+    return f"{prefix}{Path(file).stem}-{slip}-{digest}"
 
 
-def mutants_of(file: str, text: str) -> list[Mutant]:
-    """Every generated mutant of one kernel file (file: its name in cuda/)."""
+def mutants_of(file: str, text: str, slips: tuple[Slip, ...] | None = None) -> list[Mutant]:
+    """Every generated mutant of one kernel file (file: its name in cuda/);
+    slips: these instead of SLIPS."""
     found: list[Mutant] = []
     seen: dict[tuple[str, str], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -107,7 +108,7 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
             continue
         code = _code(line)
         comment = line[len(code):]
-        for slip in SLIPS:
+        for slip in slips or SLIPS:
             for match in slip.pattern.finditer(code):
                 mutated = code[:match.start()] + match.expand(slip.replacement) + code[match.end():]
                 found.append(_mutant(file, slip.name, slip.what, line, number,
@@ -120,10 +121,11 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
 
 
 def _mutant(file: str, slip: str, what: str, line: str, number: int, mutated: str,
-            seen: dict) -> Mutant:
+            seen: dict, prefix: str = "gen-") -> Mutant:
     key = (slip, line.strip())
     occurrence = seen[key] = seen.get(key, -1) + 1
-    return Mutant(id=_id(file, slip, line, occurrence), file=file, find=line, replace=mutated,
+    return Mutant(id=_id(file, slip, line, occurrence, prefix), file=file, find=line,
+                  replace=mutated,
                   plants=f"{what}, line {number}: {line.strip()}",
                   caught_by="(generated)", needs="quick", line=number)
 
@@ -147,6 +149,78 @@ def sample(mutants: list[Mutant], count: int | None, seed: int = 0) -> list[Muta
         return mutants
     chosen = random.Random(seed).sample(mutants, count)
     return sorted(chosen, key=lambda m: (m.file, m.line))
+
+
+# --- the launch layer: host code mutated the same way -------------------------
+#
+# Between a public call and a kernel sits Python that sizes grids, scratch,
+# tiles and passes and picks a kernel (histkit.gpu.launch, policy, the
+# registry's launchers). A slip there (a ceiling division made a floor, a
+# bound off by one) is as real a bug as one in cuda/, and the same matrix
+# must catch it. Host mutants take the slips that read the same in Python
+# plus Python's own, on code lines only (not docstrings, comments or string
+# literals); the judge imports the one mutated module in place of the
+# installed one (histkit._mutant_loader).
+
+PYTHON_SLIPS = (
+    _slip("and-to-or", r" and ", " or ", "'and' made 'or'"),
+    _slip("or-to-and", r" or ", " and ", "'or' made 'and'"),
+    _slip("not-dropped", r"\bnot ", "", "a 'not' dropped"),
+    _slip("plus-made-minus", r" \+ ", " - ", "'+' made '-'"),
+    _slip("ceiling-made-floor", r"-\(-", "(", "a ceiling division made a floor division"),
+)
+_READ_ALIKE = ("lt-to-le", "le-to-lt", "gt-to-ge", "ge-to-gt", "eq-to-ne", "ne-to-eq",
+               "plus-one-dropped", "minus-one-dropped", "min-to-max", "max-to-min",
+               "shift-turned", "accumulate-made-assign")
+HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
+# Files of the histkit package whose code sizes and picks the launches.
+HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
+              "gpu/launch/resident.py", "gpu/launch/scan.py", "gpu/launch/sort.py",
+              "gpu/policy.py", "gpu/registry.py")
+_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def python_code_lines(text: str) -> set[int]:
+    """1-based numbers of the lines outside docstrings and comments."""
+    inside, keep = False, set()
+    for number, line in enumerate(text.split("\n"), 1):
+        quotes = line.count('"""') + line.count("'''")
+        if not inside and quotes == 0 and not line.strip().startswith("#"):
+            keep.add(number)
+        if quotes % 2:
+            inside = not inside
+    return keep
+
+
+def python_mutants_of(file: str, text: str, slips: tuple[Slip, ...] = HOST_SLIPS,
+                      prefix: str = "gen-host-") -> list[Mutant]:
+    """Every mutant of one Python file: each slip at each match on a code
+    line, outside string literals and the line's comment."""
+    found: list[Mutant] = []
+    seen: dict[tuple[str, str], int] = {}
+    lines = text.split("\n")
+    for number in sorted(python_code_lines(text)):
+        line = lines[number - 1]
+        cut = line.find("  #")
+        code = line if cut < 0 else line[:cut]
+        strings = [m.span() for m in _STRING.finditer(code)]
+        for slip in slips:
+            for match in slip.pattern.finditer(code):
+                if any(a <= match.start() < b for a, b in strings):
+                    continue
+                mutated = code[:match.start()] + match.expand(slip.replacement) + code[match.end():]
+                found.append(_mutant(file, slip.name, slip.what, line, number,
+                                     mutated + line[len(code):], seen, prefix))
+    return found
+
+
+def generate_host(package_dir: Path, files: list[str] | None = None) -> list[Mutant]:
+    """Host mutants of the launch layer (HOST_FILES, paths in the package)."""
+    mutants: list[Mutant] = []
+    for name in HOST_FILES:
+        if not files or name in files or Path(name).name in files:
+            mutants.extend(python_mutants_of(name, (Path(package_dir) / name).read_text()))
+    return mutants
 
 
 # What could see a listed survivor: nothing (no observable effect), or only a

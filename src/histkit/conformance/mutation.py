@@ -8,6 +8,11 @@ by ``HISTKIT_CUDA_DIR``, the conformance rows that compile the mutated file
 a hang (timeout) is "caught"; a compile error makes the mutant "broken" (it
 tests nothing); a clean run is "survived" and names a missing case.
 
+``run --generated`` plants mutagen's slips at every site of ``cuda/``;
+``run --host`` plants them in the launch layer's Python (grid, tile, scratch
+and pass sizes, the kernel choice), each judged with the one mutated module
+imported in place of the installed one (``histkit._mutant_loader``).
+
 Without a GPU, ``tests/test_mutants.py`` checks that every mutant applies
 and compiles with NVRTC.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,24 +77,60 @@ def plant_at_line(text: str, line: int, find: str, replace: str, what: str) -> s
     return "\n".join(lines)
 
 
-def apply(mutant: Mutant, source_dir: Path, target_dir: Path) -> Path:
-    """A copy of source_dir in target_dir with the mutant's one change made."""
-    shutil.copytree(source_dir, target_dir, dirs_exist_ok=True)
-    path = target_dir / mutant.file
+def apply(mutant: Mutant, source_dir: Path, target_dir: Path, copy: bool = True) -> Path:
+    """A copy of source_dir in target_dir with the mutant's one change made
+    (returns target_dir); copy=False: only the mutated file, written to
+    target_dir under its own name (returns its path)."""
     what = f"mutant {mutant.id} in {mutant.file}"
-    text = path.read_text()
-    path.write_text(plant_at_line(text, mutant.line, mutant.find, mutant.replace, what)
-                    if mutant.line else plant(text, mutant.find, mutant.replace, what))
+    text = (source_dir / mutant.file).read_text()
+    text = (plant_at_line(text, mutant.line, mutant.find, mutant.replace, what)
+            if mutant.line else plant(text, mutant.find, mutant.replace, what))
+    if not copy:
+        path = target_dir / Path(mutant.file).name
+        path.write_text(text)
+        return path
+    shutil.copytree(source_dir, target_dir, dirs_exist_ok=True)
+    (target_dir / mutant.file).write_text(text)
     return target_dir
+
+
+def is_host(mutant: Mutant) -> bool:
+    """A mutant of the launch layer's Python (mutagen.generate_host), not of cuda/."""
+    return mutant.file.endswith(".py")
+
+
+def package_dir() -> Path:
+    """The installed histkit package, whose files host mutants copy and mutate."""
+    import histkit
+
+    return Path(histkit.__file__).parent
+
+
+def host_module(file: str) -> str:
+    """The module name of a file of the package ("gpu/policy.py": histkit.gpu.policy)."""
+    return "histkit." + file.removesuffix(".py").replace("/", ".")
+
+
+def _host_rows(file: str) -> list:
+    """The rows a host file can change: those compiling a cuda/ source the
+    file names (a launcher module), else every row (policy, geometry, ...)."""
+    from histkit.gpu import registry
+
+    named = set(re.findall(r"\"(\w+\.cu)\"", (package_dir() / file).read_text()))
+    rows = [k for k in registry.KERNELS if named & set(k.sources)]
+    return rows or list(registry.KERNELS)
 
 
 def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
     """The conformance rows that compile the mutant's file; for a generated
     mutant (its line known), only those whose entries reach that line
     (mutagen.entries_reaching) among the rows of the file itself, every row
-    that only uses the file (its entries there are not listed)."""
+    that only uses the file (its entries there are not listed). A host
+    mutant: the rows its file launches (_host_rows)."""
     from histkit.gpu import compiler, registry
 
+    if is_host(mutant):
+        return [k.row for k in _host_rows(mutant.file)]
     rows = registry.rows_reaching(mutant.file)
     if mutant.line:
         from histkit.conformance import mutagen
@@ -102,6 +144,8 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
 
 def _judge_command(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
     rows = rows_for(mutant, cuda_dir)
+    if is_host(mutant):  # the judge, with the mutated module imported in its place
+        return [sys.executable, "-m", "histkit._mutant_loader", "judge", mutant.needs, *rows]
     if mutant.needs in ("racecheck", "synccheck"):
         return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
                 "--error-exitcode", str(EXIT_CAUGHT), sys.executable, "-m",
@@ -126,8 +170,13 @@ def _last_lines(text: str, count: int = 6) -> str:
 def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcome:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
-        apply(mutant, cuda_dir, Path(tmp))
-        child_env = {**env, "HISTKIT_CUDA_DIR": tmp, "PYTHONUNBUFFERED": "1"}
+        if is_host(mutant):
+            mutated = apply(mutant, package_dir(), Path(tmp), copy=False)
+            child_env = {**env, "HISTKIT_HOST_MUTANT": f"{host_module(mutant.file)}={mutated}",
+                         "PYTHONUNBUFFERED": "1"}
+        else:
+            apply(mutant, cuda_dir, Path(tmp))
+            child_env = {**env, "HISTKIT_CUDA_DIR": tmp, "PYTHONUNBUFFERED": "1"}
         try:
             done = subprocess.run(_judge_command(mutant, cuda_dir), env=child_env,
                                   capture_output=True,
@@ -168,14 +217,18 @@ def judge(needs: str, rows: list[str]) -> int:
 def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path | None,
         only: list[str] | None, needs: list[str] | None, generated: bool = False,
         files: list[str] | None = None, sample: int | None = None, seed: int = 0,
-        equivalent_table: Path | None = None) -> int:
-    """Run the table's mutants (generated=True: mutagen's, optionally a seeded
-    sample of them) and report; exit status 0 when every one that changes
-    behaviour was caught (generated ones listed as equivalent are left out)."""
-    if generated:
+        equivalent_table: Path | None = None, host: bool = False) -> int:
+    """Run the table's mutants (generated=True: mutagen's, host=True: mutagen's
+    of the launch layer's Python; either optionally a seeded sample) and
+    report; exit status 0 when every one that changes behaviour was caught
+    (generated ones listed as equivalent are left out)."""
+    generated = generated or host
+    if generated or host:
         from histkit.conformance import mutagen
 
-        mutants = mutagen.sample(mutagen.generate(cuda_dir, files), sample, seed)
+        made = (mutagen.generate_host(package_dir(), files) if host
+                else mutagen.generate(cuda_dir, files))
+        mutants = mutagen.sample(made, sample, seed)
         known = mutagen.equivalent(equivalent_table) if equivalent_table else {}
         gaps = mutagen.known_gaps(equivalent_table) if equivalent_table else {}
     else:
@@ -266,7 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("--needs", nargs="*", choices=NEEDS, help="run mutants of these needs")
     every.add_argument("--generated", action="store_true",
                        help="run the generated mutants (mutagen) instead of the table's")
-    every.add_argument("--files", nargs="*", help="generated: mutate these cuda/ files only")
+    every.add_argument("--host", action="store_true",
+                       help="run the generated mutants of the launch layer's Python "
+                            "(mutagen.HOST_FILES) instead")
+    every.add_argument("--files", nargs="*",
+                       help="generated: mutate these cuda/ files (--host: package files) only")
     every.add_argument("--sample", type=int, help="generated: a seeded sample of this many")
     every.add_argument("--seed", type=int, default=0, help="generated: the sample's seed")
     every.add_argument("--equivalent", type=Path, default=Path("mutants/equivalent.toml"),
@@ -292,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         return sift_command(args.cuda_dir, args.files, args.only, args.jobs, args.equivalent,
                             args.write)
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
-               args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent)
+               args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent,
+               args.host)
 
 
 if __name__ == "__main__":

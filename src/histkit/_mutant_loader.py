@@ -1,0 +1,65 @@
+"""The mutation harness's judge, with one histkit module replaced by a mutant.
+
+``HISTKIT_HOST_MUTANT="histkit.gpu.launch.sort=/tmp/.../sort.py"`` names the
+module and the mutated copy of its source. This module is the judge's entry
+point (``python -m histkit._mutant_loader judge quick <rows>``): it sits
+outside histkit.gpu and histkit.conformance so that nothing has imported the
+module yet when the replacement is put first on the import path; every later
+import of that name, from any module, gets the mutant.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+ENV = "HISTKIT_HOST_MUTANT"
+
+
+class MutatedModule(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds one module name and loads it from a mutated copy of its source."""
+
+    def __init__(self, name: str, path: str):
+        self.name, self.path = name, path
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=self.path)
+
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module) -> None:
+        module.__file__ = self.path
+        exec(compile(Path(self.path).read_text(), self.path, "exec"), module.__dict__)
+
+
+def install(spec: str) -> str:
+    """Put the mutant named by spec ("module=path") first on the import path;
+    returns the module's name."""
+    name, _, path = spec.partition("=")
+    if not name.startswith("histkit.") or not path:
+        raise ValueError(f"{ENV} must be 'histkit.<module>=<path>'; got {spec!r}")
+    if name in sys.modules:
+        raise RuntimeError(f"{name} was imported before its mutant could replace it")
+    sys.meta_path.insert(0, MutatedModule(name, path))
+    return name
+
+
+def main(argv: list[str]) -> int:
+    name = install(os.environ[ENV])
+    from histkit.conformance import mutation
+
+    status = mutation.main(argv)
+    if name not in sys.modules:  # the rows judged never ran the mutated code
+        print(f"the mutated module {name} was never imported", file=sys.stderr)
+        return mutation.EXIT_BROKEN
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
