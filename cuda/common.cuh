@@ -98,6 +98,16 @@ __device__ __forceinline__ void hk_barrier_then_skew() {
 __device__ __forceinline__ void hk_skew_warps() {}
 #endif
 
+// A kernel with dynamic shared memory states, at entry, how many bytes its
+// shape needs (from its own arguments and defines); a launch that gave fewer
+// (the host sized it wrong) traps at once instead of reading and writing past
+// the block's shared memory, which the hardware does not always fault on.
+__device__ __forceinline__ void hk_require_dynamic_shared(u64 bytes) {
+    unsigned given;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
+    if ((u64)given < bytes) __trap();
+}
+
 // Grid-stride loops run over 64-bit indices: N may pass 2^31.
 __device__ __forceinline__ i64 hk_thread_index() {
     return (i64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -430,6 +430,7 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
     hk_skew_warps();
+    hk_require_dynamic_shared(TILE_KEYS * (sizeof(hk_key) + sizeof(hk_index)));
     for (;;) {
         if (threadIdx.x == 0) taken = (i64)atomicAdd(next_tile, 1ULL);
         __syncthreads();
@@ -540,6 +541,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
     hk_skew_warps();
+    hk_require_dynamic_shared(TILE_KEYS * (sizeof(hk_key) + sizeof(hk_index)));
     u64* arrivals = scratch;
     unsigned* tile_counts = (unsigned*)(scratch + 1);
     unsigned* digit_totals = tile_counts + (size_t)MAX_DIGITS * gridDim.x;

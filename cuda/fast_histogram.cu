@@ -185,6 +185,7 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
     extern __shared__ unsigned counters[];
     hk_skew_warps();
     const u64 stride = shared_bins + 1;
+    hk_require_dynamic_shared(COPIES * stride * sizeof(unsigned));
     for (u64 j = threadIdx.x; j < COPIES * stride; j += blockDim.x) counters[j] = 0;
     __syncthreads();
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);

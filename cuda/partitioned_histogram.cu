@@ -204,6 +204,7 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
                  u64* hist) {
     extern __shared__ unsigned bins[];  // PART_BINS counters (more than 48 KB: dynamic)
     hk_skew_warps();
+    hk_require_dynamic_shared(PART_BINS * sizeof(unsigned));
     const i64 entries = (i64)num_parts * num_tiles;
     if (entries == 0) return;  // no keys (no tiles): no last entry to read
     const u64 work = part_pos[entries - 1] + part_counts[entries - 1];

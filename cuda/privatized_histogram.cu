@@ -21,6 +21,7 @@ extern "C" __global__ void privatized_histogram(const hk_key* keys, i64 n, u64 n
                                                 u64* global_atomics) {
     extern __shared__ unsigned int local_hist[];
     hk_skew_warps();
+    hk_require_dynamic_shared(num_bins * sizeof(unsigned int));
     for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) local_hist[b] = 0;
     __syncthreads();
 

@@ -244,3 +244,56 @@ def test_the_fast_kernels_one_large_copy_leaves_room_for_the_kernels_static_shar
         assert geometry.shared_bytes + static_bytes <= rt.max_shared_per_block
         assert geometry.shared_bytes + static_bytes > rt.max_shared_per_block - 8  # all of it
         assert geometry.shared_bytes == (int(shared_bins) + 1) * 4
+
+
+def test_each_launcher_takes_the_edge_of_what_it_may_take():
+    # the last shape inside each refusal rule runs: one-lane waves, the most
+    # bins a block's shared memory holds, the most bins the partitions cover
+    from test_api_calls import FakeArray, FakeRuntime
+
+    from histkit.gpu.launch import histogram as launch_histogram
+    from histkit.gpu.launch import partitioned as launch_partitioned
+
+    rt = FakeRuntime()
+    keys = Keys(0x1000, 10_000, np.dtype(np.int32))
+    hist, bad = FakeArray(0x2000, 1, np.uint64), FakeArray(0x3000, 1, np.uint64)
+    assert launch_histogram.naive_histogram_one_warp(rt, keys, 8, hist, bad, 1).block == 1
+    most = rt.max_shared_per_block // 4
+    assert launch_histogram.privatized_geometry(rt, keys.n, most).shared_bytes == most * 4
+    with pytest.raises(errors.UnsupportedShape):
+        launch_histogram.privatized_geometry(rt, keys.n, most + 1)
+    from histkit.gpu import contract
+
+    covered = (1 << contract.PART_LOW_BITS) * contract.MAX_PARTS
+    launch_partitioned.partitioned_histogram(rt, keys, covered, hist, bad)
+    with pytest.raises(errors.UnsupportedShape):
+        launch_partitioned.partitioned_histogram(rt, keys, covered + 1, hist, bad)
+
+
+def test_the_conformance_runner_accepts_only_the_refusals_a_row_declares():
+    # a launcher that refuses what it should run would pass as a column of skips
+    import types
+
+    from histkit.conformance.cases import Case
+    from histkit.conformance.runner import refusal_allowed
+    from histkit.gpu import registry
+
+    rt = types.SimpleNamespace(max_shared_per_block=227 * 1024, sm_count=132, cooperative=True)
+    plain, int32 = registry.DEFAULT, registry.INT32_INDEX
+    privatized = registry.by_row("privatized")
+    assert refusal_allowed(rt, privatized, plain, Case("uniform", 1000, 70_000))
+    assert not refusal_allowed(rt, privatized, plain, Case("uniform", 1000, 50_000))
+    for row in ("atomic", "fast", "auto", "sort-stable", "sort-stable-auto", "exclusive-scan",
+                "radix-sort"):
+        assert not refusal_allowed(rt, registry.by_row(row), plain,
+                                   Case("uniform", 1000, 1 << 20)), row
+    sort = registry.by_row("sort-stable")
+    assert refusal_allowed(rt, sort, int32, Case("uniform", 2**31 + 1, 256))
+    assert not refusal_allowed(rt, sort, int32, Case("uniform", 2**31, 256))
+    resident = registry.by_row("sort-stable-resident")
+    assert not refusal_allowed(rt, resident, plain, Case("uniform", 132 * 4096, 256))
+    assert refusal_allowed(rt, resident, plain, Case("uniform", 4_194_305, 256))
+    partitioned = registry.by_row("partitioned")
+    wide = registry.Variant("64-bin-parts", {"low_bits": 6})
+    assert refusal_allowed(rt, partitioned, wide, Case("uniform", 1000, 20_000))
+    assert not refusal_allowed(rt, partitioned, plain, Case("uniform", 1000, 20_000))

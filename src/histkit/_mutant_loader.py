@@ -2,7 +2,8 @@
 
 ``HISTKIT_HOST_MUTANT="histkit.gpu.launch.sort=/tmp/.../sort.py"`` names the
 module and the mutated copy of its source. This module is the judge's entry
-point (``python -m histkit._mutant_loader judge quick <rows>``): it sits
+point (``python -m histkit._mutant_loader judge quick <rows>``: the launch
+layer's CPU tests, then the conformance rows, with the mutant): it sits
 outside histkit.gpu and histkit.conformance so that nothing has imported the
 module yet when the replacement is put first on the import path; every later
 import of that name, from any module, gets the mutant.
@@ -54,6 +55,8 @@ def main(argv: list[str]) -> int:
     name = install(os.environ[ENV])
     from histkit.conformance import mutation
 
+    if mutation.host_tests_fail():  # the launch layer's CPU tests, first: seconds
+        return mutation.EXIT_CAUGHT
     status = mutation.main(argv)
     if name not in sys.modules:  # the rows judged never ran the mutated code
         print(f"the mutated module {name} was never imported", file=sys.stderr)

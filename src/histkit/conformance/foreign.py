@@ -202,14 +202,17 @@ class CudaFileImpl:
     def as_kernel(self):
         """This file as a registry row (built in the process that launches it)."""
         from histkit.conformance import cuda_abi
-        from histkit.gpu.registry import Kernel
+        from histkit.gpu.registry import Kernel, bins_past_shared_memory
 
         return Kernel(row=Path(self.path).name, kind=self.kind, source=str(Path(self.path)),
                       entries=self.entries, run=cuda_abi.launcher(self),
                       takes_grid=self.grid is not None and self.kind != "scan",
                       count_dtype=COUNT_TYPES[self.count_bits][1]
                       if self.kind not in ("sort", "stable-sort") else "uint64",
-                      skips_bad_keys=False)  # the ABI asks only for the first bad index
+                      skips_bad_keys=False,  # the ABI asks only for the first bad index
+                      # its launcher refuses bins past a block's shared memory
+                      may_refuse=(bins_past_shared_memory(self.count_bits // 8)
+                                  if self.kind == "privatized" else None))
 
 
 def parse_kernel_spec(spec: str, kind: str) -> tuple[str, tuple[str, ...]]:

@@ -121,6 +121,22 @@ def _host_rows(file: str) -> list:
     return rows or list(registry.KERNELS)
 
 
+# The CPU tests that pin the launch layer's sizes, edges, refusals and picks
+# (on a fake runtime): a host mutant's judge runs them first, in its process.
+HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_api_calls.py", "tests/test_registry.py")
+
+
+def host_tests_fail() -> bool:
+    """Run HOST_TESTS here (from the repository root), stopping at the first failure."""
+    import pytest
+
+    missing = [test for test in HOST_TESTS if not Path(test).exists()]
+    if missing:
+        raise FileNotFoundError(f"host mutants are judged from the repository root: "
+                                f"{', '.join(missing)} not found here")
+    return pytest.main(["-x", "-q", "-p", "no:cacheprovider", *HOST_TESTS]) != 0
+
+
 def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
     """The conformance rows that compile the mutant's file; for a generated
     mutant (its line known), only those whose entries reach that line

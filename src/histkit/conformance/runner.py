@@ -29,7 +29,7 @@ from histkit.conformance.cases import GUARD, HUGE, LARGE, NEEDS_A_K, Case, all_c
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
-from histkit.gpu.contract import NO_BAD_KEY, WARP
+from histkit.gpu.contract import MAX_INT32_INDEX_KEYS, NO_BAD_KEY, WARP
 from histkit.gpu.device import BufferWindow, DeviceArray, FenceUnavailable, Runtime, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.launch.common import Keys
@@ -258,11 +258,23 @@ class CaseRun:
         try:
             outcome, geometry = family.get(kernel.kind, self.run_histogram)(kernel, variant)
         except UnsupportedShape as error:
+            if not refusal_allowed(self.rt, kernel, variant, self.case):
+                return Cell("FAIL", f"refused a case it must run: {error}"), ""
             return Cell("skip", str(error).split(";")[0]), ""
         except GuardViolation as error:
             return Cell("FAIL", str(error)), ""
         return checks.judge(kernel.kind, self.expected, outcome, warp_size=lanes,
                             skips_bad_keys=kernel.skips_bad_keys), geometry
+
+
+def refusal_allowed(rt, kernel: Kernel, variant: Variant, case: Case) -> bool:
+    """Whether a launcher's UnsupportedShape on this case is right: int32
+    original indices past 2^31 keys, or the row's own rule (Kernel.may_refuse)."""
+    if (np.dtype(variant.options.get("index_dtype", np.int64)) == np.int32
+            and case.n > MAX_INT32_INDEX_KEYS):
+        return True
+    return kernel.may_refuse is not None and bool(
+        kernel.may_refuse(rt, case.n, case.num_bins, np.dtype(case.dtype), variant.options))
 
 
 def radix_values(case: Case) -> np.ndarray | None:

@@ -104,6 +104,12 @@ class Kernel:
     # outputs: (rt, keys) -> auto's key sample (SAMPLE_RUNS x WARP bins), which
     # picks a kernel; every pick is exact, so a wrong sample is visible only here.
     sample_probe: Callable | None = None
+    # When its launcher may refuse a case (UnsupportedShape), as a rule of its
+    # own: (rt, n, num_bins, dtype, options) -> True where refusing is right.
+    # The conformance runner FAILs every other refusal: a launcher that
+    # refuses what it should run would otherwise pass as a column of skips.
+    # None: it runs every case it is given.
+    may_refuse: Callable | None = None
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -171,6 +177,26 @@ def _radix_sort(rt, keys, out_keys, out_index, keep_alive, grid=None, values=Non
     return geometries
 
 
+def bins_past_shared_memory(bytes_per_bin: int) -> Callable:
+    """A privatized kernel may refuse K bins of bytes_per_bin that do not fit a
+    block's shared memory."""
+    def rule(rt, n, num_bins, dtype, options) -> bool:
+        return num_bins * bytes_per_bin > rt.max_shared_per_block
+    return rule
+
+
+def _bins_past_partitions(rt, n, num_bins, dtype, options) -> bool:
+    """The partitioned kernel takes up to MAX_PARTS partitions of 2^low_bits bins."""
+    return num_bins > (1 << options.get("low_bits", contract.PART_LOW_BITS)) * contract.MAX_PARTS
+
+
+def _tiles_past_one_block_per_sm(rt, n, num_bins, dtype, options) -> bool:
+    """resident_sort needs every tile resident at once: one block per SM always
+    fits, so it must take an SM count of the contract's tiles (past that, the
+    occupancy decides), and it needs cooperative launches."""
+    return not rt.cooperative or n > rt.sm_count * policy.tile_keys(np.dtype(dtype))
+
+
 def _fast_builds() -> tuple[dict[str, str], ...]:
     """Representative builds: every copy count the layout picks compiles alike."""
     return tuple({"COPIES": copies, "COALESCED": coalesced, "HOLD_RUNS": hold}
@@ -190,9 +216,10 @@ KERNELS: tuple[Kernel, ...] = (
     # The plain build is what users run; the counting build is the 7.2 probe.
     Kernel("privatized", "histogram", "privatized_histogram.cu", ("privatized_histogram",),
            _privatized, builds=({}, {"COUNT_GLOBAL_ATOMICS": "1"}),
-           serves=("histogram", "privatized")),
+           serves=("histogram", "privatized"), may_refuse=bins_past_shared_memory(4)),
     Kernel("privatized-counted", "privatized", "privatized_histogram.cu",
-           ("privatized_histogram",), _privatized, builds=({"COUNT_GLOBAL_ATOMICS": "1"},)),
+           ("privatized_histogram",), _privatized, builds=({"COUNT_GLOBAL_ATOMICS": "1"},),
+           may_refuse=bins_past_shared_memory(4)),
     Kernel("fast", "histogram", "fast_histogram.cu", ("fast_histogram",),
            histogram.fast_histogram, builds=_fast_builds(), variants=(
                DEFAULT,
@@ -205,7 +232,7 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("partitioned", "histogram", "partitioned_histogram.cu",
            ("partition_tiles", "count_partitions"), partitioned.partitioned_histogram,
            uses=("exclusive_scan.cu",), builds=({}, {"PART_LOW_BITS": "6"}),
-           serves=("histogram", "partitioned"), variants=(
+           serves=("histogram", "partitioned"), may_refuse=_bins_past_partitions, variants=(
                DEFAULT,
                Variant("64-bin-parts", {"low_bits": 6}, "many partitions at few bins"),
            )),
@@ -230,7 +257,7 @@ KERNELS: tuple[Kernel, ...] = (
     # The same passes in one cooperative launch, for inputs whose tiles all fit
     # on the GPU at once (one block per tile: no grid can be forced).
     Kernel("sort-stable-resident", "stable-sort", "counting_sort.cu", ("resident_sort",),
-           _resident_sort, takes_grid=False,
+           _resident_sort, takes_grid=False, may_refuse=_tiles_past_one_block_per_sm,
            builds=({}, INT32_INDEX_BUILD, *SMALL_TILE_BUILDS),
            variants=(DEFAULT, INT32_INDEX,
                      Variant("full-tiles", {"full_tiles": True},
