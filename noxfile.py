@@ -77,7 +77,8 @@ def sanitize(session: nox.Session) -> None:
 @nox.session(venv_backend="none", default=False)
 def mutants(session: nox.Session) -> None:
     """Planted bugs (mutants/mutants.toml; `-- --generated [--sample N]`: every usual
-    one-line slip at every site of cuda/) against the suite; writes mutants-results.json."""
+    one-line slip at every site of cuda/; `-- --host`: the same in the launch layer's
+    Python) against the suite; writes mutants-results.json."""
     _install_offline(session)
     session.run("python", "-m", "histkit.conformance.mutation", "run", *session.posargs)
 

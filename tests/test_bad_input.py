@@ -98,3 +98,17 @@ def test_geometry_below_one_is_rejected(name, value):
     }[name]
     with pytest.raises(ValueError, match=f"{name} must be >= 1"):
         call()
+
+
+@pytest.mark.parametrize("num_bins", [10, 5000])  # four interleaved lanes; one lane, in pairs
+@pytest.mark.parametrize("position", range(8, 16))
+def test_a_key_equal_to_num_bins_is_caught_in_every_slot_of_the_unrolled_count(oracle, num_bins,
+                                                                                position):
+    # the oracles count 4 keys (small K) or 2 keys (many bins) per step and test
+    # each of them against num_bins: a '>' for '>=' in one slot lets the key
+    # through there only (and counts it into the next lane's bin 0, or one past
+    # the histogram)
+    keys = np.ones(64, dtype=np.int32)
+    keys[position] = num_bins
+    with pytest.raises(ValueError, match=rf"index {position} is {num_bins}, outside"):
+        oracle(keys, num_bins)

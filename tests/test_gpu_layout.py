@@ -283,6 +283,9 @@ def test_the_conformance_runner_accepts_only_the_refusals_a_row_declares():
     privatized = registry.by_row("privatized")
     assert refusal_allowed(rt, privatized, plain, Case("uniform", 1000, 70_000))
     assert not refusal_allowed(rt, privatized, plain, Case("uniform", 1000, 50_000))
+    fits = rt.max_shared_per_block // 4  # the most bins that fit: no refusal
+    assert not refusal_allowed(rt, privatized, plain, Case("uniform", 1000, fits))
+    assert refusal_allowed(rt, privatized, plain, Case("uniform", 1000, fits + 1))
     for row in ("atomic", "fast", "auto", "sort-stable", "sort-stable-auto", "exclusive-scan",
                 "radix-sort"):
         assert not refusal_allowed(rt, registry.by_row(row), plain,
@@ -297,3 +300,22 @@ def test_the_conformance_runner_accepts_only_the_refusals_a_row_declares():
     wide = registry.Variant("64-bin-parts", {"low_bits": 6})
     assert refusal_allowed(rt, partitioned, wide, Case("uniform", 1000, 20_000))
     assert not refusal_allowed(rt, partitioned, plain, Case("uniform", 1000, 20_000))
+    assert not refusal_allowed(rt, partitioned, wide, Case("uniform", 1000, 64 * 256))
+    assert refusal_allowed(rt, partitioned, wide, Case("uniform", 1000, 64 * 256 + 1))
+
+
+@pytest.mark.parametrize("label", ["", "auto -> fast: "])
+def test_past_2_32_bins_the_fast_launch_hands_over_to_the_atomic_kernel_under_its_label(label):
+    # the fast kernel's warp reductions take 32-bit bin numbers
+    from test_api_calls import FakeArray, FakeRuntime
+
+    from histkit.gpu.launch import histogram as launch_histogram
+
+    rt = FakeRuntime()
+    keys = Keys(0x1000, 10_000, np.dtype(np.int64))
+    hist, bad = FakeArray(0x2000, 1, np.uint64), FakeArray(0x3000, 1, np.uint64)
+    geometry = launch_histogram.fast_launch(rt, keys, 2**32, hist, bad, False, None, None, label)
+    assert geometry.kernel == label + "atomic_histogram"
+    assert [name for _, name in rt.compiled] == ["atomic_histogram"]
+    below = launch_histogram.fast_launch(rt, keys, 2**32 - 1, hist, bad, False, None, None, label)
+    assert below.kernel.startswith(label + "fast_histogram")

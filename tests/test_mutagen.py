@@ -240,3 +240,12 @@ def test_a_host_mutant_is_imported_in_place_of_its_module_by_every_importer(tmp_
     assert done.returncode == 0, done.stderr
     printed = done.stdout.split()
     assert printed[0] == str(path) and printed[-1] == str(path)
+
+
+def test_the_public_calls_mutants_are_judged_by_the_tests_that_call_them_not_by_rows():
+    m = next(m for m in HOST if m.file == "gpu/api.py")
+    assert mutation.rows_for(m) == []
+    command = mutation._judge_command(m)
+    assert command[2:4] == ["histkit._mutant_loader", "pytest"]
+    assert command[4:] == list(mutation.TEST_JUDGED["gpu/api.py"])
+    assert "tests/test_gpu.py" in command

@@ -77,3 +77,15 @@ def test_the_sort_tile_per_key_width_is_the_contracts_in_cuda_too():
             in text)
     assert contract.tile_items(8) == contract.WIDE_KEY_TILE_ITEMS
     assert {contract.tile_items(width) for width in (1, 2, 4)} == {contract.TILE_ITEMS}
+
+
+def test_the_table_of_builds_by_source_lists_every_build_of_every_row():
+    # the NVRTC compile tests and the mutant sift compile exactly these
+    found = registry.builds_by_source()
+    for kernel in registry.KERNELS:
+        for build in kernel.builds:
+            assert build in found[kernel.source], (kernel.row, build)
+        for used in kernel.uses:
+            assert used in found, (kernel.row, used)
+    assert all(len(builds) == len({tuple(sorted(b.items())) for b in builds})
+               for builds in found.values())

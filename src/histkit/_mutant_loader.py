@@ -3,7 +3,8 @@
 ``HISTKIT_HOST_MUTANT="histkit.gpu.launch.sort=/tmp/.../sort.py"`` names the
 module and the mutated copy of its source. This module is the judge's entry
 point (``python -m histkit._mutant_loader judge quick <rows>``: the launch
-layer's CPU tests, then the conformance rows, with the mutant): it sits
+layer's CPU tests, then the conformance rows, with the mutant; ``pytest
+<tests>`` for a module no row runs): it sits
 outside histkit.gpu and histkit.conformance so that nothing has imported the
 module yet when the replacement is put first on the import path; every later
 import of that name, from any module, gets the mutant.
@@ -57,11 +58,28 @@ def main(argv: list[str]) -> int:
 
     if mutation.host_tests_fail():  # the launch layer's CPU tests, first: seconds
         return mutation.EXIT_CAUGHT
-    status = mutation.main(argv)
+    # a module no row runs is judged by the tests that call it
+    status = _tests_judge(argv[1:]) if argv[:1] == ["pytest"] else mutation.main(argv)
     if name not in sys.modules:  # the rows judged never ran the mutated code
         print(f"the mutated module {name} was never imported", file=sys.stderr)
         return mutation.EXIT_BROKEN
     return status
+
+
+def _tests_judge(tests: list[str]) -> int:
+    """Run the tests (stopping at the first failure) on a GPU host: without a
+    GPU the GPU tests would skip and every mutant would seem to survive."""
+    import pytest
+
+    from histkit.conformance import mutation
+    from histkit.gpu.device import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        print(f"judging by the GPU tests needs a GPU: {reason}", file=sys.stderr)
+        return mutation.EXIT_BROKEN
+    failed = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]) != 0
+    return mutation.EXIT_CAUGHT if failed else mutation.EXIT_SURVIVED
 
 
 if __name__ == "__main__":

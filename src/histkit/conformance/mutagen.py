@@ -155,7 +155,8 @@ def sample(mutants: list[Mutant], count: int | None, seed: int = 0) -> list[Muta
 #
 # Between a public call and a kernel sits Python that sizes grids, scratch,
 # tiles and passes and picks a kernel (histkit.gpu.launch, policy, the
-# registry's launchers). A slip there (a ceiling division made a floor, a
+# registry's launchers), and the public calls that check arguments, pick
+# streams and hand results back (api.py). A slip there (a ceiling division made a floor, a
 # bound off by one) is as real a bug as one in cuda/, and the same matrix
 # must catch it. Host mutants take the slips that read the same in Python
 # plus Python's own, on code lines only (not docstrings, comments or string
@@ -176,7 +177,7 @@ HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
               "gpu/launch/resident.py", "gpu/launch/scan.py", "gpu/launch/sort.py",
-              "gpu/policy.py", "gpu/registry.py")
+              "gpu/policy.py", "gpu/registry.py", "gpu/api.py")
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 

@@ -126,6 +126,12 @@ def _host_rows(file: str) -> list:
 HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_api_calls.py", "tests/test_registry.py")
 
 
+# Host files no conformance row runs (the public calls): the tests that call
+# them judge their mutants instead of rows (tests/test_gpu.py needs a GPU).
+TEST_JUDGED = {"gpu/api.py": ("tests/test_new_user.py", "tests/test_bad_input.py",
+                              "tests/test_gpu.py")}
+
+
 def host_tests_fail() -> bool:
     """Run HOST_TESTS here (from the repository root), stopping at the first failure."""
     import pytest
@@ -146,7 +152,7 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
     from histkit.gpu import compiler, registry
 
     if is_host(mutant):
-        return [k.row for k in _host_rows(mutant.file)]
+        return [] if mutant.file in TEST_JUDGED else [k.row for k in _host_rows(mutant.file)]
     rows = registry.rows_reaching(mutant.file)
     if mutant.line:
         from histkit.conformance import mutagen
@@ -161,6 +167,9 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
 def _judge_command(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
     rows = rows_for(mutant, cuda_dir)
     if is_host(mutant):  # the judge, with the mutated module imported in its place
+        if mutant.file in TEST_JUDGED:
+            return [sys.executable, "-m", "histkit._mutant_loader", "pytest",
+                    *TEST_JUDGED[mutant.file]]
         return [sys.executable, "-m", "histkit._mutant_loader", "judge", mutant.needs, *rows]
     if mutant.needs in ("racecheck", "synccheck"):
         return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
