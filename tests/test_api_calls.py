@@ -496,3 +496,28 @@ def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():
     wide = Case("uniform", HUGE, 0, dtype="int32", full_width=True)
     narrow = Case("uniform", HUGE, 200, dtype="int32")
     assert runner.device_bytes_needed(wide) > runner.device_bytes_needed(narrow)
+
+
+@pytest.mark.parametrize("values,error,says", [
+    (np.zeros(9, np.float32), ValueError, "one entry per key: 10 keys, 9 values"),
+    (np.zeros((10, 2), np.float32), ValueError, "one-dimensional"),
+    (np.zeros(10, np.complex128), TypeError, "1, 2, 4 or 8 bytes"),
+    (np.array([object()] * 10), TypeError, "numeric dtype"),
+])
+def test_numpy_values_for_a_radix_sort_are_checked_before_any_gpu_work(fake, values, error,
+                                                                         says):
+    with pytest.raises(error, match=re.escape(says)):
+        api.radix_sort(np.arange(10, dtype=np.int32), values)
+    assert not fake.kinds("launch")
+
+
+def test_numpy_values_of_every_width_move_with_their_keys(fake):
+    for dtype in (np.int8, np.float16, np.uint32, np.float64):
+        keys, moved = api.radix_sort(np.arange(10, dtype=np.int32), np.zeros(10, dtype))
+        assert moved.dtype == np.dtype(dtype) and len(moved) == 10
+
+
+def test_zero_counts_are_scanned_and_only_a_negative_count_is_refused(fake):
+    assert len(api.exclusive_scan(np.array([0, 3, 0, 0], dtype=np.int64))) == 4
+    with pytest.raises(ValueError, match="count at index 2 is -1"):
+        api.exclusive_scan(np.array([0, 3, -1, 0], dtype=np.int64))
