@@ -113,7 +113,7 @@ def host_module(file: str) -> str:
 
 def _host_rows(file: str) -> list:
     """The rows a host file can change: those compiling a cuda/ source the
-    file names (a launcher module), else every row (policy, geometry, ...)."""
+    file names (a launcher module), else every row (policy, the registry)."""
     from histkit.gpu import registry
 
     named = set(re.findall(r"\"(\w+\.cu)\"", (package_dir() / file).read_text()))
