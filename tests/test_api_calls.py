@@ -147,9 +147,9 @@ class FakeRuntime:
 class FakeCupyArray:
     __module__ = "cupy"
 
-    def __init__(self, n, dtype, ptr, stream=None):
+    def __init__(self, n, dtype, ptr, stream=None, strides=None):
         self.n, self.dtype = n, np.dtype(dtype)
-        self.stream = stream
+        self.stream, self.strides = stream, strides
         self.device = types.SimpleNamespace(id=0)
         self.data = types.SimpleNamespace(ptr=ptr, memset_async=self._memset)
         self.memsets = []
@@ -159,7 +159,7 @@ class FakeCupyArray:
 
     @property
     def __cuda_array_interface__(self):
-        interface = {"shape": (self.n,), "typestr": self.dtype.str, "strides": None,
+        interface = {"shape": (self.n,), "typestr": self.dtype.str, "strides": self.strides,
                      "data": (self.data.ptr, False), "version": 3}
         if self.stream is not None:
             interface["stream"] = self.stream
@@ -521,3 +521,59 @@ def test_zero_counts_are_scanned_and_only_a_negative_count_is_refused(fake):
     assert len(api.exclusive_scan(np.array([0, 3, 0, 0], dtype=np.int64))) == 4
     with pytest.raises(ValueError, match="count at index 2 is -1"):
         api.exclusive_scan(np.array([0, 3, -1, 0], dtype=np.int64))
+
+
+def test_strided_cupy_keys_are_refused_but_packed_strides_and_single_keys_are_not(fake):
+    with pytest.raises(ValueError, match="must be contiguous; got strides"):
+        api.histogram(FakeCupyArray(10, np.int32, 0x700000, CUPY_STREAM, strides=(8,)), 4)
+    api.histogram(FakeCupyArray(10, np.int32, 0x700000, CUPY_STREAM, strides=(4,)), 4)
+    api.histogram(FakeCupyArray(1, np.int32, 0x700000, CUPY_STREAM, strides=(8,)), 4)
+
+
+def test_an_out_array_still_being_written_on_another_stream_is_waited_for(fake):
+    out = FakeCupyArray(256, np.int64, 0x1000, stream=0x6000)
+    api.histogram(cupy_keys(), 256, out=out)
+    assert fake.kinds("wait_for") == [("wait_for", 0x6000)]
+
+
+def test_results_for_a_stream_cupy_is_not_on_are_zeroed_on_that_stream(fake):
+    # CuPy's own memset would run on CuPy's current stream, unordered with ours
+    counts = api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
+    assert counts.memsets == [] and ("memset", 0, 256 * 8) in fake.log
+
+
+def test_cupys_out_of_memory_becomes_histkits_error_naming_what_did_not_fit(fake, monkeypatch):
+    import cupy
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    def full(n, dtype):
+        raise OutOfMemoryError("out of memory")
+
+    monkeypatch.setattr(cupy, "empty", full)
+    with pytest.raises(errors.DeviceMemoryError, match=r"num_bins=256 \(int64 counts\) needs 2048"):
+        api.histogram(cupy_keys(), 256)
+
+    def broken(n, dtype):
+        raise RuntimeError("something else went wrong")
+
+    monkeypatch.setattr(cupy, "empty", broken)  # any other error is the caller's to see
+    with pytest.raises(RuntimeError, match="something else went wrong"):
+        api.histogram(cupy_keys(), 256)
+
+
+def test_a_bad_key_is_read_back_from_its_own_place_in_the_keys(fake, monkeypatch):
+    read = []
+
+    def copy_to_host(ptr, host):
+        read.append(ptr)
+        host[...] = 999
+        return host
+
+    monkeypatch.setattr(fake, "read_bad_key", lambda slot: 5)
+    monkeypatch.setattr(fake, "copy_to_host", copy_to_host)
+    keys = cupy_keys()
+    with pytest.raises(ValueError, match=r"index 5 is 999, outside \[0, 256\)"):
+        api.histogram(keys, 256)
+    assert read == [keys.data.ptr + 5 * 4]
