@@ -577,3 +577,61 @@ def test_a_bad_key_is_read_back_from_its_own_place_in_the_keys(fake, monkeypatch
     with pytest.raises(ValueError, match=r"index 5 is 999, outside \[0, 256\)"):
         api.histogram(keys, 256)
     assert read == [keys.data.ptr + 5 * 4]
+
+
+def test_stream_handles_come_from_every_kind_of_stream_object():
+    stream_handle = api.stream_handle
+
+    class CoreStream:  # cuda.core: the __cuda_stream__ protocol
+        def __cuda_stream__(self):
+            return (0, 0x1234)
+
+    class TorchStream:
+        cuda_stream = 0x2000
+
+    class CupyStream:
+        ptr = 0x3000
+
+    class HandleOnly:
+        handle = 0x4000
+
+    assert [stream_handle(s) for s in (None, 7, np.int64(9), CoreStream(), TorchStream(),
+                                       CupyStream(), HandleOnly())] == [
+        None, 7, 9, 0x1234, 0x2000, 0x3000, 0x4000]
+    assert stream_handle(0) == stream_handle(1) == 1  # both name the legacy default stream
+    for bad, error in ((-1, ValueError), (True, TypeError), (object(), TypeError)):
+        with pytest.raises(error, match="stream"):
+            stream_handle(bad)
+
+
+class FakeTorchTensor:
+    __module__ = "torch"
+
+    def __init__(self, is_cuda):
+        self.is_cuda = is_cuda
+
+
+def test_a_torch_tensor_is_a_device_array_exactly_when_it_lives_on_a_gpu():
+    assert api.is_device_array(FakeTorchTensor(is_cuda=True))
+    assert not api.is_device_array(FakeTorchTensor(is_cuda=False))
+    assert not api.is_device_array(np.zeros(3))
+
+
+
+def test_raise_if_bad_reads_the_index_and_names_the_key_or_stays_quiet():
+    keys = np.array([0, 7, 9], dtype=np.int32)
+    api.raise_if_bad(np.array([NO_BAD_KEY], dtype=np.uint64), keys, 4)  # nothing bad
+    with pytest.raises(ValueError, match=r"index 1 is 7, outside \[0, 4\)"):
+        api.raise_if_bad(np.array([1], dtype=np.uint64), keys, 4)
+
+
+@pytest.mark.parametrize("n,dtype", [(256, np.int32), (255, np.int64), (257, np.int64)])
+def test_an_out_array_of_the_wrong_dtype_or_length_is_refused(fake, n, dtype):
+    with pytest.raises(ValueError, match="out must hold 256 int64"):
+        api.histogram(cupy_keys(), 256, out=FakeCupyArray(n, dtype, 0x1000, stream=CUPY_STREAM))
+
+
+def test_device_values_of_a_dtype_no_gather_moves_are_refused(fake):
+    values = FakeCupyArray(4096, np.complex128, 0x800000, stream=CUPY_STREAM)
+    with pytest.raises(TypeError, match="values must have a numeric dtype of 1, 2, 4 or 8"):
+        api.radix_sort(cupy_keys(), values)

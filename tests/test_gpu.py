@@ -302,28 +302,6 @@ def test_stream_and_check_options_are_refused_before_a_gpu_is_looked_for():
         gpu.histogram(np.arange(3), 3, first_bad=np.zeros(1, np.uint64))
 
 
-def test_stream_handles_come_from_every_kind_of_stream_object():
-    from histkit.gpu.api import stream_handle
-
-    class CoreStream:  # cuda.core: the __cuda_stream__ protocol
-        def __cuda_stream__(self):
-            return (0, 0x1234)
-
-    class TorchStream:
-        cuda_stream = 0x2000
-
-    class CupyStream:
-        ptr = 0x3000
-
-    class HandleOnly:
-        handle = 0x4000
-
-    assert [stream_handle(s) for s in (None, 7, np.int64(9), CoreStream(), TorchStream(),
-                                       CupyStream(), HandleOnly())] == [
-        None, 7, 9, 0x1234, 0x2000, 0x3000, 0x4000]
-    assert stream_handle(0) == stream_handle(1) == 1  # both name the legacy default stream
-
-
 @needs_gpu
 @pytest.mark.parametrize("stable", [True, False])
 def test_check_false_sort_returns_the_first_bad_index_and_writes_within_bounds(stable):
