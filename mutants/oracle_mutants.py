@@ -44,11 +44,10 @@ TIMEOUT_S = 90  # a clean run of the tests takes ~40 s here: past it, a hang
 
 def mutants_of(path: pathlib.Path) -> list:
     """mutagen's slips for C (the oracles' Cython reads alike) and for Python,
-    on the file's code lines."""
-    text = path.read_text()
-    keep = mutagen.python_code_lines(text)
-    return [m for m in mutagen.mutants_of(path.name, text, mutagen.SLIPS + mutagen.PYTHON_SLIPS)
-            if m.line in keep]
+    on the file's code lines, outside comments and string literals (read as
+    Python: `//` is a division there, not a comment)."""
+    return mutagen.python_mutants_of(path.name, path.read_text(),
+                                     mutagen.SLIPS + mutagen.PYTHON_SLIPS, prefix="gen-")
 
 
 def judge() -> tuple[str, str]:
