@@ -98,9 +98,18 @@ def _id(file: str, slip: str, line: str, occurrence: int, prefix: str = "gen-") 
     return f"{prefix}{Path(file).stem}-{slip}-{digest}"
 
 
-def mutants_of(file: str, text: str, slips: tuple[Slip, ...] | None = None) -> list[Mutant]:
-    """Every generated mutant of one kernel file (file: its name in cuda/);
-    slips: these instead of SLIPS."""
+def _slipped(code: str, slips: tuple[Slip, ...], skipped: list[tuple[int, int]] = ()):
+    """(slip, the code with that slip at one match) for every match of every
+    slip, except matches starting inside a skipped span."""
+    for slip in slips:
+        for match in slip.pattern.finditer(code):
+            if not any(a <= match.start() < b for a, b in skipped):
+                yield slip, (code[:match.start()] + match.expand(slip.replacement)
+                             + code[match.end():])
+
+
+def mutants_of(file: str, text: str) -> list[Mutant]:
+    """Every generated mutant of one kernel file (file: its name in cuda/)."""
     found: list[Mutant] = []
     seen: dict[tuple[str, str], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
@@ -108,11 +117,9 @@ def mutants_of(file: str, text: str, slips: tuple[Slip, ...] | None = None) -> l
             continue
         code = _code(line)
         comment = line[len(code):]
-        for slip in slips or SLIPS:
-            for match in slip.pattern.finditer(code):
-                mutated = code[:match.start()] + match.expand(slip.replacement) + code[match.end():]
-                found.append(_mutant(file, slip.name, slip.what, line, number,
-                                     mutated + comment, seen))
+        for slip, mutated in _slipped(code, SLIPS):
+            found.append(_mutant(file, slip.name, slip.what, line, number, mutated + comment,
+                                 seen))
         store = _STORE.match(code)
         if store and not _DECLARATION.match(code) and not code.rstrip().endswith("{"):
             found.append(_mutant(file, "store-dropped", "a store dropped", line, number,
@@ -205,13 +212,9 @@ def python_mutants_of(file: str, text: str, slips: tuple[Slip, ...] = HOST_SLIPS
         cut = line.find("  #")
         code = line if cut < 0 else line[:cut]
         strings = [m.span() for m in _STRING.finditer(code)]
-        for slip in slips:
-            for match in slip.pattern.finditer(code):
-                if any(a <= match.start() < b for a, b in strings):
-                    continue
-                mutated = code[:match.start()] + match.expand(slip.replacement) + code[match.end():]
-                found.append(_mutant(file, slip.name, slip.what, line, number,
-                                     mutated + line[len(code):], seen, prefix))
+        for slip, mutated in _slipped(code, slips, strings):
+            found.append(_mutant(file, slip.name, slip.what, line, number,
+                                 mutated + line[len(code):], seen, prefix))
     return found
 
 
