@@ -2,9 +2,14 @@
 and buggy (examples/bugs.toml), on a GPU host; print the verdicts and write
 them as JSON.
 
-    python examples/check_examples.py [--json PATH] [--jobs N]
+    python examples/check_examples.py [--json PATH] [--jobs N] [--generated]
 
 A correct kernel must PASS; each bug must FAIL, with a minimal reproducer.
+--generated: instead of bugs.toml's bugs, every one-line slip mutagen plants
+in the examples (the slips it plants in histkit's own kernels), each judged by
+the quick matrix as a user's kernel would be: how much of what a user can get
+wrong one line at a time ``histkit check`` sees. A survivor is either a
+mutant that changes nothing observable or a gap; the report lists them.
 The compile cache starts empty, so each correct kernel's time includes its
 NVRTC compiles.
 """
@@ -23,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from histkit.conformance.mutation import plant as plant_text
+from histkit.conformance.mutation import plant_at_line
 
 HERE = Path(__file__).resolve().parent
 # How each example is checked: its kind and launch options (the README shows these).
@@ -40,12 +46,29 @@ def load_bugs() -> list[dict]:
     return tomllib.loads((HERE / "bugs.toml").read_text())["bug"]
 
 
+def generated_bugs() -> list[dict]:
+    """mutagen's slips at every site of every example, as bugs.toml entries
+    (with the line each was generated from), judged by the quick matrix."""
+    from histkit.conformance import mutagen
+
+    bugs = []
+    for name, (kind, _) in EXAMPLES.items():
+        for mutant in mutagen.mutants_of(name, (HERE / "cuda" / name).read_text()):
+            bugs.append({"id": mutant.id, "file": name, "kind": kind, "find": mutant.find,
+                         "replace": mutant.replace, "line": mutant.line,
+                         "plants": mutant.plants, "needs": "quick"})
+    return bugs
+
+
 def plant(bug: dict, folder: Path) -> Path:
     """A copy of the example with the bug planted (an empty find plants nothing)."""
     target = folder / bug["file"]
     text = (HERE / "cuda" / bug["file"]).read_text()
-    if bug["find"]:
-        text = plant_text(text, bug["find"], bug["replace"], f"bug {bug['id']} in {bug['file']}")
+    what = f"bug {bug['id']} in {bug['file']}"
+    if bug.get("line"):
+        text = plant_at_line(text, bug["line"], bug["find"], bug["replace"], what)
+    elif bug["find"]:
+        text = plant_text(text, bug["find"], bug["replace"], what)
     target.write_text(text)
     return target
 
@@ -84,13 +107,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default="examples-check.json")
     parser.add_argument("--jobs", type=int, default=6)
+    parser.add_argument("--generated", action="store_true",
+                        help="judge mutagen's one-line slips in the examples instead of "
+                             "bugs.toml's bugs")
     args = parser.parse_args(argv)
     os.environ["HISTKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="histkit-examples-cache-")
     work = Path(tempfile.mkdtemp(prefix="histkit-examples-"))
     jobs = []
     for name, (kind, options) in EXAMPLES.items():
         jobs.append(("correct", name, name, HERE / "cuda" / name, kind, options, "quick"))
-    for bug in load_bugs():
+    for bug in generated_bugs() if args.generated else load_bugs():
         folder = work / bug["id"]
         folder.mkdir()
         options = EXAMPLES[bug["file"]][1]
@@ -98,6 +124,7 @@ def main(argv=None) -> int:
                      bug["needs"]))
     # correct kernels first, alone, so their times include compilation and no contention
     rows = []
+    survivors: list[str] = []
     ok = True
 
     def record(job, result) -> None:
@@ -113,6 +140,8 @@ def main(argv=None) -> int:
                  if result["reproducer_keys"] is not None else ""), flush=True)
         rows.append({"role": role, "name": name, "file": file, "kind": kind,
                      "options": options, "needs": needs, **result})
+        if role == "bug" and result["passed"]:
+            survivors.append(name)
 
     for job in [j for j in jobs if j[0] == "correct"]:
         record(job, run_one(*job[3:]))
@@ -126,6 +155,8 @@ def main(argv=None) -> int:
     total = sum(1 for r in rows if r["role"] == "bug")
     print(f"correct examples: {sum(r['passed'] for r in rows if r['role'] == 'correct')}/"
           f"{len(EXAMPLES)} pass; buggy: {caught}/{total} caught; wrote {args.json}")
+    for name in survivors:
+        print(f"survived: {name}")
     shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
 

@@ -147,3 +147,44 @@ def test_sanitize_reruns_the_same_check_under_compute_sanitizer(monkeypatch):
     (command,) = commands
     assert command[:3] == ["compute-sanitizer", "--tool", "racecheck"]
     assert command[-6:] == ["check", "k.cu", "--kind", "scan", "--grid", "1"]
+
+
+class _HangingPastOneThousandKeys:
+    """Stands in for the isolated worker: a kernel that hangs on every input
+    of more than 1000 keys (as a loop that never ends past some size would)."""
+
+    def __init__(self, timeout):
+        self.hung: list[str] = []
+        self.ran: list[str] = []
+
+    def judge(self, impl, case):
+        from histkit.conformance.checks import Cell
+
+        self.ran.append(case.name)
+        if case.n > 1000:
+            self.hung.append(case.name)
+            return Cell("FAIL", f"hang: no result [case {case.name}]"), ""
+        return Cell("pass"), ""
+
+    def close(self):
+        pass
+
+
+def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
+    from histkit.conformance import isolation
+    from histkit.conformance.check import MAX_HANGS
+
+    workers = []
+    monkeypatch.setattr(isolation, "IsolatedJudge",
+                        lambda timeout: workers.append(_HangingPastOneThousandKeys(timeout))
+                        or workers[-1])
+    report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
+    (worker,) = workers
+    assert not report.passed and len(worker.hung) == MAX_HANGS
+    after = [cell for case, cell, _ in report.cells
+             if case.name not in worker.ran]
+    assert after and all(cell.status == "skip" and "hung on 2 cases" in cell.detail
+                         for cell in after)
+    # Nothing ran after the second hang, and no hang was shrunk (each try could hang).
+    assert worker.ran[-1] == worker.hung[-1]
+    assert all(f.shrunk is None for f in report.failures if f.case.name in worker.hung)

@@ -443,6 +443,70 @@ def test_a_loop_of_1000_calls_captured_in_a_cuda_graph_replays_correctly():
 
 
 @needs_gpu
+def test_calls_on_torch_keys_are_captured_in_a_torch_cuda_graph_on_torchs_stream():
+    # torch.cuda.graph captures its own current stream: a call that ran on
+    # any other stream would break the capture or run outside the graph.
+    torch = pytest.importorskip("torch")
+    calls, n, num_bins = 8, 4096, 256
+    host = np.random.default_rng(14).integers(0, num_bins, (calls, n)).astype(np.int32)
+    host[5, 77] = -3
+    keys = torch.as_tensor(host, device="cuda")
+    counts = torch.full((calls, num_bins), -1, dtype=torch.int64, device="cuda")
+    words = torch.empty((calls, 1), dtype=torch.uint64, device="cuda")
+    gpu.histogram(keys[0], num_bins, out=counts[0], first_bad=words[0], check=False)  # builds
+    torch.cuda.synchronize()
+    counts.fill_(-1)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            gpu.histogram(keys[i], num_bins, out=counts[i], first_bad=words[i], check=False)
+    assert int(counts.min()) == -1  # captured, not run
+    graph.replay()
+    torch.cuda.synchronize()
+    got = counts.cpu().numpy()
+    bad = words.view(torch.int64).cpu().numpy().view(np.uint64)[:, 0]
+    for i in range(calls):
+        valid = host[i][(host[i] >= 0) & (host[i] < num_bins)]
+        np.testing.assert_array_equal(got[i], oracles.histogram(valid, num_bins))
+    assert bad[5] == 77 and np.all(np.delete(bad, 5) == 2**64 - 1)
+
+
+@needs_gpu
+def test_strided_torch_keys_are_refused_and_a_one_element_view_is_read():
+    torch = pytest.importorskip("torch")
+    keys = torch.arange(10, dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="must be contiguous"):
+        gpu.histogram(keys[::2], 10)
+    one = keys[::3][1:2]  # the key 3, with a stride of 3 that does not matter
+    assert gpu.histogram(one, 10).cpu().tolist() == [0, 0, 0, 1, 0, 0, 0, 0, 0, 0]
+
+
+class _OtherLibraryArray:
+    """A device array of a library histkit does not know (only the CUDA array
+    interface): results come back as histkit's own DeviceArray."""
+
+    def __init__(self, array):
+        self.array = array
+
+    @property
+    def __cuda_array_interface__(self):
+        return self.array.__cuda_array_interface__
+
+
+@needs_gpu
+def test_raise_if_bad_reads_the_bad_key_from_histkits_own_device_arrays():
+    cupy = pytest.importorskip("cupy")
+    host = (np.arange(1000) % 10).astype(np.int32)
+    sorted_keys, _ = gpu.counting_sort(_OtherLibraryArray(cupy.asarray(host)), 10)
+    assert type(sorted_keys).__name__ == "DeviceArray"
+    # Keys 9 are bad for 9 bins; the sorted keys put the first at index 900.
+    _, first_bad = gpu.histogram(sorted_keys, 9, check=False)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        gpu.raise_if_bad(first_bad, sorted_keys, 9)
+    assert (caught.value.index, caught.value.value) == (900, 9)
+
+
+@needs_gpu
 def test_pooled_scratch_is_reused_and_stale_data_never_reaches_a_result():
     from histkit.gpu.device import POOL_MAX_BYTES, runtime
 
@@ -600,3 +664,31 @@ def test_a_kernel_that_loads_one_element_past_a_fenced_copy_faults(tmp_path):
                           timeout=120)
     assert "loaded 1000" in done.stdout and "loaded 1001" not in done.stdout, done.stdout
     assert done.returncode != 0 and "loading 1001" in done.stderr, done.stderr[-2000:]
+
+
+@needs_gpu
+def test_a_user_kernel_that_hangs_costs_two_fail_cells_and_seconds_not_the_run(tmp_path):
+    import time
+
+    from histkit.conformance import check
+    from histkit.conformance.check import MAX_HANGS
+
+    source = tmp_path / "hangs_past_64_keys.cu"
+    source.write_text(
+        "extern \"C\" __global__ void histogram(const KEY_T* keys, long long n,\n"
+        "    unsigned long long num_bins, COUNT_T* hist, unsigned long long* first_bad) {\n"
+        "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    // past 64 keys, wait for a count no one writes: a loop that never ends\n"
+        "    while (n > 64 && ((volatile unsigned int*)hist)[0] != 0xdeadbeefu) { }\n"
+        "    if (i < n) {\n"
+        "        unsigned long long b = (unsigned long long)(long long)keys[i];\n"
+        "        if (b < num_bins) atomicAdd(&hist[b], (COUNT_T)1);\n"
+        "        else atomicMin(first_bad, (unsigned long long)i);\n"
+        "    }\n"
+        "}\n")
+    start = time.perf_counter()
+    report = check(str(source), "histogram", timeout=20)
+    hangs = [f for f in report.failures if f.detail.startswith("hang")]
+    assert not report.passed and len(hangs) == MAX_HANGS
+    assert all(cell.status != "FAIL" for case, cell, _ in report.cells if case.n <= 64)
+    assert time.perf_counter() - start < 20 + 10 + 60  # two timeouts and the other cases

@@ -28,6 +28,9 @@ from histkit.conformance.foreign import (
 )
 from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
 
+# A kernel that hangs this many times is not run on the remaining cases (each
+# would cost a timeout); those cells are skips naming why. Its verdict is FAIL.
+MAX_HANGS = 2
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHOWN_KEYS = 64
@@ -115,7 +118,16 @@ class Judge:
 
             self._isolated = IsolatedJudge(timeout)
 
+    @property
+    def hung(self) -> list[str]:
+        """The cases on which the kernel hung (only an isolated .cu kernel can)."""
+        return self._isolated.hung if self._isolated is not None else []
+
     def __call__(self, case: Case) -> tuple[Cell, str]:
+        if len(self.hung) >= MAX_HANGS:
+            return Cell("skip", f"not run: the kernel hung on {len(self.hung)} cases "
+                                f"({', '.join(self.hung)}); a hanging kernel is not run "
+                                f"further"), ""
         if self._isolated is not None:
             return self._isolated.judge(self.impl, case)
         try:
@@ -161,6 +173,7 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     keys, num_bins = case.keys(), case.num_bins
     best = Case.of_keys(keys, num_bins, case.grid, case.full_width)
     best_detail = ""
+    hangs_before = len(judge.hung)
     attempts = 0
     improved = True
     while improved and attempts < SHRINK_ATTEMPTS:
@@ -169,6 +182,8 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
             attempts += 1
             candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width)
             cell, _ = judge(candidate)
+            if len(judge.hung) > hangs_before:  # a smaller input hangs: each try could
+                return best, best_detail
             if cell.status == "FAIL":
                 keys, num_bins, best, best_detail = cand_keys, cand_bins, candidate, cell.detail
                 improved = True
@@ -229,7 +244,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         # reproducer): one minimal input is what a reader needs to start.
         if report.failures and shrink_failures:
             smallest = min(report.failures, key=lambda f: (f.case.n, f.case.num_bins))
-            if smallest.case.literal is None:
+            # A hang is not shrunk: each smaller input tried could cost a timeout.
+            if smallest.case.literal is None and smallest.case.name not in judge.hung:
                 found = shrink(judge, smallest.case)
                 if found is not None:
                     smallest.shrunk, smallest.shrunk_detail = found

@@ -4,6 +4,11 @@ One worker takes the cases one after another (CUDA start-up is paid once);
 when a case hangs past the timeout the worker is killed, when it dies the
 death is recorded, and after a CUDA error the worker is replaced, since a
 CUDA fault leaves its context unusable. The next case gets a fresh worker.
+
+A kernel that hung once is likely to hang again (a loop that never ends past
+some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
+that a hanging kernel costs a minute or so, not the timeout on every case
+(check() stops running it after MAX_HANGS hangs).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import multiprocessing
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
+
+AFTER_HANG_TIMEOUT_S = 10.0
 
 
 def _worker(conn) -> None:
@@ -39,6 +46,7 @@ def _worker(conn) -> None:
 class IsolatedJudge:
     def __init__(self, timeout: float):
         self.timeout = timeout
+        self.hung: list[str] = []  # the names of the cases that hung
         self._context = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
@@ -60,9 +68,11 @@ class IsolatedJudge:
         if self._process is None:
             self._start()
         self._conn.send((impl, case))
-        if not self._conn.poll(self.timeout):
+        timeout = min(self.timeout, AFTER_HANG_TIMEOUT_S) if self.hung else self.timeout
+        if not self._conn.poll(timeout):
             self._stop()
-            return Cell("FAIL", f"hang: no result within {self.timeout:.0f} s "
+            self.hung.append(case.name)
+            return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
                                 f"(the worker was killed) [case {case.name}]"), ""
         try:
             cell, geometry = self._conn.recv()
