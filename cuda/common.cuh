@@ -37,66 +37,9 @@ __device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
     atomicMin(first_bad, (u64)index);
 }
 
-// Schedule skew, for the conformance suite's skewed cases only: built with
-// -DHK_SKEW_NS=t, each warp of a block sleeps (its rank) x t ns at the kernel's
-// entry (hk_skew_warps) and after every __syncthreads, warp 0 first in even
-// blocks and last in odd ones. Code that assumes warps are in step without a
-// barrier between them (a reader overtaking a writer, a zeroing still under
-// way while other warps count) then gives wrong results, where otherwise
-// only racecheck would see it. Without the define nothing changes.
-//
-// Stragglers, in the same builds (-DHK_STRAGGLE_NS=s): in block b of the first
-// HK_STRAGGLER_BLOCKS, every warp but warp 0 waits (b + 1) x s ns after the
-// block's (b + 1)-th barrier. The bug they force: thread 0 telling the grid
-// "this block is done" (an arrival counter, a published flag) with no barrier
-// after the other warps' global writes. The block whose (b + 1)-th barrier
-// precedes that announcement announces on time while its other warps are
-// late by (b + 1) x s; the blocks that straggled at earlier barriers are late
-// by at most b x s, so whichever block arrives last, and reads, reads before
-// the late writes land. The rank skew cannot force it: the last block waits
-// for its own warps, and the others are a few ranks late at most.
-#ifdef HK_SKEW_NS
-#ifndef HK_STRAGGLE_NS
-#error "skewed builds define HK_STRAGGLE_NS too (histkit.gpu.contract.schedule_defines)"
-#endif
-#define HK_STRAGGLER_BLOCKS 8
-// Barriers each thread of the block has passed (blocks of up to 1024 threads;
-// it wraps at 256, which only adds a straggle in long loops).
-__shared__ unsigned char hk_barriers_passed[1024];
-
-__device__ __forceinline__ u64 hk_global_ns() {
-    u64 ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    return ns;
-}
-__device__ __forceinline__ void hk_sleep_by_warp_rank() {
-    const unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-    const unsigned rank = (blockIdx.x & 1) ? warps - 1 - warp : warp;
-    if (rank) __nanosleep(rank * (unsigned)HK_SKEW_NS);
-}
-__device__ __forceinline__ void hk_skew_warps() {
-    hk_barriers_passed[threadIdx.x] = 0;
-    hk_sleep_by_warp_rank();
-}
-__device__ __forceinline__ void hk_straggle() {
-    const unsigned passed = ++hk_barriers_passed[threadIdx.x];
-    if (blockIdx.x < HK_STRAGGLER_BLOCKS && passed == blockIdx.x + 1 && threadIdx.x >= 32) {
-        // The global timer, not __nanosleep alone: a sleep may end early.
-        const u64 until = hk_global_ns() + (u64)(blockIdx.x + 1) * HK_STRAGGLE_NS;
-        while (hk_global_ns() < until) __nanosleep(1000);
-    }
-}
-__device__ __forceinline__ void hk_barrier_then_skew() {
-    __syncthreads();
-    hk_straggle();
-    hk_sleep_by_warp_rank();
-}
-// From here on, every block barrier of the including file skews the warps
-// again (the name in the replacement is not expanded a second time).
-#define __syncthreads() hk_barrier_then_skew()
-#else
-__device__ __forceinline__ void hk_skew_warps() {}
-#endif
+// Schedule skew and stragglers, for the conformance suite's skewed cases only
+// (its own header: user kernels judged by histkit check are built with it too).
+#include "schedule_skew.cuh"
 
 // A kernel with dynamic shared memory states, at entry, how many bytes its
 // shape needs (from its own arguments and defines); a launch that gave fewer

@@ -260,7 +260,8 @@ def _full_width_cases() -> list[Case]:
 
 
 def _skewed_cases() -> list[Case]:
-    """Shapes whose kernels run with warps out of step (common.cuh, HK_SKEW_NS):
+    """Shapes whose kernels run with warps out of step (schedule_skew.cuh, HK_SKEW_NS;
+    a user's .cu kernel too, through histkit.gpu.user_skew):
     a barrier that is missing shows as a wrong count or order, not only under
     racecheck. Two or three blocks each (even and odd blocks skew their warps
     in opposite orders), a single block, many tiles (the resident sort's
@@ -308,13 +309,15 @@ def judges(case: Case, kind: str) -> bool:
     return not case.full_width or kind in FULL_WIDTH_KINDS
 
 
-def cases_for(kind: str, quick: bool = True, fenced: bool = False) -> list[Case]:
-    """The cases that judge one kind, for a user's kernel: not the skewed ones
-    (skew is a build of histkit's own kernels), and the fenced ones only for
-    kernels the runner feeds from device memory (fenced=True: a .cu kernel;
-    a Python callable gets its inputs as host or framework arrays)."""
-    return [c for c in all_cases(quick)
-            if judges(c, kind) and not c.skewed and (fenced or not c.fenced)]
+def cases_for(kind: str, quick: bool = True, fenced: bool = False,
+              skewed: bool = False) -> list[Case]:
+    """The cases that judge one kind, for a user's kernel: the fenced ones only
+    for kernels the runner feeds from device memory (fenced=True: a .cu kernel;
+    a Python callable gets its inputs as host or framework arrays), the skewed
+    ones only for kernels built from CUDA source (skewed=True: a .cu kernel,
+    given the schedule skew by histkit.gpu.user_skew)."""
+    return [c for c in all_cases(quick) if judges(c, kind)
+            and (skewed or not c.skewed) and (fenced or not c.fenced)]
 
 
 def large_cases() -> list[Case]:

@@ -228,7 +228,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         else:
             cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     elif cases is None:
-        cases = cases_for(kind, quick, fenced=isinstance(implementation, CudaFileImpl))
+        from_source = isinstance(implementation, CudaFileImpl)
+        cases = cases_for(kind, quick, fenced=from_source, skewed=from_source)
     report = CheckReport(implementation.describe(), kind)
     judge = Judge(implementation, timeout)
     start = time.perf_counter()

@@ -141,7 +141,7 @@ def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:
     """Generated mutants of every kernel file some conformance row compiles."""
     from histkit.gpu import registry
 
-    names = sorted({k.source for k in registry.KERNELS} | {"common.cuh"})
+    names = sorted({k.source for k in registry.KERNELS} | set(registry.HEADERS))
     names = [name for name in names if not files or name in files]
     mutants: list[Mutant] = []
     for name in names:

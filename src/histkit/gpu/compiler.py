@@ -19,6 +19,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from histkit.gpu import user_skew
 from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
 CACHE_FORMAT = b"histkit-cubin-v1\n"
@@ -107,8 +108,20 @@ def _option_words(defines: dict[str, str], arch: str, source_name: str = "") -> 
             *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
 
 
+def _program(source_name: str, defines: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The text NVRTC compiles for source_name, and every file it reads: a
+    user's file in a skewed build gets the schedule skew (user_skew)."""
+    files = _sources(source_name)
+    text = files[source_name]
+    if user_skew.skews(source_name, defines):
+        text = user_skew.skewed_text(text)
+        files = {**files, **_sources(user_skew.SKEW_HEADER)}
+    return text, files
+
+
 def cache_key(source_name: str, defines: dict[str, str], arch: str) -> str:
-    material = {"sources": _sources(source_name),
+    text, files = _program(source_name, defines)
+    material = {"sources": files, "program": text,
                 "options": _option_words(defines, arch, source_name),
                 "nvrtc": nvrtc_version(), "format": CACHE_FORMAT.decode()}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
@@ -149,7 +162,7 @@ def compile_cubin(source_name: str, defines: dict[str, str], arch: str) -> bytes
         return cached
     from cuda.core import Program
 
-    source = _sources(source_name)[source_name]
+    source = _program(source_name, defines)[0]
     try:
         program = Program(source, "c++", options=_options(defines, arch, source_name))
         payload = bytes(program.compile("cubin").code)

@@ -281,7 +281,7 @@ KERNELS: tuple[Kernel, ...] = (
 
 # Sources compiled by nothing the suite judges (the benchmark's roofline).
 BENCH_ONLY_SOURCES = ("roofline.cu",)
-HEADERS = ("common.cuh",)
+HEADERS = ("common.cuh", "schedule_skew.cuh")
 
 
 def by_row(row: str) -> Kernel:

@@ -1,0 +1,70 @@
+// Schedule skew and stragglers: the conformance suite's skewed cases build
+// kernels with -DHK_SKEW_NS and -DHK_STRAGGLE_NS (histkit.gpu.contract.
+// schedule_defines), so that code which assumes the warps of a block are in
+// step without a barrier between them gives wrong results. histkit's kernels
+// include it through common.cuh and call hk_skew_warps() at entry; a user's
+// kernel judged by histkit check gets it prepended, and the call inserted at
+// the top of each __global__ function (histkit.conformance.user_skew). Only
+// hk_-prefixed names, so it cannot clash with a user's own.
+#pragma once
+
+// Schedule skew, for the conformance suite's skewed cases only: built with
+// -DHK_SKEW_NS=t, each warp of a block sleeps (its rank) x t ns at the kernel's
+// entry (hk_skew_warps) and after every __syncthreads, warp 0 first in even
+// blocks and last in odd ones. Code that assumes warps are in step without a
+// barrier between them (a reader overtaking a writer, a zeroing still under
+// way while other warps count) then gives wrong results, where otherwise
+// only racecheck would see it. Without the define nothing changes.
+//
+// Stragglers, in the same builds (-DHK_STRAGGLE_NS=s): in block b of the first
+// HK_STRAGGLER_BLOCKS, every warp but warp 0 waits (b + 1) x s ns after the
+// block's (b + 1)-th barrier. The bug they force: thread 0 telling the grid
+// "this block is done" (an arrival counter, a published flag) with no barrier
+// after the other warps' global writes. The block whose (b + 1)-th barrier
+// precedes that announcement announces on time while its other warps are
+// late by (b + 1) x s; the blocks that straggled at earlier barriers are late
+// by at most b x s, so whichever block arrives last, and reads, reads before
+// the late writes land. The rank skew cannot force it: the last block waits
+// for its own warps, and the others are a few ranks late at most.
+#ifdef HK_SKEW_NS
+#ifndef HK_STRAGGLE_NS
+#error "skewed builds define HK_STRAGGLE_NS too (histkit.gpu.contract.schedule_defines)"
+#endif
+#define HK_STRAGGLER_BLOCKS 8
+// Barriers each thread of the block has passed (blocks of up to 1024 threads;
+// it wraps at 256, which only adds a straggle in long loops).
+__shared__ unsigned char hk_barriers_passed[1024];
+
+__device__ __forceinline__ unsigned long long hk_global_ns() {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return ns;
+}
+__device__ __forceinline__ void hk_sleep_by_warp_rank() {
+    const unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    const unsigned rank = (blockIdx.x & 1) ? warps - 1 - warp : warp;
+    if (rank) __nanosleep(rank * (unsigned)HK_SKEW_NS);
+}
+__device__ __forceinline__ void hk_skew_warps() {
+    hk_barriers_passed[threadIdx.x] = 0;
+    hk_sleep_by_warp_rank();
+}
+__device__ __forceinline__ void hk_straggle() {
+    const unsigned passed = ++hk_barriers_passed[threadIdx.x];
+    if (blockIdx.x < HK_STRAGGLER_BLOCKS && passed == blockIdx.x + 1 && threadIdx.x >= 32) {
+        // The global timer, not __nanosleep alone: a sleep may end early.
+        const unsigned long long until = hk_global_ns() + (unsigned long long)(blockIdx.x + 1) * HK_STRAGGLE_NS;
+        while (hk_global_ns() < until) __nanosleep(1000);
+    }
+}
+__device__ __forceinline__ void hk_barrier_then_skew() {
+    __syncthreads();
+    hk_straggle();
+    hk_sleep_by_warp_rank();
+}
+// From here on, every block barrier of the including file skews the warps
+// again (the name in the replacement is not expanded a second time).
+#define __syncthreads() hk_barrier_then_skew()
+#else
+__device__ __forceinline__ void hk_skew_warps() {}
+#endif
