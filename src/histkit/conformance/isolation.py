@@ -53,10 +53,10 @@ class IsolatedJudge:
 
     def _start(self) -> None:
         parent, child = self._context.Pipe()
-        self._process = self._context.Process(target=_worker, args=(child,), daemon=True)
-        self._process.start()
+        process = self._context.Process(target=_worker, args=(child,), daemon=True)
+        process.start()  # if this raises, there is no worker to stop later
         child.close()
-        self._conn = parent
+        self._process, self._conn = process, parent
 
     def _stop(self) -> None:
         if self._process is not None:
