@@ -188,3 +188,16 @@ def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
     # Nothing ran after the second hang, and no hang was shrunk (each try could hang).
     assert worker.ran[-1] == worker.hung[-1]
     assert all(f.shrunk is None for f in report.failures if f.case.name in worker.hung)
+
+
+def test_the_plugin_gives_a_cuda_file_the_fenced_and_skewed_cases_too():
+    from histkit.conformance.pytest_plugin import conformance_cases
+
+    def cases(mark):
+        return mark.args[1]
+
+    for_callables = cases(conformance_cases("histogram"))
+    for_cuda = cases(conformance_cases("histogram", cuda_file=True))
+    assert not any(c.skewed or c.fenced for c in for_callables)
+    assert any(c.skewed for c in for_cuda) and any(c.fenced for c in for_cuda)
+    assert set(for_callables) < set(for_cuda)

@@ -18,14 +18,16 @@ import pytest
 from histkit.conformance.cases import Case
 
 
-def conformance_cases(kind: str, quick: bool = True):
-    """A parametrize mark: one test item per conformance case of `kind`."""
+def conformance_cases(kind: str, quick: bool = True, cuda_file: bool = False):
+    """A parametrize mark: one test item per conformance case of `kind`.
+    cuda_file=True: the cases ``check`` gives a .cu kernel (inputs flush
+    against unmapped memory, and the schedule-skewed cases) as well."""
     from histkit.conformance.cases import cases_for
     from histkit.gpu.registry import KINDS
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    cases = cases_for(kind, quick)
+    cases = cases_for(kind, quick, fenced=cuda_file, skewed=cuda_file)
     return pytest.mark.parametrize("case", cases, ids=[c.name for c in cases])
 
 
