@@ -40,9 +40,19 @@ __device__ __forceinline__ unsigned long long hk_global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
     return ns;
 }
+// With HK_SKEW_ALTERNATE (user kernels, histkit.gpu.user_skew) the order also
+// turns at every barrier a thread passes, so a one-block kernel meets both
+// orders: a barrier dropped at the end of a step loop races only when later
+// warps run first. histkit's own kernels keep the order by block alone, the
+// one their table mutants were judged with.
 __device__ __forceinline__ void hk_sleep_by_warp_rank() {
     const unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+#ifdef HK_SKEW_ALTERNATE
+    const unsigned rank = ((blockIdx.x + hk_barriers_passed[threadIdx.x]) & 1) ? warps - 1 - warp
+                                                                               : warp;
+#else
     const unsigned rank = (blockIdx.x & 1) ? warps - 1 - warp : warp;
+#endif
     if (rank) __nanosleep(rank * (unsigned)HK_SKEW_NS);
 }
 __device__ __forceinline__ void hk_skew_warps() {

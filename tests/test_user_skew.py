@@ -27,7 +27,8 @@ template <int X> __global__ void second(int x)
 
 def test_the_entry_call_goes_into_every_global_body_and_nowhere_else():
     skewed = user_skew.skewed_text(SOURCE)
-    assert skewed.startswith('#include "schedule_skew.cuh"\n#line 1\n')
+    assert skewed.startswith('#define HK_SKEW_ALTERNATE 1\n#include "schedule_skew.cuh"\n'
+                             '#line 1\n')
     body = skewed.split("#line 1\n", 1)[1]
     assert body.count("hk_skew_warps();") == 2
     lines = body.split("\n")

@@ -7,10 +7,12 @@ them with the warps of each block out of step: a missing barrier shows as a
 wrong count or order, not only under compute-sanitizer racecheck. A user's
 .cu file knows nothing of that header. For those cases it is compiled with the
 header included first (from there on every ``__syncthreads()`` skews the warps
-after the barrier) and ``hk_skew_warps();`` inserted at the top of each
-``__global__`` function's body, on the line of its opening brace, so the
-compiler's messages keep the file's own line numbers. Without the skew
-defines the file is compiled as written.
+after the barrier, in an order that turns at every barrier: HK_SKEW_ALTERNATE)
+and ``hk_skew_warps();`` inserted at the top of each ``__global__`` function's
+body, on the line of its opening brace, so the compiler's messages keep the
+file's own line numbers. Without the skew defines the file is compiled as
+written. (The alternating order is for user kernels only: histkit's own keep
+the order their table mutants were judged with, byte for byte.)
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def skewed_text(text: str) -> str:
     into every __global__ function's body."""
     for start in reversed(body_starts(text)):
         text = text[:start] + ENTRY_CALL + text[start:]
-    return f'#include "{SKEW_HEADER}"\n#line 1\n{text}'
+    return f'#define HK_SKEW_ALTERNATE 1\n#include "{SKEW_HEADER}"\n#line 1\n{text}'
 
 
 def body_starts(text: str) -> list[int]:
