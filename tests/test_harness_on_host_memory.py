@@ -146,3 +146,15 @@ def test_the_keys_sit_between_guard_keys_that_are_bad_keys(case_run):
     stored = case_run.rt.copy_to_host(keys.ptr, np.empty(keys.n + GUARD, keys.dtype))
     np.testing.assert_array_equal(stored[:keys.n], case_run.host)
     assert set(stored[keys.n:]) == {16}  # K: outside [0, K)
+
+
+def test_a_user_kernel_without_a_skewed_build_is_a_skip_not_a_failure(case_run):
+    from histkit.gpu.errors import SkewUnavailable
+    from histkit.gpu.registry import DEFAULT, Kernel
+
+    def launcher(*args, **kwargs):
+        raise SkewUnavailable("the schedule skew cannot be added to my.cu: too much shared data")
+
+    kernel = Kernel("my.cu", "histogram", "/home/me/my.cu", ("histogram",), launcher)
+    cell, _ = case_run.judge(kernel, DEFAULT)
+    assert cell.status == "skip" and "too much shared data" in cell.detail

@@ -61,3 +61,52 @@ def test_each_example_compiles_skewed_and_the_skew_changes_its_machine_code(name
     plain = {"KEY_T": "int", "COUNT_T": "unsigned int", "WARP_SIZE": "32"}
     skewed = compiler.compile_cubin(path, {**plain, **contract.schedule_defines()}, "sm_90")
     assert skewed[:4] == b"\x7fELF" and skewed != compiler.compile_cubin(path, plain, "sm_90")
+
+
+FULL_SHARED = '''extern "C" __global__ void histogram(const KEY_T* keys, long long n,
+    unsigned long long num_bins, COUNT_T* hist, unsigned long long* first_bad) {
+    __shared__ unsigned int whole[12288];  // all 48 KiB of static shared memory
+    whole[threadIdx.x] = 0;
+    __syncthreads();
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&hist[keys[i]], (COUNT_T)(1 + whole[threadIdx.x]));
+}
+'''
+
+
+class _CompilingRuntime:
+    """Builds with NVRTC as Runtime.kernel does, skewed while skew.depth."""
+
+    arch = "sm_90"
+
+    def __init__(self, skewed):
+        import types
+
+        self.skew = types.SimpleNamespace(depth=int(skewed))
+
+    def kernel(self, source, name, defines):
+        from histkit.gpu import compiler, contract
+
+        if self.skew.depth:
+            defines = {**defines, **contract.schedule_defines()}
+        return compiler.compile_cubin(source, contract.defines_for(source, defines), self.arch)
+
+
+@needs_nvrtc
+def test_a_kernel_the_skew_cannot_be_added_to_gets_skips_not_failures(tmp_path, monkeypatch):
+    from histkit.conformance import cuda_abi
+    from histkit.conformance.foreign import CudaFileImpl
+    from histkit.gpu.errors import KernelCompileError, SkewUnavailable
+
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "full_shared.cu"
+    source.write_text(FULL_SHARED)
+    impl = CudaFileImpl(str(source), "histogram", ("histogram",))
+    defines = {"KEY_T": "int", "COUNT_T": "unsigned int", "WARP_SIZE": "32"}
+    assert cuda_abi._build(_CompilingRuntime(False), impl, "histogram", defines)[:4] == b"\x7fELF"
+    with pytest.raises(SkewUnavailable, match="too much shared data"):
+        cuda_abi._build(_CompilingRuntime(True), impl, "histogram", defines)
+    # a file that does not compile at all keeps its own error, skewed or not
+    source.write_text(FULL_SHARED.replace("whole[threadIdx.x] = 0;", "whole = 0;"))
+    with pytest.raises(KernelCompileError):
+        cuda_abi._build(_CompilingRuntime(True), impl, "histogram", defines)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from histkit.gpu import errors
+from histkit.gpu import compiler, contract, errors
 from histkit.gpu.contract import KEY_C_TYPES, NO_BAD_KEY
+from histkit.gpu.errors import KernelCompileError, SkewUnavailable
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch import scan as launch_scan
 
@@ -45,6 +46,27 @@ def launcher(impl):
     if impl.kind == "scan":
         return _scan_launcher(impl)
     return _sort_launcher(impl)
+
+
+def _build(rt, impl, entry: str, defines: dict[str, str]):
+    """The user's entry, built by rt (in a skewed case, with the schedule
+    skew). A skewed build that fails where the file as written compiles
+    (the skew's 1 KiB of shared memory past a full 48 KiB, say) is not the
+    kernel's fault: SkewUnavailable, which makes its skewed cases skips."""
+    try:
+        return rt.kernel(impl.path, entry, defines)
+    except KernelCompileError as error:
+        if not rt.skew.depth:
+            raise
+        try:
+            compiler.compile_cubin(impl.path, contract.defines_for(impl.path, dict(defines)),
+                                   rt.arch)
+        except KernelCompileError:
+            raise error from None  # it does not compile at all: the kernel's own error
+        reason = next((line.strip() for line in error.log.splitlines() if "error" in line),
+                      error.log.strip()[:200])
+        raise SkewUnavailable(f"the schedule skew cannot be added to {impl.path}: "
+                              f"{reason}") from None
 
 
 def _defines(impl, dtype, count_type: str) -> dict[str, str]:
@@ -71,7 +93,7 @@ def _histogram_launcher(impl):
     entry = impl.entries[0]
 
     def run(rt, keys, num_bins, hist, first_bad, grid=None, atomics=None):
-        kernel = rt.kernel(impl.path, entry, _defines(impl, keys.dtype, _count_type(impl)))
+        kernel = _build(rt, impl, entry, _defines(impl, keys.dtype, _count_type(impl)))
         extra = ()
         shared = 0
         if impl.kind == "privatized":
@@ -93,7 +115,7 @@ def _scan_launcher(impl):
     entry = impl.entries[0]
 
     def run(rt, counts_ptr, n, out_ptr, keep_alive):
-        kernel = rt.kernel(impl.path, entry, _defines(impl, np.uint64, "unsigned long long"))
+        kernel = _build(rt, impl, entry, _defines(impl, np.uint64, "unsigned long long"))
         geometry = _geometry(impl, entry, n, None)
         rt.launch(kernel, geometry, counts_ptr, np.int64(n), out_ptr)
         return [geometry]
@@ -111,7 +133,7 @@ def _sort_launcher(impl):
         cursor = rt.empty(num_bins, np.uint64)
         keep_alive += [counts, cursor]
         count = _geometry(impl, count_entry, keys.n, grid)
-        rt.launch(rt.kernel(impl.path, count_entry, defines), count, keys.ptr,
+        rt.launch(_build(rt, impl, count_entry, defines), count, keys.ptr,
                   np.int64(keys.n), np.uint64(num_bins), counts.ptr, first_bad.ptr)
         geometries = [count, *launch_scan.exclusive_scan(rt, counts.ptr, num_bins, cursor.ptr,
                                                          keep_alive)]
@@ -120,7 +142,7 @@ def _sort_launcher(impl):
         if rt.read_word(first_bad.ptr) != NO_BAD_KEY:
             return geometries  # the ABI's scatter has no num_bins: it never sees bad keys
         scatter = _geometry(impl, scatter_entry, keys.n, grid)
-        rt.launch(rt.kernel(impl.path, scatter_entry, defines), scatter, keys.ptr,
+        rt.launch(_build(rt, impl, scatter_entry, defines), scatter, keys.ptr,
                   np.int64(keys.n), cursor.ptr, out_keys.ptr, out_index.ptr)
         return geometries + [scatter]
 

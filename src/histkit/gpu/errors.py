@@ -21,6 +21,12 @@ class KernelCompileError(RuntimeError):
         self.options = options
 
 
+class SkewUnavailable(RuntimeError):
+    """A user's kernel compiles as written but not with the schedule skew
+    added (histkit.gpu.user_skew: its static shared memory is full, say), so
+    its skewed cases cannot be run; the message has the compiler's reason."""
+
+
 class CudaError(RuntimeError):
     """A CUDA call failed; the message names the call and the CUDA error."""
 
