@@ -78,7 +78,9 @@ def add_check_parser(commands, formatter, handler) -> None:
     check.add_argument("--inputs", choices=("auto", "numpy", "cupy", "torch"), default="auto",
                        help="the array kind a Python callable receives")
     check.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds a .cu case may run before it counts as a hang")
+                       help="seconds a .cu case may run before it counts as a hang "
+                            "(after a first hang at most 10 s; after two, the remaining "
+                            "cases are not run)")
     check.add_argument("--keys", type=_keys, help="run one input: these keys (with --num-bins)")
     check.add_argument("--num-bins", type=bounded_int(1, 2**62),
                        help="num_bins for --keys (not for --kind radix-sort)")
