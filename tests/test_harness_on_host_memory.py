@@ -158,3 +158,29 @@ def test_a_user_kernel_without_a_skewed_build_is_a_skip_not_a_failure(case_run):
     kernel = Kernel("my.cu", "histogram", "/home/me/my.cu", ("histogram",), launcher)
     cell, _ = case_run.judge(kernel, DEFAULT)
     assert cell.status == "skip" and "too much shared data" in cell.detail
+
+
+def test_nested_switches_stay_on_until_the_outermost_exits(rt):
+    with rt.skewed_schedule():
+        with rt.skewed_schedule():
+            pass
+        assert rt.skew.defines()  # the inner exit leaves the outer one on
+        with rt.poisoned_scratch():
+            with rt.poisoned_scratch():
+                pass
+            assert rt.poison.next_byte() is not None
+    assert rt.skew.defines() == {} and rt.poison.next_byte() is None
+
+
+def test_poisoned_scratch_allocates_its_bytes_and_both_guards(rt):
+    sizes = []
+    plain = rt._empty
+
+    def recording(n, dtype, pooled=True):
+        sizes.append(n * np.dtype(dtype).itemsize)
+        return plain(n, dtype, pooled)
+
+    rt._empty = recording
+    with rt.poisoned_scratch():
+        rt.empty(100, np.uint32)
+    assert sizes == [400 + 2 * SCRATCH_GUARD_BYTES]
