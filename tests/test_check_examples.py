@@ -132,6 +132,27 @@ def test_each_planted_bug_applies_and_compiles(bug, tmp_path, monkeypatch):
     assert compiler.compile_cubin(str(path), defines, "sm_90")[:4] == b"\x7fELF"
 
 
+@needs_nvrtc
+def test_every_generated_slip_in_the_examples_applies_and_compiles(tmp_path, monkeypatch):
+    # what `examples/check_examples.py --generated` hands histkit check
+    sys.path.insert(0, str(ROOT / "examples"))
+    import check_examples
+
+    from histkit.gpu import compiler
+
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path / "cache"))
+    bugs = check_examples.generated_bugs()
+    assert len({b["id"] for b in bugs}) == len(bugs) >= 50
+    defines = {"KEY_T": "int", "COUNT_T": "unsigned int", "WARP_SIZE": "32"}
+    for bug in bugs:
+        folder = tmp_path / bug["id"]
+        folder.mkdir()
+        path = check_examples.plant(bug, folder)
+        original = (ROOT / "examples" / "cuda" / bug["file"]).read_text()
+        assert path.read_text() != original, bug["id"]
+        assert compiler.compile_cubin(str(path), defines, "sm_90")[:4] == b"\x7fELF", bug["id"]
+
+
 def test_sanitize_reruns_the_same_check_under_compute_sanitizer(monkeypatch):
     from histkit.conformance import check_cli
 
