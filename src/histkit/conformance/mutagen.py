@@ -4,7 +4,8 @@ The hand-written table (``mutants/mutants.toml``) plants the bugs someone
 thought of. This module plants, mechanically, each of a small set of slips
 that people actually make in kernels, at every line of every kernel file where
 it applies: a comparison off by one (``<`` / ``<=``, ``>`` / ``>=``), a test
-inverted (``==`` / ``!=``, ``&&`` / ``||``), a ``+ 1`` / ``- 1`` dropped,
+inverted (``==`` / ``!=``, ``&&`` / ``||``), a ``+ 1`` / ``- 1`` dropped, a
+``+`` made ``-`` or a ``-`` made ``+``,
 ``min`` / ``max`` swapped, a shift turned round, a barrier or fence dropped, a
 store dropped, a counter started at 1, ``+=`` made ``=``, an atomicAdd made a
 plain ``+=``, an early ``return`` / ``continue`` / ``break`` dropped. So a
@@ -64,6 +65,8 @@ SLIPS = (
     _slip("min-to-max", r"\bmin\(", "max(", "min() made max()"),
     _slip("max-to-min", r"\bmax\(", "min(", "max() made min()"),
     _slip("shift-turned", r" >> ", " << ", "a right shift made a left shift"),
+    _slip("plus-made-minus", r" \+ ", " - ", "a '+' made '-' (an offset or sum turned round)"),
+    _slip("minus-made-plus", r" - ", " + ", "a '-' made '+'"),
     _slip("barrier-dropped", r"__syncthreads\(\);", ";", "a block barrier dropped"),
     _slip("warp-barrier-dropped", r"__syncwarp\(\);", ";", "a warp barrier dropped"),
     _slip("fence-dropped", r"__threadfence\(\);", ";", "a memory fence dropped"),
