@@ -176,6 +176,7 @@ class _HangingPastOneThousandKeys:
 
     def __init__(self, timeout):
         self.hung: list[str] = []
+        self.faulted: list[str] = []
         self.ran: list[str] = []
 
     def judge(self, impl, case):
@@ -222,3 +223,34 @@ def test_the_plugin_gives_a_cuda_file_the_fenced_and_skewed_cases_too():
     assert not any(c.skewed or c.fenced for c in for_callables)
     assert any(c.skewed for c in for_cuda) and any(c.fenced for c in for_cuda)
     assert set(for_callables) < set(for_cuda)
+
+
+class _FaultingPastOneThousandKeys(_HangingPastOneThousandKeys):
+    """... and one that faults there instead (each fault costs a new worker)."""
+
+    def judge(self, impl, case):
+        from histkit.conformance.checks import Cell
+
+        self.ran.append(case.name)
+        if case.n > 1000:
+            self.faulted.append(case.name)
+            return Cell("FAIL", "CudaError: CUDA_ERROR_ILLEGAL_ADDRESS"), ""
+        return Cell("pass"), ""
+
+
+def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(monkeypatch):
+    from histkit.conformance import isolation
+    from histkit.conformance.check import MAX_FAULTS, SHRINK_MAX_FAULTS
+
+    workers = []
+    monkeypatch.setattr(isolation, "IsolatedJudge",
+                        lambda timeout: workers.append(_FaultingPastOneThousandKeys(timeout))
+                        or workers[-1])
+    report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
+    (worker,) = workers
+    assert not report.passed and len(report.failures) == MAX_FAULTS
+    # and the shrinker, trying smaller inputs of the smallest, gives up after its own
+    assert MAX_FAULTS < len(worker.faulted) <= MAX_FAULTS + SHRINK_MAX_FAULTS
+    after = [cell for case, cell, _ in report.cells if case.name not in worker.ran]
+    assert after and all(cell.status == "skip" and "faulted on 5 cases" in cell.detail
+                         for cell in after)

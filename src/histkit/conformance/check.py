@@ -31,6 +31,11 @@ from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
 # A kernel that hangs this many times is not run on the remaining cases (each
 # would cost a timeout); those cells are skips naming why. Its verdict is FAIL.
 MAX_HANGS = 2
+# A kernel that faulted on this many cases is not run on the rest either: each
+# fault costs a new worker process, and a kernel that faults everywhere would
+# pay one per case. The shrinker gives up after SHRINK_MAX_FAULTS of its own.
+MAX_FAULTS = 5
+SHRINK_MAX_FAULTS = 20
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHOWN_KEYS = 64
@@ -123,6 +128,11 @@ class Judge:
         """The cases on which the kernel hung (only an isolated .cu kernel can)."""
         return self._isolated.hung if self._isolated is not None else []
 
+    @property
+    def faulted(self) -> list[str]:
+        """The cases on which the kernel faulted (cost its worker process)."""
+        return self._isolated.faulted if self._isolated is not None else []
+
     def __call__(self, case: Case) -> tuple[Cell, str]:
         if len(self.hung) >= MAX_HANGS:
             return Cell("skip", f"not run: the kernel hung on {len(self.hung)} cases "
@@ -173,7 +183,7 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     keys, num_bins = case.keys(), case.num_bins
     best = Case.of_keys(keys, num_bins, case.grid, case.full_width)
     best_detail = ""
-    hangs_before = len(judge.hung)
+    hangs_before, faults_before = len(judge.hung), len(judge.faulted)
     attempts = 0
     improved = True
     while improved and attempts < SHRINK_ATTEMPTS:
@@ -184,6 +194,8 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
             cell, _ = judge(candidate)
             if len(judge.hung) > hangs_before:  # a smaller input hangs: each try could
                 return best, best_detail
+            if len(judge.faulted) - faults_before >= SHRINK_MAX_FAULTS:
+                return best, best_detail  # each fault costs a new worker
             if cell.status == "FAIL":
                 keys, num_bins, best, best_detail = cand_keys, cand_bins, candidate, cell.detail
                 improved = True
@@ -235,7 +247,12 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     start = time.perf_counter()
     try:
         for case in cases:
-            cell, geometry = judge(case)
+            if len(judge.faulted) >= MAX_FAULTS:
+                cell, geometry = Cell("skip", f"not run: the kernel faulted on "
+                                              f"{len(judge.faulted)} cases "
+                                              f"({', '.join(judge.faulted)})"), ""
+            else:
+                cell, geometry = judge(case)
             report.cells.append((case, cell, geometry))
             if progress is not None:
                 progress(case, cell)

@@ -8,7 +8,8 @@ CUDA fault leaves its context unusable. The next case gets a fresh worker.
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
 that a hanging kernel costs a minute or so, not the timeout on every case
-(check() stops running it after MAX_HANGS hangs).
+(check() stops running it after MAX_HANGS hangs). A fault costs a new worker
+(about a second on the H200), so check() stops after MAX_FAULTS of them too.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class IsolatedJudge:
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.hung: list[str] = []  # the names of the cases that hung
+        self.faulted: list[str] = []  # ... and of those that cost the worker (a fault)
         self._context = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
@@ -79,10 +81,12 @@ class IsolatedJudge:
         except (EOFError, ConnectionResetError):
             code = self._process.exitcode if self._process else None
             self._stop()
+            self.faulted.append(case.name)
             return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
                                 f"[case {case.name}]"), ""
         if cell.status == "FAIL" and "CUDA" in cell.detail.upper():
             self._stop()  # a CUDA fault leaves the worker's context unusable
+            self.faulted.append(case.name)
         return cell, geometry
 
     def close(self) -> None:
