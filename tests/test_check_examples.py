@@ -200,6 +200,7 @@ def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
     monkeypatch.setattr(isolation, "IsolatedJudge",
                         lambda timeout: workers.append(_HangingPastOneThousandKeys(timeout))
                         or workers[-1])
+    monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: None)
     report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
     (worker,) = workers
     assert not report.passed and len(worker.hung) == MAX_HANGS
@@ -246,6 +247,7 @@ def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(
     monkeypatch.setattr(isolation, "IsolatedJudge",
                         lambda timeout: workers.append(_FaultingPastOneThousandKeys(timeout))
                         or workers[-1])
+    monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: None)
     report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
     (worker,) = workers
     assert not report.passed and len(report.failures) == MAX_FAULTS
@@ -254,3 +256,14 @@ def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(
     after = [cell for case, cell, _ in report.cells if case.name not in worker.ran]
     assert after and all(cell.status == "skip" and "faulted on 5 cases" in cell.detail
                          for cell in after)
+
+
+def test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed(monkeypatch, capsys):
+    from histkit.gpu.errors import GpuUnavailableError
+
+    monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: "no driver here")
+    kernel = str(ROOT / "examples" / "cuda" / "atomic_histogram.cu")
+    with pytest.raises(GpuUnavailableError, match="needs a GPU here: no driver here"):
+        check(kernel, "histogram")
+    assert main(["check", kernel, "--kind", "histogram"]) == 2
+    assert "needs a GPU here" in capsys.readouterr().out

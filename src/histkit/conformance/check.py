@@ -26,6 +26,7 @@ from histkit.conformance.foreign import (
     load_callable,
     parse_kernel_spec,
 )
+from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
 
 # A kernel that hangs this many times is not run on the remaining cases (each
@@ -242,6 +243,13 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     elif cases is None:
         from_source = isinstance(implementation, CudaFileImpl)
         cases = cases_for(kind, quick, fenced=from_source, skewed=from_source)
+    if isinstance(implementation, CudaFileImpl):
+        from histkit.gpu.device import gpu_unavailable_reason
+
+        reason = gpu_unavailable_reason()
+        if reason is not None:  # not the kernel's fault: no case can run here
+            raise GpuUnavailableError(f"checking a CUDA C++ kernel needs a GPU here: {reason} "
+                                      f"(a Python callable needs none)")
     report = CheckReport(implementation.describe(), kind)
     judge = Judge(implementation, timeout)
     start = time.perf_counter()

@@ -110,6 +110,7 @@ def run_check_command(args, console) -> int:
     import numpy as np
 
     from histkit.conformance.check import check
+    from histkit.gpu.errors import GpuUnavailableError
 
     if args.sanitize:
         return _under_sanitizer(args)
@@ -130,7 +131,8 @@ def run_check_command(args, console) -> int:
                        grid=args.grid, count_bits=args.counts, warp_size=args.warp_size,
                        timeout=args.timeout, shrink_failures=not args.no_shrink,
                        progress=progress)
-    except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
+    except (FileNotFoundError, ValueError, TypeError, ImportError,
+            GpuUnavailableError) as error:
         console.print(f"histkit check: {error}")
         return 2
     counts = report.counts()
