@@ -267,3 +267,30 @@ def test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed(monkeypa
         check(kernel, "histogram")
     assert main(["check", kernel, "--kind", "histogram"]) == 2
     assert "needs a GPU here" in capsys.readouterr().out
+
+
+def test_a_script_without_a_main_guard_gets_its_cu_kernel_judged_by_a_worker(tmp_path):
+    # The worker is a fresh interpreter, not a spawned child that would first
+    # re-run the caller's script (and call check again, and again).
+    script = tmp_path / "my_check.py"
+    script.write_text(
+        "import sys\n"
+        "from histkit.conformance.cases import Case\n"
+        "from histkit.conformance.foreign import CudaFileImpl\n"
+        "from histkit.conformance.isolation import IsolatedJudge\n"
+        "judge = IsolatedJudge(120)\n"
+        "impl = CudaFileImpl(sys.argv[1], 'histogram', ('histogram',))\n"
+        "cell, _ = judge.judge(impl, Case('uniform', 100, 16, seed=1))\n"
+        "judge.close()\n"
+        "print('judged:', cell.status, cell.detail)\n")
+    kernel = str(ROOT / "examples" / "cuda" / "atomic_histogram.cu")
+    done = subprocess.run([sys.executable, str(script), kernel], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("judged:")]
+    assert len(lines) == 1 and "died" not in lines[0], done.stdout + done.stderr[-2000:]
+    from histkit.gpu.device import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is None:
+        assert lines[0].startswith("judged: pass")
+    else:  # the worker ran the case and sent back why it could not
+        assert "GpuUnavailableError" in lines[0]

@@ -1,6 +1,12 @@
 """Foreign kernels run in a worker process: a fault or a hang costs one cell.
 
 One worker takes the cases one after another (CUDA start-up is paid once);
+it is a fresh interpreter running this module (``python -m
+histkit.conformance.isolation <fd>``, talking over a socket pair), not a
+multiprocessing child: a spawned child would first re-run the caller's main
+script, so a script that calls ``check("my.cu", ...)`` at its top level
+without an ``if __name__ == "__main__":`` guard would have every case FAIL
+as a dead worker.
 when a case hangs past the timeout the worker is killed, when it dies the
 death is recorded, and after a CUDA error the worker is replaced, since a
 CUDA fault leaves its context unusable. The next case gets a fresh worker.
@@ -15,7 +21,11 @@ that a hanging kernel costs a minute or so, not the timeout on every case
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
@@ -49,27 +59,36 @@ class IsolatedJudge:
         self.timeout = timeout
         self.hung: list[str] = []  # the names of the cases that hung
         self.faulted: list[str] = []  # ... and of those that cost the worker (a fault)
-        self._context = multiprocessing.get_context("spawn")
         self._process = None
         self._conn = None
 
     def _start(self) -> None:
-        parent, child = self._context.Pipe()
-        process = self._context.Process(target=_worker, args=(child,), daemon=True)
-        process.start()  # if this raises, there is no worker to stop later
-        child.close()
-        self._process, self._conn = process, parent
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            fd = theirs.fileno()
+            # the caller's import path, as a spawned child would have it
+            path = os.pathsep.join([p for p in sys.path if p]
+                                   + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+            process = subprocess.Popen([sys.executable, "-m", __name__, str(fd)],
+                                       pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                                       env={**os.environ, "PYTHONPATH": path})
+            self._process, self._conn = process, Connection(ours.detach())
 
     def _stop(self) -> None:
         if self._process is not None:
             self._process.kill()
-            self._process.join()
+            self._process.wait()
+        if self._conn is not None:
+            self._conn.close()
         self._process = self._conn = None
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
             self._start()
-        self._conn.send((impl, case))
+        try:
+            self._conn.send((impl, case))
+        except OSError:  # the worker is already gone (it failed to start, say)
+            return self._died(case)
         timeout = min(self.timeout, AFTER_HANG_TIMEOUT_S) if self.hung else self.timeout
         if not self._conn.poll(timeout):
             self._stop()
@@ -79,18 +98,25 @@ class IsolatedJudge:
         try:
             cell, geometry = self._conn.recv()
         except (EOFError, ConnectionResetError):
-            code = self._process.exitcode if self._process else None
-            self._stop()
-            self.faulted.append(case.name)
-            return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
-                                f"[case {case.name}]"), ""
+            return self._died(case)
         if cell.status == "FAIL" and "CUDA" in cell.detail.upper():
             self._stop()  # a CUDA fault leaves the worker's context unusable
             self.faulted.append(case.name)
         return cell, geometry
+
+    def _died(self, case: Case) -> tuple[Cell, str]:
+        code = self._process.wait() if self._process else None
+        self._stop()
+        self.faulted.append(case.name)
+        return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
+                            f"[case {case.name}]"), ""
 
     def close(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(None)
         self._stop()
+
+
+if __name__ == "__main__":  # a worker: the socket it was handed is its only channel
+    _worker(Connection(int(sys.argv[1])))
