@@ -192,17 +192,24 @@ class _HangingPastOneThousandKeys:
         pass
 
 
-def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
+def _check_with_stand_in_worker(monkeypatch, worker_class):
+    """check() of a .cu example with worker_class standing in for the isolated
+    worker (as if on a GPU host): the report and the one worker made."""
     from histkit.conformance import isolation
-    from histkit.conformance.check import MAX_HANGS
 
     workers = []
     monkeypatch.setattr(isolation, "IsolatedJudge",
-                        lambda timeout: workers.append(_HangingPastOneThousandKeys(timeout))
-                        or workers[-1])
+                        lambda timeout: workers.append(worker_class(timeout)) or workers[-1])
     monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: None)
     report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
     (worker,) = workers
+    return report, worker
+
+
+def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
+    from histkit.conformance.check import MAX_HANGS
+
+    report, worker = _check_with_stand_in_worker(monkeypatch, _HangingPastOneThousandKeys)
     assert not report.passed and len(worker.hung) == MAX_HANGS
     after = [cell for case, cell, _ in report.cells
              if case.name not in worker.ran]
@@ -240,16 +247,9 @@ class _FaultingPastOneThousandKeys(_HangingPastOneThousandKeys):
 
 
 def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(monkeypatch):
-    from histkit.conformance import isolation
     from histkit.conformance.check import MAX_FAULTS, SHRINK_MAX_FAULTS
 
-    workers = []
-    monkeypatch.setattr(isolation, "IsolatedJudge",
-                        lambda timeout: workers.append(_FaultingPastOneThousandKeys(timeout))
-                        or workers[-1])
-    monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: None)
-    report = check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "histogram")
-    (worker,) = workers
+    report, worker = _check_with_stand_in_worker(monkeypatch, _FaultingPastOneThousandKeys)
     assert not report.passed and len(report.failures) == MAX_FAULTS
     # and the shrinker, trying smaller inputs of the smallest, gives up after its own
     assert MAX_FAULTS < len(worker.faulted) <= MAX_FAULTS + SHRINK_MAX_FAULTS

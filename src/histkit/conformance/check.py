@@ -240,10 +240,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
             raise ValueError("keys= needs num_bins=")
         else:
             cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
-    elif cases is None:
-        from_source = isinstance(implementation, CudaFileImpl)
+    from_source = isinstance(implementation, CudaFileImpl)
+    if keys is None and cases is None:
         cases = cases_for(kind, quick, fenced=from_source, skewed=from_source)
-    if isinstance(implementation, CudaFileImpl):
+    if from_source:
         from histkit.gpu.device import gpu_unavailable_reason
 
         reason = gpu_unavailable_reason()
