@@ -177,12 +177,11 @@ PYTHON_SLIPS = (
     _slip("and-to-or", r" and ", " or ", "'and' made 'or'"),
     _slip("or-to-and", r" or ", " and ", "'or' made 'and'"),
     _slip("not-dropped", r"\bnot ", "", "a 'not' dropped"),
-    _slip("plus-made-minus", r" \+ ", " - ", "'+' made '-'"),
     _slip("ceiling-made-floor", r"-\(-", "(", "a ceiling division made a floor division"),
 )
 _READ_ALIKE = ("lt-to-le", "le-to-lt", "gt-to-ge", "ge-to-gt", "eq-to-ne", "ne-to-eq",
                "plus-one-dropped", "minus-one-dropped", "min-to-max", "max-to-min",
-               "shift-turned", "accumulate-made-assign")
+               "shift-turned", "accumulate-made-assign", "plus-made-minus")
 HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
