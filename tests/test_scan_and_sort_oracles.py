@@ -123,3 +123,27 @@ def test_sorted_keys_inside_a_larger_sorted_array_are_sorted_chunk_by_chunk_from
     sorted_keys, index = oracles.counting_sort(view, 1000)
     np.testing.assert_array_equal(index, np.argsort(view, kind="stable"))
     np.testing.assert_array_equal(sorted_keys, view)
+
+
+@needs_two_cpus
+def test_a_descent_exactly_at_a_chunk_start_before_equal_keys_is_not_taken_for_sorted(
+        idle_machine):
+    # Each chunk of presorted input checks its first key against the key
+    # before the chunk. Ones then zeros, the step placed where chunk 1 starts
+    # for every chunk count the split can choose: each chunk alone is in order.
+    n = 1 << 19
+    for chunks in range(2, 65):
+        start = int(n * 1.0 / chunks)
+        keys = np.concatenate([np.ones(start, np.int32), np.zeros(n - start, np.int32)])
+        sorted_keys, index = oracles.counting_sort(keys, 2)
+        np.testing.assert_array_equal(index, np.r_[start:n, 0:start], err_msg=str(chunks))
+        np.testing.assert_array_equal(sorted_keys, np.sort(keys))
+
+
+def test_a_sorted_view_ending_in_a_bad_key_reports_it_whatever_lies_past_the_view():
+    # Sorted input takes a copying fast path only when its first and last keys
+    # are valid; the keys after the view (valid ones here) are not its keys.
+    big = np.array([0, 1, 2, 7, 0, 0, 0], np.int32)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.counting_sort(big[:4], 3)
+    assert (caught.value.index, caught.value.value) == (3, 7)
