@@ -1,7 +1,8 @@
-// Schedule skew and stragglers: the conformance suite's skewed cases build
-// kernels with -DHK_SKEW_NS and -DHK_STRAGGLE_NS (histkit.gpu.contract.
-// schedule_defines), so that code which assumes the warps of a block are in
-// step without a barrier between them gives wrong results. histkit's kernels
+// Schedule skew, stragglers and poisoned shared memory: the conformance
+// suite's skewed cases build kernels with -DHK_SKEW_NS, -DHK_STRAGGLE_NS and
+// -DHK_SHARED_POISON (histkit.gpu.contract.schedule_defines), so that code
+// which assumes the warps of a block are in step without a barrier between
+// them, or shared memory that arrives zeroed, gives wrong results. histkit's kernels
 // include it through common.cuh and call hk_skew_warps() at entry; a user's
 // kernel judged by histkit check gets it prepended, and the call inserted at
 // the top of each __global__ function (histkit.conformance.user_skew). Only
@@ -27,8 +28,8 @@
 // the late writes land. The rank skew cannot force it: the last block waits
 // for its own warps, and the others are a few ranks late at most.
 #ifdef HK_SKEW_NS
-#ifndef HK_STRAGGLE_NS
-#error "skewed builds define HK_STRAGGLE_NS too (histkit.gpu.contract.schedule_defines)"
+#if !defined(HK_STRAGGLE_NS) || !defined(HK_SHARED_POISON)
+#error "skewed builds define HK_STRAGGLE_NS and HK_SHARED_POISON too (histkit.gpu.contract.schedule_defines)"
 #endif
 #define HK_STRAGGLER_BLOCKS 8
 // Barriers each thread of the block has passed (blocks of up to 1024 threads;
@@ -55,7 +56,47 @@ __device__ __forceinline__ void hk_sleep_by_warp_rank() {
 #endif
     if (rank) __nanosleep(rank * (unsigned)HK_SKEW_NS);
 }
+// Shared-memory poison, in the same builds: shared memory starts each block
+// with whatever an earlier block left there, often zeros, so a kernel that
+// counts on its shared counters arriving zeroed (or zeroes only some of
+// them) passes by luck. At entry every thread of the block fills the block's
+// shared memory with HK_SHARED_POISON bytes: the dynamic part (its size from
+// %dynamic_smem_size) and, on sm_80 and later, the static part too, which
+// there lies from %reserved_smem_offset_cap (the end of the driver's reserved
+// shared memory) up to the dynamic part (measured on the H200: statics from
+// 1024, the dynamic array after them). The statics are poisoned only when
+// this header's own static array lies in that range, so a layout other than
+// the one measured poisons the dynamic part alone; then a real barrier, so
+// no thread poisons what another has begun to use.
+extern __shared__ __align__(16) unsigned char hk_dynamic_shared[];
+
+// begin is 16-byte aligned (the dynamic array's alignment, or where the
+// statics start); end need not be a multiple of 4 (a user's dynamic size).
+__device__ __forceinline__ void hk_poison_bytes(unsigned begin, unsigned end) {
+    const unsigned word = 0x01010101u * (unsigned)(HK_SHARED_POISON), last_word = end & ~3u;
+    for (unsigned at = begin + 4u * threadIdx.x; at < last_word; at += 4u * blockDim.x)
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(word) : "memory");
+    for (unsigned at = last_word + threadIdx.x; at < end; at += blockDim.x)
+        asm volatile("st.shared.u8 [%0], %1;" ::"r"(at), "r"(word & 0xFFu) : "memory");
+}
+
+__device__ __forceinline__ void hk_poison_shared() {
+    unsigned dynamic_bytes;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
+    const unsigned dynamic_begin = (unsigned)__cvta_generic_to_shared(hk_dynamic_shared);
+    unsigned begin = dynamic_begin;
+#if __CUDA_ARCH__ >= 800
+    unsigned statics_begin;
+    asm volatile("mov.u32 %0, %%reserved_smem_offset_cap;" : "=r"(statics_begin));
+    const unsigned ours = (unsigned)__cvta_generic_to_shared(hk_barriers_passed);
+    if (statics_begin <= ours && ours < dynamic_begin) begin = statics_begin;
+#endif
+    hk_poison_bytes(begin, dynamic_begin + dynamic_bytes);
+    __syncthreads();
+}
+
 __device__ __forceinline__ void hk_skew_warps() {
+    hk_poison_shared();
     hk_barriers_passed[threadIdx.x] = 0;
     hk_sleep_by_warp_rank();
 }

@@ -153,6 +153,15 @@ def test_the_racy_rule_fails_a_bin_with_keys_counted_zero():
     assert checks.at_most_exact(np.array([1, 1, 0, 1]), exact).status == "finding"
 
 
+def test_the_racy_rule_fails_a_negative_bin():
+    # a u64 counter decremented from zero reads back as int64 -1: below exact,
+    # and not zero, so only its own rule sees it (the generated naive
+    # 'racy[b] - 1' survived the H200 run without it)
+    exact = np.array([3, 1, 0, 2])
+    cell = checks.at_most_exact(np.array([2, -1, 0, 2]), exact)
+    assert cell.status == "FAIL" and "bin 1 counted -1 < 0" in cell.detail
+
+
 def test_a_run_of_bad_keys_starts_at_an_odd_index_and_each_bad_value_stands_alone():
     keys = np.zeros(100, np.int64)
     plant_bad_keys(keys, "run", 10, seed=0)

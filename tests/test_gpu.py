@@ -632,7 +632,7 @@ def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     host = np.arange(1001, dtype=np.int32)
     array = rt.fenced_copy(host)
     np.testing.assert_array_equal(rt.copy_to_host(array.ptr, np.empty(1001, np.int32)), host)
-    assert array.ptr + host.nbytes - int(array.buffer.base) == array.buffer.mapped
+    assert array.ptr + host.nbytes - array.buffer.start == array.buffer.mapped
     # one element past it is not mapped: a copy that reaches it fails (in a
     # child process: a fault may spoil the CUDA context)
     past = ("import numpy as np; from histkit.gpu.device import runtime; rt = runtime(); "
@@ -641,6 +641,72 @@ def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     done = subprocess.run([sys.executable, "-c", past], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode != 0 and "CudaError" in done.stderr
+
+
+@needs_gpu
+def test_fenced_cells_place_scratch_flush_against_unmapped_memory_on_both_sides(tmp_path):
+    # a fenced cell's scratch: some arrays start where mapped memory starts,
+    # the others end where it ends; a kernel's store just before an array of
+    # the first kind faults (in a child process: a fault spoils the context)
+    import subprocess
+    import sys
+
+    from histkit.gpu.device import FencedBuffer, runtime
+
+    rt = runtime()
+    with rt.poisoned_scratch(fenced=True):
+        arrays = [rt.empty(1001, np.int32) for _ in range(4)]
+    placements = set()
+    for array in arrays:
+        fenced = array.buffer.whole
+        assert isinstance(fenced, FencedBuffer)
+        placements.add("start" if array.ptr == fenced.start else "end")
+        if array.ptr != fenced.start:
+            assert array.ptr + 4004 == fenced.start + fenced.mapped
+    assert placements == {"start", "end"}
+    assert rt.scratch_overruns() == []
+    source = tmp_path / "store_at.cu"
+    source.write_text('extern "C" __global__ void store_at(int* out, long long i)'
+                      " { ((volatile int*)out)[i] = 7; }\n")
+    child = ("import numpy as np; from histkit.gpu.device import runtime; "
+             "from histkit.gpu.geometry import Geometry; rt = runtime()\n"
+             "with rt.poisoned_scratch(fenced=True):\n"
+             "    arrays = [rt.empty(1001, np.int32) for _ in range(4)]\n"
+             "a = next(x for x in arrays if x.ptr == x.buffer.whole.start)\n"
+             f"k = rt.kernel({str(source)!r}, 'store_at', {{}}); g = Geometry('store_at', 1, 1)\n"
+             "for i in (0, -1):\n"
+             "    rt.launch(k, g, a.ptr, np.int64(i)); rt.sync(f'storing at {i}')\n"
+             "    print('stored', i)")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                          timeout=120)
+    assert "stored 0" in done.stdout and "stored -1" not in done.stdout, done.stdout
+    assert done.returncode != 0 and "storing at -1" in done.stderr, done.stderr[-2000:]
+
+
+@needs_gpu
+def test_skewed_builds_hand_every_block_shared_memory_full_of_poison(tmp_path):
+    # a user's kernel that reads shared memory it never wrote, static and
+    # dynamic, reads HK_SHARED_POISON bytes in a skewed build (what lets the
+    # skewed cases catch counters that were never zeroed)
+    from histkit.gpu import contract
+    from histkit.gpu.device import runtime
+    from histkit.gpu.geometry import Geometry
+
+    source = tmp_path / "reads_unwritten_shared.cu"
+    source.write_text('extern "C" __global__ void dump(unsigned* out) {\n'
+                      "    __shared__ unsigned statics[300];\n"
+                      "    extern __shared__ unsigned dynamic[];\n"
+                      "    out[threadIdx.x] = ((volatile unsigned*)statics)[threadIdx.x];\n"
+                      "    out[300 + threadIdx.x] = ((volatile unsigned*)dynamic)[threadIdx.x];\n"
+                      "}\n")
+    rt = runtime()
+    out = rt.empty(600, np.uint32)
+    for grid in (1, 3):
+        with rt.skewed_schedule():
+            kernel = rt.kernel(str(source), "dump", {})
+            rt.launch(kernel, Geometry("dump", grid, 300, shared_bytes=1202), out.ptr)
+        got = rt.copy_to_host(out.ptr, np.empty(600, np.uint32))
+        assert np.all(got == 0x01010101 * contract.SCHEDULE_SHARED_POISON), got[:8]
 
 
 @needs_gpu

@@ -192,7 +192,8 @@ def test_schedule_skew_adds_its_define_only_while_on():
     assert skew.defines() == {}
     skew.depth += 1
     assert skew.defines() == {"HK_SKEW_NS": str(contract.SCHEDULE_SKEW_NS),
-                              "HK_STRAGGLE_NS": str(contract.SCHEDULE_STRAGGLE_NS)}
+                              "HK_STRAGGLE_NS": str(contract.SCHEDULE_STRAGGLE_NS),
+                              "HK_SHARED_POISON": str(contract.SCHEDULE_SHARED_POISON)}
     skew.depth -= 1
     assert skew.defines() == {}
 

@@ -184,3 +184,70 @@ def test_poisoned_scratch_allocates_its_bytes_and_both_guards(rt):
     with rt.poisoned_scratch():
         rt.empty(100, np.uint32)
     assert sizes == [400 + 2 * SCRATCH_GUARD_BYTES]
+
+
+def test_kept_barrier_scratch_in_a_cell_is_poisoned_guarded_and_must_end_zero(rt):
+    # resident_sort's arrivals word: outside a cell the stream keeps one
+    # scratch whose first word is zero; in a cell it is poisoned scratch like
+    # any other (the words past the first arrive all ones or all zeros), and
+    # a kernel that leaves the first word set is named
+    rt.handle = 0
+    with rt.poisoned_scratch():
+        scratch = rt.barrier_scratch(4)
+    memory = rt.memory.bytes
+    assert set(memory[scratch.ptr:scratch.ptr + 8]) == {0}
+    assert len(set(memory[scratch.ptr + 8:scratch.ptr + 32])) == 1
+    assert set(memory[scratch.ptr - SCRATCH_GUARD_BYTES:scratch.ptr]) == {rt.poison.canary}
+    memory[scratch.ptr] = 1
+    found = rt.scratch_overruns()
+    assert len(found) == 1 and "left 1 in the first word" in found[0]
+
+
+class HostFence:
+    """A FencedBuffer standing in on host memory: exactly nbytes mapped (so
+    either placement starts where the mapping starts), the bytes on both
+    sides recorded as unmapped."""
+
+    def __init__(self, memory, nbytes, at_start, made):
+        self.handle = memory.allocate(nbytes).handle
+        self.unmapped = (self.handle - 1, self.handle + nbytes)  # first byte out, each side
+        self.at_start = at_start
+        made.append(self)
+
+
+def test_fenced_cells_place_scratch_flush_against_unmapped_memory_by_turns(rt, monkeypatch):
+    from histkit.gpu import device
+
+    made = []
+    monkeypatch.setattr(device, "FencedBuffer",
+                        lambda _id, nbytes, at_start: HostFence(rt.memory, nbytes, at_start, made))
+    rt.device = type("Device", (), {"device_id": 0})()
+    with rt.poisoned_scratch(fenced=True):
+        arrays = [rt.empty(10, np.uint32) for _ in range(4)]
+    assert sorted(f.at_start for f in made) == [False, False, True, True]
+    memory, guard = rt.memory.bytes, SCRATCH_GUARD_BYTES
+    for array, fence in zip(arrays, made, strict=True):
+        if fence.at_start:  # unmapped memory right before it; a guard after
+            assert array.ptr == fence.unmapped[0] + 1
+            assert set(memory[array.ptr + 40:array.ptr + 40 + guard]) == {rt.poison.canary}
+        else:  # a guard before it; unmapped memory right after
+            assert array.ptr + 40 == fence.unmapped[1]
+            assert set(memory[array.ptr - guard:array.ptr]) == {rt.poison.canary}
+    assert rt.scratch_overruns() == []
+    # the side with a guard is read back (the other one faults on the GPU)
+    for array, fence in zip(arrays[:2], made[:2], strict=True):
+        memory[array.ptr + 40 if fence.at_start else array.ptr - 1] ^= 0xFF
+    with rt.poisoned_scratch(fenced=True):
+        array = rt.empty(10, np.uint32)
+    fence = made[-1]
+    memory[array.ptr + 40 if fence.at_start else array.ptr - 1] ^= 0xFF
+    (found,) = rt.scratch_overruns()
+    assert ("past the end" if fence.at_start else "before the start") in found
+
+
+def test_unfenced_cells_keep_both_guards(rt):
+    with rt.poisoned_scratch(fenced=False):
+        array = rt.empty(10, np.uint32)
+    rt.memory.bytes[array.ptr - 1] ^= 0xFF
+    rt.memory.bytes[array.ptr + 40] ^= 0xFF
+    assert len(rt.scratch_overruns()) == 2

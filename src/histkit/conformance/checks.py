@@ -40,9 +40,16 @@ def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
     """The racy many-block kernel: no bin above the exact count, and no bin with
     keys left at zero (every racy store writes a loaded value + 1, so a bin that
     any key reached holds at least 1: an empty bin means keys were skipped, not
-    lost to the race). The loss is reported."""
+    lost to the race), and no bin below zero. The loss is reported."""
     if got.shape != exact.shape:
         return Cell("FAIL", f"shape {got.shape} != expected {exact.shape}")
+    # Counts read back as signed: a decrement from zero shows as a negative
+    # count, which neither rule below would see.
+    negative = np.flatnonzero(got < 0)
+    if negative.size:
+        b = int(negative[0])
+        return Cell("FAIL", f"bin {b} counted {got[b]} < 0 (a racy store writes a loaded "
+                            f"count + 1, never less)")
     over = np.flatnonzero(got > exact)
     if over.size:
         b = int(over[0])

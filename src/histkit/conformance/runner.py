@@ -337,7 +337,8 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
         start = time.perf_counter()
         skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
         try:
-            with rt.poisoned_scratch(), skew:  # scratch never arrives clean, nor zeroed
+            # scratch never arrives clean, nor zeroed (nor, in a fenced case, unfenced)
+            with rt.poisoned_scratch(fenced=case.fenced), skew:
                 cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""

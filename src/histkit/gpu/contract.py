@@ -58,6 +58,10 @@ SCHEDULE_SKEW_NS = 400
 # after the block's (b + 1)-th barrier (HK_STRAGGLE_NS): far longer than any
 # rank skew (32 warps x 400 ns), so a block's late warps stay late.
 SCHEDULE_STRAGGLE_NS = 20_000
+# ... and every block's shared memory (static and dynamic) starts filled with
+# this byte (HK_SHARED_POISON): not zero, which is what shared memory often
+# happens to hold, so a kernel that reads counters it never zeroed miscounts.
+SCHEDULE_SHARED_POISON = 0xA5
 
 # counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
 # Measured on the H200 (bench/sort_tiles.py, 2^28 int32 keys; sort-tiles-*.json):
@@ -139,6 +143,7 @@ def index_defines(dtype) -> dict[str, str]:
 
 
 def schedule_defines() -> dict[str, str]:
-    """The defines of the conformance suite's skewed builds (common.cuh): the
-    warps' rank skew and the stragglers."""
-    return {"HK_SKEW_NS": str(SCHEDULE_SKEW_NS), "HK_STRAGGLE_NS": str(SCHEDULE_STRAGGLE_NS)}
+    """The defines of the conformance suite's skewed builds (schedule_skew.cuh):
+    the warps' rank skew, the stragglers and the shared-memory poison."""
+    return {"HK_SKEW_NS": str(SCHEDULE_SKEW_NS), "HK_STRAGGLE_NS": str(SCHEDULE_STRAGGLE_NS),
+            "HK_SHARED_POISON": str(SCHEDULE_SHARED_POISON)}

@@ -165,7 +165,7 @@ class BufferWindow:
         self.handle = int(whole.handle) + offset
 
 
-FENCE_GRANULES = 16  # unmapped granules (2 MiB each on the H200) after a FencedBuffer
+FENCE_GRANULES = 16  # unmapped granules (2 MiB each on the H200) either side of a FencedBuffer
 
 
 class FenceUnavailable(CudaError):
@@ -173,15 +173,17 @@ class FenceUnavailable(CudaError):
 
 
 class FencedBuffer:
-    """Device memory that ends exactly where mapped memory ends: the next byte
-    is an unmapped page, so a kernel that reads or writes even one element
-    past it faults (CUDA_ERROR_ILLEGAL_ADDRESS) instead of reading whatever
-    lies there and dropping it. Made with the driver's virtual memory API:
-    FENCE_GRANULES more granules of address space are reserved than are
-    mapped, and the array is placed at the end of the mapped part. For the conformance suite's
-    fenced cases (a few small arrays); freed, after a device sync, when dropped."""
+    """Device memory with unmapped address space on both sides, placed flush
+    against one of them: at the end (the default), a kernel that reads or
+    writes even one element past it faults (CUDA_ERROR_ILLEGAL_ADDRESS)
+    instead of reading whatever lies there and dropping it; at the start
+    (at_start=True), one that writes or reads before it faults. Made with
+    the driver's virtual memory API: FENCE_GRANULES granules of address space
+    are reserved on either side of the mapped ones. For the conformance
+    suite's fenced cases (a few small arrays); freed, after a device sync,
+    when dropped."""
 
-    def __init__(self, device_id: int, nbytes: int):
+    def __init__(self, device_id: int, nbytes: int, at_start: bool = False):
         prop = driver.CUmemAllocationProp()
         prop.type = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         prop.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
@@ -194,27 +196,29 @@ class FencedBuffer:
             raise FenceUnavailable(str(error)) from None
         self.mapped = -(-max(1, nbytes) // granule) * granule
         self.memory = self.base = None
-        # the address space after it stays unmapped: a read a whole grid
-        # stride past the end (megabytes) must fault too, not land elsewhere
-        self.reserved = self.mapped + FENCE_GRANULES * granule
+        # the address space on either side stays unmapped: an access a whole
+        # grid stride away (megabytes) must fault too, not land elsewhere
+        fence = FENCE_GRANULES * granule
+        self.reserved = self.mapped + 2 * fence
         try:
             self.memory = check(driver.cuMemCreate(self.mapped, prop, 0), "cuMemCreate")
             self.base = check(driver.cuMemAddressReserve(self.reserved, granule, 0, 0),
                               "cuMemAddressReserve")
-            check(driver.cuMemMap(self.base, self.mapped, 0, self.memory, 0), "cuMemMap")
+            self.start = int(self.base) + fence
+            check(driver.cuMemMap(self.start, self.mapped, 0, self.memory, 0), "cuMemMap")
             access = driver.CUmemAccessDesc()
             access.location.type = driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
             access.location.id = device_id
             access.flags = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-            check(driver.cuMemSetAccess(self.base, self.mapped, [access], 1), "cuMemSetAccess")
+            check(driver.cuMemSetAccess(self.start, self.mapped, [access], 1), "cuMemSetAccess")
         except CudaError as error:
             self._free()
             raise FenceUnavailable(str(error)) from None
-        self.handle = int(self.base) + self.mapped - nbytes
+        self.handle = self.start if at_start else self.start + self.mapped - nbytes
 
     def _free(self) -> None:
         if self.base is not None:
-            driver.cuMemUnmap(self.base, self.mapped)
+            driver.cuMemUnmap(self.start, self.mapped)
             driver.cuMemAddressFree(self.base, self.reserved)
             self.base = None
         if self.memory is not None:
@@ -264,6 +268,23 @@ class ScheduleSkew:
         return contract.schedule_defines() if self.depth else {}
 
 
+@dataclass
+class GuardedScratch:
+    """A poisoned scratch array's guards, read back by Runtime.scratch_overruns:
+    `before` and `after` say which sides have SCRATCH_GUARD_BYTES of canary
+    (a side flush against unmapped memory has none: a write there faults);
+    `ends_zero`: the array's first word must be zero again after the cell
+    (a barrier counter its kernel promises to leave as it found it)."""
+
+    owner: object  # keeps the allocation alive until the guards are read
+    ptr: int
+    nbytes: int
+    canary: int
+    before: bool = True
+    after: bool = True
+    ends_zero: bool = False
+
+
 class ScratchPoison:
     """While on (the conformance runner's cells), every array Runtime.empty
     hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
@@ -274,19 +295,23 @@ class ScratchPoison:
     writes just before or past its scratch is caught there. A call allocates
     the same arrays in the same order every time, so each cell starts the
     turns one further on: over four cells every array meets both fills and
-    both canaries (SCRATCH_CANARIES). Shared by a runtime's stream views."""
+    both canaries (SCRATCH_CANARIES). In a fenced cell (`fenced`) each array
+    is also flush against unmapped memory, before it and after it by turns
+    (FencedBuffer): a write or read far outside it, past any guard, faults.
+    Shared by a runtime's stream views."""
 
     def __init__(self):
         self.depth = 0
         self.cells = 0
         self.turn = 0
+        self.fenced = False
         self.canary = SCRATCH_CANARIES[0]
-        # (whole allocation, array bytes, its canary)
-        self.guarded: list[tuple[DeviceArray, int, int]] = []
+        self.guarded: list[GuardedScratch] = []
 
-    def new_cell(self) -> None:
+    def new_cell(self, fenced: bool = False) -> None:
         self.cells += 1
         self.turn = self.cells
+        self.fenced = fenced
         self.canary = SCRATCH_CANARIES[self.cells // 2 % 2]
 
     def next_byte(self) -> int | None:
@@ -294,6 +319,11 @@ class ScratchPoison:
             return None
         self.turn += 1
         return 0xFF if self.turn % 2 else 0x00
+
+    def fence_at_start(self) -> bool:
+        """Which side of the next fenced array is unmapped: by turns, so in
+        every fenced cell arrays meet both (whatever their number)."""
+        return self.turn // 2 % 2 == 1
 
 
 class Runtime:
@@ -502,12 +532,21 @@ class Runtime:
         dtype = np.dtype(dtype)
         nbytes = max(1, n * dtype.itemsize)
         guard = SCRATCH_GUARD_BYTES
-        whole = self._empty(nbytes + 2 * guard, np.uint8, pooled)
         canary = self.poison.canary
-        self.memset(whole.ptr, canary, nbytes + 2 * guard)
-        self.memset(whole.ptr + guard, poison, nbytes)
-        self.poison.guarded.append((whole, nbytes, canary))
-        return DeviceArray(BufferWindow(whole.buffer, guard), n, dtype)
+        if self.poison.fenced:
+            at_start = self.poison.fence_at_start()
+            whole = FencedBuffer(self.device.device_id, nbytes + guard, at_start)
+            ptr = whole.handle if at_start else whole.handle + guard
+            guarded = GuardedScratch(whole, ptr, nbytes, canary, before=not at_start,
+                                     after=at_start)
+            self.memset(whole.handle, canary, nbytes + guard)
+        else:
+            whole = self._empty(nbytes + 2 * guard, np.uint8, pooled).buffer
+            guarded = GuardedScratch(whole, int(whole.handle) + guard, nbytes, canary)
+            self.memset(int(whole.handle), canary, nbytes + 2 * guard)
+        self.memset(guarded.ptr, poison, nbytes)
+        self.poison.guarded.append(guarded)
+        return DeviceArray(BufferWindow(whole, guarded.ptr - int(whole.handle)), n, dtype)
 
     def scratch_overruns(self) -> list[str]:
         """Waits for this stream, then reads back the guards of every poisoned
@@ -516,28 +555,38 @@ class Runtime:
         guarded, self.poison.guarded = self.poison.guarded, []
         found = []
         guard = SCRATCH_GUARD_BYTES
-        for whole, nbytes, canary in guarded:
-            before = self.copy_to_host(whole.ptr, np.empty(guard, np.uint8))
-            after = self.copy_to_host(whole.ptr + guard + nbytes, np.empty(guard, np.uint8))
-            changed = np.flatnonzero(before != canary)
-            if changed.size:
-                found.append(f"wrote {guard - int(changed[0])} bytes before the start of a "
-                             f"{nbytes}-byte scratch array")
-            changed = np.flatnonzero(after != canary)
-            if changed.size:
-                found.append(f"wrote past the end of a {nbytes}-byte scratch array (at byte "
-                             f"{nbytes + int(changed[0])})")
+        for scratch in guarded:
+            nbytes, canary = scratch.nbytes, scratch.canary
+            if scratch.before:
+                before = self.copy_to_host(scratch.ptr - guard, np.empty(guard, np.uint8))
+                changed = np.flatnonzero(before != canary)
+                if changed.size:
+                    found.append(f"wrote {guard - int(changed[0])} bytes before the start of "
+                                 f"a {nbytes}-byte scratch array")
+            if scratch.after:
+                after = self.copy_to_host(scratch.ptr + nbytes, np.empty(guard, np.uint8))
+                changed = np.flatnonzero(after != canary)
+                if changed.size:
+                    found.append(f"wrote past the end of a {nbytes}-byte scratch array (at "
+                                 f"byte {nbytes + int(changed[0])})")
+            if scratch.ends_zero:
+                word = self.copy_to_host(scratch.ptr, np.empty(1, np.uint64))[0]
+                if word:
+                    found.append(f"left {int(word)} in the first word of the stream's kept "
+                                 f"barrier scratch (the kernel must leave it zero: the next "
+                                 f"call starts from it)")
         return found
 
     def skewed_schedule(self):
         """Within: kernels are built and planned with schedule skew (ScheduleSkew)."""
         return _switched_on(self.skew)
 
-    def poisoned_scratch(self):
-        """Within: new arrays arrive poisoned (ScratchPoison); each outermost
-        use is a new cell."""
+    def poisoned_scratch(self, fenced: bool = False):
+        """Within: new arrays arrive poisoned (ScratchPoison), and with
+        fenced=True flush against unmapped memory; each outermost use is a
+        new cell."""
         if not self.poison.depth:
-            self.poison.new_cell()
+            self.poison.new_cell(fenced)
         return _switched_on(self.poison)
 
     def _allocate(self, nbytes: int):
@@ -562,6 +611,14 @@ class Runtime:
         stream (handle 2), which is another stream on each thread."""
         if self.handle == 2:
             return None
+        if self.poison.depth:
+            # A conformance cell: poisoned and guarded like any scratch (the
+            # words past the first are never read before written), and the
+            # kernel's promise to leave the first word zero is checked.
+            scratch = self.empty(max(1, words), np.uint64)
+            self.memset(scratch.ptr, 0, 8)
+            self.poison.guarded[-1].ends_zero = True
+            return scratch
         scratch = self._barrier_scratch
         if scratch is None or scratch.n < words:
             # Kept, not pooled: no other array may ever hold these bytes. An
