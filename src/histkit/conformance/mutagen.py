@@ -78,6 +78,18 @@ SLIPS = (
     _slip("return-dropped", r"\breturn;", ";", "an early return dropped"),
     _slip("continue-dropped", r"\bcontinue;", ";", "a 'continue' dropped (the skip forgotten)"),
     _slip("break-dropped", r"\bbreak;", ";", "a 'break' dropped (the loop runs on)"),
+    # The wrong one of two look-alike names: a thread's index for its block's,
+    # a block's size for the grid's, a bitwise and for an or, the first bad
+    # index for the last.
+    _slip("thread-for-block-index", r"\bblockIdx\.x\b", "threadIdx.x",
+          "blockIdx.x made threadIdx.x"),
+    _slip("block-for-thread-index", r"\bthreadIdx\.x\b", "blockIdx.x",
+          "threadIdx.x made blockIdx.x"),
+    _slip("grid-for-block-size", r"\bblockDim\.x\b", "gridDim.x", "blockDim.x made gridDim.x"),
+    _slip("block-for-grid-size", r"\bgridDim\.x\b", "blockDim.x", "gridDim.x made blockDim.x"),
+    _slip("and-made-or", r" & ", " | ", "a bitwise '&' made '|'"),
+    _slip("atomic-min-made-max", r"\batomicMin\(", "atomicMax(",
+          "atomicMin made atomicMax (the last bad index kept, not the first)"),
 )
 
 # A statement that stores to something already declared: `x = ...;`,
