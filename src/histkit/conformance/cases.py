@@ -267,11 +267,13 @@ def _skewed_cases() -> list[Case]:
     in opposite orders), a single block, many tiles (the resident sort's
     column scans), many bins (the fast kernel's split, both partitioned
     passes), a multi-tile scan, 8-bit keys and bad keys; and a forced grid
-    of more blocks than a block has threads (1100), with many bins: a loop
-    over shared memory that strides by gridDim.x where blockDim.x was meant
-    leaves counters unzeroed only then, and the shared-memory poison of these
-    builds shows it (no launcher picks so many blocks here: the fast kernel
-    runs at most 2 x SMs blocks of 1024 threads)."""
+    of more blocks than a block has threads (1100), with more bins than that
+    too (3000: the privatized, fast and partitioned kernels all keep them in
+    shared memory): a loop over shared counters that strides by gridDim.x
+    where blockDim.x was meant leaves some unzeroed only then, and the
+    shared-memory poison of these builds shows it (no launcher picks so many
+    blocks here: the fast kernel runs at most 2 x SMs blocks of 1024
+    threads)."""
     return [Case("uniform", 5_003, 256, seed=13, grid=2, skewed=True),
             Case("onebin", 70_001, 4096, seed=13, grid=3, skewed=True),
             Case("zipf", 20_011, 70_000, seed=13, grid=2, skewed=True),
@@ -279,7 +281,7 @@ def _skewed_cases() -> list[Case]:
             Case("sorted", 100_003, 300, seed=13, grid=1, skewed=True),
             Case("uniform", 40_009, 256, seed=13, dtype="uint8", skewed=True),
             Case("uniform", 50_021, 1 << 20, seed=13, bad="several", grid=2, skewed=True),
-            Case("uniform", 30_011, 70_000, seed=13, grid=1100, skewed=True)]
+            Case("uniform", 30_011, 3_000, seed=13, grid=1100, skewed=True)]
 
 
 def _fenced_cases() -> list[Case]:
