@@ -621,11 +621,18 @@ def test_scratch_guard_names_a_write_just_outside_poisoned_scratch(where):
     assert SCRATCH_GUARD_BYTES % 256 == 0
 
 
-@needs_gpu
-def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
+def in_a_child(code: str):
+    """Run code in a fresh interpreter (a fault may spoil this process's CUDA
+    context): its CompletedProcess, output captured as text."""
     import subprocess
     import sys
 
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+
+
+@needs_gpu
+def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     from histkit.gpu.device import runtime
 
     rt = runtime()
@@ -638,8 +645,7 @@ def test_a_fenced_copy_holds_its_data_and_ends_where_mapped_memory_ends():
     past = ("import numpy as np; from histkit.gpu.device import runtime; rt = runtime(); "
             "a = rt.fenced_copy(np.arange(1001, dtype=np.int32)); "
             "rt.copy_to_host(a.ptr, np.empty(1002, np.int32))")
-    done = subprocess.run([sys.executable, "-c", past], capture_output=True, text=True,
-                          timeout=120)
+    done = in_a_child(past)
     assert done.returncode != 0 and "CudaError" in done.stderr
 
 
@@ -648,9 +654,6 @@ def test_fenced_cells_place_scratch_flush_against_unmapped_memory_on_both_sides(
     # a fenced cell's scratch: some arrays start where mapped memory starts,
     # the others end where it ends; a kernel's store just before an array of
     # the first kind faults (in a child process: a fault spoils the context)
-    import subprocess
-    import sys
-
     from histkit.gpu.device import FencedBuffer, runtime
 
     rt = runtime()
@@ -677,8 +680,7 @@ def test_fenced_cells_place_scratch_flush_against_unmapped_memory_on_both_sides(
              "for i in (0, -1):\n"
              "    rt.launch(k, g, a.ptr, np.int64(i)); rt.sync(f'storing at {i}')\n"
              "    print('stored', i)")
-    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                          timeout=120)
+    done = in_a_child(child)
     assert "stored 0" in done.stdout and "stored -1" not in done.stdout, done.stdout
     assert done.returncode != 0 and "storing at -1" in done.stderr, done.stderr[-2000:]
 
@@ -713,9 +715,6 @@ def test_skewed_builds_hand_every_block_shared_memory_full_of_poison(tmp_path):
 def test_a_kernel_that_loads_one_element_past_a_fenced_copy_faults(tmp_path):
     # what the fenced cases rely on: a kernel's load (not only a copy) of the
     # element after the array faults; the last element itself reads fine
-    import subprocess
-    import sys
-
     source = tmp_path / "load_at.cu"
     source.write_text('extern "C" __global__ void load_at(const int* in, long long i, int* out)'
                       " { out[0] = ((const volatile int*)in)[i]; }\n")
@@ -726,8 +725,7 @@ def test_a_kernel_that_loads_one_element_past_a_fenced_copy_faults(tmp_path):
              "for i in (1000, 1001):\n"
              "    rt.launch(k, g, a.ptr, np.int64(i), out.ptr); rt.sync(f'loading {i}')\n"
              "    print('loaded', int(rt.copy_to_host(out.ptr, np.empty(1, np.int32))[0]))")
-    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                          timeout=120)
+    done = in_a_child(child)
     assert "loaded 1000" in done.stdout and "loaded 1001" not in done.stdout, done.stdout
     assert done.returncode != 0 and "loading 1001" in done.stderr, done.stderr[-2000:]
 

@@ -555,20 +555,22 @@ class Runtime:
         guarded, self.poison.guarded = self.poison.guarded, []
         found = []
         guard = SCRATCH_GUARD_BYTES
+
+        def first_changed(ptr: int, canary: int) -> int | None:
+            """The offset of the first guard byte at ptr that is not the canary."""
+            changed = np.flatnonzero(self.copy_to_host(ptr, np.empty(guard, np.uint8)) != canary)
+            return int(changed[0]) if changed.size else None
+
         for scratch in guarded:
             nbytes, canary = scratch.nbytes, scratch.canary
-            if scratch.before:
-                before = self.copy_to_host(scratch.ptr - guard, np.empty(guard, np.uint8))
-                changed = np.flatnonzero(before != canary)
-                if changed.size:
-                    found.append(f"wrote {guard - int(changed[0])} bytes before the start of "
-                                 f"a {nbytes}-byte scratch array")
-            if scratch.after:
-                after = self.copy_to_host(scratch.ptr + nbytes, np.empty(guard, np.uint8))
-                changed = np.flatnonzero(after != canary)
-                if changed.size:
-                    found.append(f"wrote past the end of a {nbytes}-byte scratch array (at "
-                                 f"byte {nbytes + int(changed[0])})")
+            at = first_changed(scratch.ptr - guard, canary) if scratch.before else None
+            if at is not None:
+                found.append(f"wrote {guard - at} bytes before the start of a {nbytes}-byte "
+                             f"scratch array")
+            at = first_changed(scratch.ptr + nbytes, canary) if scratch.after else None
+            if at is not None:
+                found.append(f"wrote past the end of a {nbytes}-byte scratch array (at byte "
+                             f"{nbytes + at})")
             if scratch.ends_zero:
                 word = self.copy_to_host(scratch.ptr, np.empty(1, np.uint64))[0]
                 if word:
