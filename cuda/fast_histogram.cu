@@ -12,6 +12,21 @@
 // 32-bit sub-histograms per block; bins past shared_bins (when num_bins is too
 // large for shared memory) go straight to the 64-bit global histogram.
 //
+// Narrow counters (-DNARROW_COUNTERS=1, one copy): 16 bits per bin, two bins
+// per shared word, so twice as many bins fit (65536 in 128 KiB: a whole
+// 16-bit histogram in one block, no global atomics). Of shared_bins, the first
+// low_bins = ceil(shared_bins / 2) count in the low halves of words
+// 0 .. low_bins - 1 and the rest in the high halves, so neighbouring bins
+// (Zipf's hot head, sorted runs) sit in separate words and their atomics do
+// not queue on one address. A counter spills before
+// it can wrap: the add that takes it to NARROW_SPILL or past sets its top bit;
+// every thread whose add leaves that bit set clears it with atomicAnd, and the
+// one that finds it still set adds NARROW_SPILL to the global bin. From the
+// moment the bit is set until it is cleared each thread adds at most once
+// more (its next step is the clearing), so a counter stays below
+// NARROW_SPILL + (blockDim.x + 1) x 16 <= 0xC010 and never carries into its
+// neighbour (an add is at most 16: a run inside one 16-byte vector).
+//
 // Shared layout: copy-major, each copy padded by one word
 // (counter of bin b in copy c at c * (shared_bins + 1) + b), and lane l uses
 // copy l / (32 / COPIES). The pad shifts each copy by one bank, so with
@@ -39,6 +54,13 @@
 #ifndef HOLD_RUNS
 #define HOLD_RUNS 0  // 1: hold runs of one global bin in registers (auto picks it)
 #endif
+#ifndef NARROW_COUNTERS
+#define NARROW_COUNTERS 0  // 1: 16-bit shared counters, two per word (COPIES must be 1)
+#endif
+#if NARROW_COUNTERS && COPIES != 1
+#error "narrow counters come in one copy per block"
+#endif
+#define NARROW_SPILL 0x8000u
 #ifndef VECTORS_PER_THREAD
 #define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
 #endif
@@ -123,6 +145,7 @@ __device__ __forceinline__ void for_each_key_coalesced(const hk_key* keys, i64 n
 struct Counters {
     unsigned* shared;  // this lane's copy
     u64 shared_bins;
+    u64 low_bins;  // narrow counters: bins in the low halves of the words
     u64* hist;
     u64 num_bins;
     u64* first_bad;
@@ -134,7 +157,7 @@ struct Counters {
 
     __device__ __forceinline__ void operator()(u64 b, unsigned count, i64 first_index) {
         if (b < shared_bins) {
-            atomicAdd(&shared[b], count);
+            add_shared(b, count);
             return;
         }
         if (b >= num_bins) {
@@ -143,6 +166,20 @@ struct Counters {
         }
         add_global(b, count);
     }
+
+#if NARROW_COUNTERS
+    __device__ __forceinline__ void add_shared(u64 b, unsigned count) {
+        const bool high = b >= low_bins;
+        const unsigned shift = high ? 16 : 0;
+        unsigned* word = &shared[high ? b - low_bins : b];
+        const unsigned spill_bit = NARROW_SPILL << shift;
+        if ((atomicAdd(word, count << shift) + (count << shift)) & spill_bit) {
+            if (atomicAnd(word, ~spill_bit) & spill_bit) atomicAdd(&hist[b], (u64)NARROW_SPILL);
+        }
+    }
+#else
+    __device__ __forceinline__ void add_shared(u64 b, unsigned count) { atomicAdd(&shared[b], count); }
+#endif
 
     // Lanes reach this together only when their keys fall past shared_bins;
     // __activemask names exactly those lanes.
@@ -184,12 +221,14 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
                                           u64 shared_bins, u64* hist, u64* first_bad) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
-    const u64 stride = shared_bins + 1;
+    const u64 low_bins = (shared_bins + 1) / 2;
+    // Words per copy, with one word of padding (see the shared layout above).
+    const u64 stride = (NARROW_COUNTERS ? low_bins : shared_bins) + 1;
     hk_require_dynamic_shared(COPIES * stride * sizeof(unsigned));
     for (u64 j = threadIdx.x; j < COPIES * stride; j += blockDim.x) counters[j] = 0;
     __syncthreads();
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
-    Counters add{counters + copy * stride, shared_bins, hist, num_bins, first_bad};
+    Counters add{counters + copy * stride, shared_bins, low_bins, hist, num_bins, first_bad};
 #if COALESCED
     (void)head;
     for_each_key_coalesced(keys, n, add);
@@ -199,8 +238,13 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
     add.flush();
     __syncthreads();
     for (u64 b = threadIdx.x; b < shared_bins; b += blockDim.x) {
+#if NARROW_COUNTERS
+        const bool high = b >= low_bins;
+        const u64 sum = (counters[high ? b - low_bins : b] >> (high ? 16 : 0)) & 0xffffu;
+#else
         u64 sum = 0;
         for (unsigned c = 0; c < COPIES; ++c) sum += counters[c * stride + b];
+#endif
         if (sum) atomicAdd(&hist[b], sum);
     }
 }

@@ -346,7 +346,7 @@ def test_launch_plans_differ_by_shape(fake):
     api.histogram(cupy_keys(1 << 20), 256)
     shapes = [key for key in fake._plans if key[0] == "fast"]
     assert len(shapes) == 3 and len(fake.compiled) == 3  # each shape asked once
-    assert policy.fast_layout(fake.max_shared_per_block, 256) == (32, 256)
+    assert policy.fast_layout(fake.max_shared_per_block, 256) == policy.FastLayout(32, 256)
 
 
 # --- every launch's arguments against its kernel's C signature -----------------

@@ -239,12 +239,42 @@ def test_the_fast_kernels_one_large_copy_leaves_room_for_the_kernels_static_shar
 
     rt = FakeRuntime()
     rt.static_shared_bytes = static_bytes
-    for num_bins in (70_000, 1 << 20):
+    for num_bins in (200_000, 1 << 20):  # past what even 16-bit counters hold
         _, geometry, _, shared_bins = launch_histogram._fast_plan(
             rt, Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None, "")
         assert geometry.shared_bytes + static_bytes <= rt.max_shared_per_block
         assert geometry.shared_bytes + static_bytes > rt.max_shared_per_block - 8  # all of it
         assert geometry.shared_bytes == (int(shared_bins) + 1) * 4
+
+
+# H200: 227 KiB of shared memory per block; the budget of two blocks per SM is 100 KiB.
+@pytest.mark.parametrize("num_bins,layout", [
+    (256, policy.FastLayout(32, 256)),
+    (25_000, policy.FastLayout(1, 25_000)),  # one 32-bit copy, two blocks per SM
+    (40_000, policy.FastLayout(1, 40_000)),  # one per SM: 32-bit beat 16-bit at two
+    (58_111, policy.FastLayout(1, 58_111)),  # the largest 32-bit copy
+    (58_112, policy.FastLayout(1, 58_112, narrow=True)),
+    (65_536, policy.FastLayout(1, 65_536, narrow=True)),  # all of a 16-bit key's bins
+    (116_000, policy.FastLayout(1, 116_000, narrow=True)),
+    (1 << 20, policy.FastLayout(1, 227 * 256 - 1)),  # past shared memory: the rest global
+])
+def test_the_fast_kernel_keeps_as_many_bins_in_shared_memory_as_fit(num_bins, layout):
+    assert policy.fast_layout(227 * 1024, num_bins) == layout
+    assert layout.shared_bytes <= 227 * 1024
+
+
+@pytest.mark.parametrize("static_bytes", [0, 1024])
+def test_sixteen_bit_counters_keep_every_one_of_65536_bins_in_shared_memory(static_bytes):
+    from test_api_calls import FakeRuntime
+
+    from histkit.gpu.launch import histogram as launch_histogram
+
+    rt = FakeRuntime()
+    rt.static_shared_bytes = static_bytes
+    _, geometry, _, shared_bins = launch_histogram._fast_plan(
+        rt, Keys(0x1000, 50_000, np.dtype(np.int32)), 65_536, False, None, None, "")
+    assert shared_bins == 65_536 and "NARROW_COUNTERS=1" in geometry.kernel
+    assert geometry.shared_bytes == (65_536 // 2 + 1) * 4
 
 
 def test_each_launcher_takes_the_edge_of_what_it_may_take():

@@ -212,6 +212,22 @@ def _forced_grid_cases() -> list[Case]:
             for d, n, k, t in shapes for g in (1, 2, 3)]
 
 
+def _narrow_counter_cases() -> list[Case]:
+    """The fast kernel's 16-bit shared counters (past the 58,111 bins one 32-bit
+    copy holds, up to about 116,000: fast_histogram.cu's NARROW_COUNTERS; the
+    fast row's "narrow" variant uses them at any K) spilling 2^15 at a time
+    into the global bin: one block counting far more than 2^15 keys of one
+    bin in the high half of its word (onebin's bin is K / 2: 32768 of 65536
+    sits past the low_bins = 32768 of the low halves), in the low half
+    (32767 of 65535), Zipf's head in runs of up to 8 equal keys per 16-byte
+    vector, and (in the narrow variant, K = 3) both halves of one word
+    spilling side by side (bins 0 and 2)."""
+    return [Case("onebin", 200_003, 65_536, seed=15, grid=1),
+            Case("onebin", 200_003, 65_535, seed=15, grid=2),
+            Case("zipf", 400_003, 65_536, seed=15, dtype="uint16", grid=1),
+            Case("uniform", 200_003, 3, seed=15, grid=1)]
+
+
 def _bad_key_cases() -> list[Case]:
     cases = [Case("uniform", n, 256, seed=10, bad=p)
              for p in ("first", "last", "several", "spread") for n in (1, 33, 100_003)
@@ -302,7 +318,8 @@ def _fenced_cases() -> list[Case]:
 
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
-             + _misaligned_cases() + _forced_grid_cases() + _bad_key_cases()
+             + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
+             + _bad_key_cases()
              + _full_width_cases() + _skewed_cases() + _fenced_cases())
     return cases if quick else cases + large_cases()
 

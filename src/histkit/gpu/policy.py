@@ -19,20 +19,47 @@ from histkit.gpu.errors import UnsupportedShape
 # --- the fast histogram ----------------------------------------------------------
 
 
-def fast_layout(max_shared_per_block: int, num_bins: int) -> tuple[int, int]:
-    """(copies, shared_bins) for fast_histogram, for a device whose blocks may
-    have max_shared_per_block bytes of shared memory.
+@dataclass(frozen=True)
+class FastLayout:
+    """How fast_histogram keeps a block's counters in shared memory."""
 
-    As many private copies as fit FAST_SHARED_BUDGET (two blocks per SM); when
-    not even one copy fits, one copy as large as a block may have, and the
-    bins past it are counted in global memory.
+    copies: int  # private copies of the shared bins
+    shared_bins: int  # bins [0, shared_bins) in shared memory, the rest global
+    narrow: bool = False  # 16-bit counters, two bins per word (one copy)
+
+    @property
+    def words_per_copy(self) -> int:
+        """Shared words of one copy, with the word of padding that shifts each
+        copy by one bank (fast_histogram.cu's stride)."""
+        return (-(-self.shared_bins // 2) if self.narrow else self.shared_bins) + 1
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.copies * self.words_per_copy * 4
+
+
+def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
+    """fast_histogram's layout for a device whose blocks may have
+    max_shared_per_block bytes of shared memory.
+
+    As many private 32-bit copies as fit FAST_SHARED_BUDGET (two blocks per
+    SM); else one 32-bit copy as large as a block may have (one block per SM);
+    else one copy of 16-bit counters, which hold twice the bins; when not even
+    that holds every bin, the largest 32-bit copy that fits, the bins past it
+    counted in global memory. Measured on the H200 (bench/NOTES.md, 2^28 int32
+    keys): 16-bit counters at 65536 bins 2.7-3.6 TB/s where the 32-bit copy
+    with the rest global ran 1.6-3.4, but at 32768 bins (two blocks per SM)
+    2.8-3.6 where one 32-bit copy ran 3.5-4.2.
     """
-    copy_bytes = (num_bins + 1) * 4
     budget = min(FAST_SHARED_BUDGET, max_shared_per_block)
     for copies in (32, 16, 8, 4, 2, 1):
-        if copies * copy_bytes <= budget:
-            return copies, num_bins
-    return 1, min(num_bins, max_shared_per_block // 4 - 1)
+        layout = FastLayout(copies, num_bins)
+        if layout.shared_bytes <= budget:
+            return layout
+    for layout in (FastLayout(1, num_bins), FastLayout(1, num_bins, narrow=True)):
+        if layout.shared_bytes <= max_shared_per_block:
+            return layout
+    return FastLayout(1, min(num_bins, max_shared_per_block // 4 - 1))
 
 
 # --- the partitioned histogram, and how auto chooses -----------------------------

@@ -198,11 +198,14 @@ def _tiles_past_one_block_per_sm(rt, n, num_bins, dtype, options) -> bool:
 
 
 def _fast_builds() -> tuple[dict[str, str], ...]:
-    """Representative builds: every copy count the layout picks compiles alike."""
-    return tuple({"COPIES": copies, "COALESCED": coalesced, "HOLD_RUNS": hold}
-                 for copies, coalesced, hold in (("32", "0", "0"), ("32", "0", "1"),
-                                                  ("4", "0", "0"), ("1", "1", "0"),
-                                                  ("1", "1", "1")))
+    """Representative builds: every copy count the layout picks compiles alike;
+    16-bit counters come in one copy."""
+    return tuple({"COPIES": copies, "COALESCED": coalesced, "HOLD_RUNS": hold,
+                  "NARROW_COUNTERS": narrow}
+                 for copies, coalesced, hold, narrow in (
+                     ("32", "0", "0", "0"), ("32", "0", "1", "0"), ("4", "0", "0", "0"),
+                     ("1", "1", "0", "0"), ("1", "1", "1", "0"), ("1", "0", "0", "1"),
+                     ("1", "1", "1", "1")))
 
 
 KERNELS: tuple[Kernel, ...] = (
@@ -228,6 +231,7 @@ KERNELS: tuple[Kernel, ...] = (
                Variant("split-hold", {"shared_share": 0.6, "hold_runs": True}),
                Variant("coalesced", {"shared_share": 0.25}, "75% global: COALESCED walk"),
                Variant("coalesced-hold", {"shared_share": 0.25, "hold_runs": True}),
+               Variant("narrow", {"narrow": True}, "16-bit shared counters at any K"),
            )),
     Kernel("partitioned", "histogram", "partitioned_histogram.cu",
            ("partition_tiles", "count_partitions"), partitioned.partitioned_histogram,

@@ -3,6 +3,8 @@ kernel, and the fast kernel."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from histkit.gpu.contract import CHAPTER_BLOCK, FAST_BLOCK, MAX_KEYS_PER_BLOCK, WARP
@@ -15,7 +17,7 @@ from histkit.gpu.launch.common import (
     grid_stride_blocks,
     key_args,
 )
-from histkit.gpu.policy import fast_layout
+from histkit.gpu.policy import FastLayout, fast_layout
 
 
 def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bins: int,
@@ -88,19 +90,22 @@ def _vector_head(keys: Keys) -> int:
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray, hold_runs: bool = False, grid: int | None = None,
-                   shared_share: float | None = None) -> Geometry:
+                   shared_share: float | None = None, narrow: bool = False) -> Geometry:
     """Vector loads, private shared copies, global atomics past shared memory.
 
     hold_runs: each thread adds a run of one global bin once (for one hot bin
     past shared memory; fast_histogram.cu's HOLD_RUNS). grid forces the block
-    count; shared_share forces the share of bins kept in shared memory (the
-    conformance suite reaches the global-atomic paths at small num_bins so).
+    count; shared_share forces the share of bins kept in shared memory, and
+    narrow 16-bit shared counters (the conformance suite reaches the
+    global-atomic paths and the narrow counters at small num_bins so).
     """
-    return fast_launch(rt, keys, num_bins, hist, first_bad, hold_runs, grid, shared_share)
+    return fast_launch(rt, keys, num_bins, hist, first_bad, hold_runs, grid, shared_share,
+                       narrow=narrow)
 
 
 def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_runs: bool,
-                 grid: int | None, shared_share: float | None, label: str = "") -> Geometry:
+                grid: int | None, shared_share: float | None, label: str = "",
+                narrow: bool = False) -> Geometry:
     """fast_histogram's launch; label prefixes the geometry's name (auto's choice)."""
     if num_bins >= 2**32:
         geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
@@ -108,9 +113,9 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     # The plan depends on the shape only: made once, so a repeated call pays
     # one dict lookup here, not the layout, the compile key, the names and the
     # scalar arguments.
-    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label)
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow)
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
-                                             shared_share, label))
+                                             shared_share, label, narrow))
     kernel, geometry, n_and_bins, shared_bins = plan
     rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
               shared_bins, hist.ptr, first_bad.ptr)
@@ -118,41 +123,46 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
 
 
 def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
-               shared_share: float | None, label: str):
+               shared_share: float | None, label: str, narrow: bool = False):
     """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
     shape, the scalars as the kernel takes them."""
-    copies, shared_bins, coalesced, hold, kernel = _fast_build(
-        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block)
-    shared = copies * (shared_bins + 1) * 4
-    if shared > rt.max_dynamic_shared(kernel):
+    layout, coalesced, hold, kernel = _fast_build(
+        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow)
+    if layout.shared_bytes > rt.max_dynamic_shared(kernel):
         # A build with static shared memory (the skewed builds count barriers
         # there) leaves less for the copies: the one copy shrinks to fit.
-        copies, shared_bins, coalesced, hold, kernel = _fast_build(
-            rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel))
-        shared = copies * (shared_bins + 1) * 4
+        layout, coalesced, hold, kernel = _fast_build(
+            rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel), narrow)
+    shared = layout.shared_bytes
     if grid is None:
         resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
         blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
     else:
         blocks = grid
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    geometry = Geometry(f"{label}fast_histogram[COPIES={copies}, shared_bins={shared_bins}, "
-                        f"COALESCED={coalesced}, HOLD_RUNS={hold}]", blocks,
-                        FAST_BLOCK, shared)
-    return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(shared_bins)
+    narrow = ", NARROW_COUNTERS=1" if layout.narrow else ""
+    geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow}, "
+                        f"shared_bins={layout.shared_bins}, COALESCED={coalesced}, "
+                        f"HOLD_RUNS={hold}]", blocks, FAST_BLOCK, shared)
+    return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(layout.shared_bins)
 
 
 def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
-                shared_share: float | None, max_shared: int):
-    """(copies, shared_bins, COALESCED, HOLD_RUNS, kernel) of fast_histogram for
-    blocks of up to max_shared bytes of dynamic shared memory."""
-    copies, shared_bins = fast_layout(max_shared, num_bins)
+                shared_share: float | None, max_shared: int, narrow: bool = False):
+    """(layout, COALESCED, HOLD_RUNS, kernel) of fast_histogram for blocks of
+    up to max_shared bytes of dynamic shared memory (narrow: 16-bit counters
+    whatever num_bins)."""
+    layout = fast_layout(max_shared, num_bins)
+    if narrow:
+        layout = FastLayout(1, min(num_bins, 2 * (max_shared // 4 - 1)), narrow=True)
     if shared_share is not None:
-        shared_bins = min(shared_bins, int(num_bins * shared_share))
+        layout = replace(layout, shared_bins=min(layout.shared_bins,
+                                                 int(num_bins * shared_share)))
     # Mostly global bins: coalesced scalar reads keep a warp's atomics on
     # neighbouring addresses (see fast_histogram.cu).
-    coalesced = "1" if shared_bins < num_bins // 2 else "0"
+    coalesced = "1" if layout.shared_bins < num_bins // 2 else "0"
     hold = "1" if hold_runs else "0"
     kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
-                       keys.defines(COPIES=str(copies), COALESCED=coalesced, HOLD_RUNS=hold))
-    return copies, shared_bins, coalesced, hold, kernel
+                       keys.defines(COPIES=str(layout.copies), COALESCED=coalesced,
+                                    HOLD_RUNS=hold, NARROW_COUNTERS=str(int(layout.narrow))))
+    return layout, coalesced, hold, kernel

@@ -117,7 +117,7 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
             # least on the keys (two bandwidth-bound passes).
             choice = "partitioned"
         else:
-            shared_bins = fast_layout(rt.max_shared_per_block, num_bins)[1]
+            shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
             choice = auto_choice(sample_runs(rt, keys), shared_bins, num_bins)
     label = f"auto -> {choice}: "
     if choice != "partitioned":
