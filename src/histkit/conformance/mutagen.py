@@ -67,7 +67,7 @@ SLIPS = (
     _slip("shift-turned", r" >> ", " << ", "a right shift made a left shift"),
     _slip("plus-made-minus", r" \+ ", " - ", "a '+' made '-' (an offset or sum turned round)"),
     _slip("minus-made-plus", r" - ", " + ", "a '-' made '+'"),
-    _slip("times-made-plus", r" \* ", " + ", "a '*' made '+' (a stride or scale added, not multiplied)"),
+    _slip("times-made-plus", r" \* ", " + ", "a '*' made '+' (a stride or scale added)"),
     _slip("barrier-dropped", r"__syncthreads\(\);", ";", "a block barrier dropped"),
     _slip("warp-barrier-dropped", r"__syncwarp\(\);", ";", "a warp barrier dropped"),
     _slip("fence-dropped", r"__threadfence\(\);", ";", "a memory fence dropped"),

@@ -47,7 +47,7 @@ def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
     else one copy of 16-bit counters, which hold twice the bins; when not even
     that holds every bin, the largest 32-bit copy that fits, the bins past it
     counted in global memory. Measured on the H200 (bench/NOTES.md, 2^28 int32
-    keys): 16-bit counters at 65536 bins 2.7-3.6 TB/s where the 32-bit copy
+    keys): 16-bit counters at 65536 bins 3.0-3.5 TB/s where the 32-bit copy
     with the rest global ran 1.6-3.4, but at 32768 bins (two blocks per SM)
     2.8-3.6 where one 32-bit copy ran 3.5-4.2.
     """

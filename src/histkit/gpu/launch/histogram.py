@@ -140,8 +140,8 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
     else:
         blocks = grid
     blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
-    narrow = ", NARROW_COUNTERS=1" if layout.narrow else ""
-    geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow}, "
+    narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
+    geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow_tag}, "
                         f"shared_bins={layout.shared_bins}, COALESCED={coalesced}, "
                         f"HOLD_RUNS={hold}]", blocks, FAST_BLOCK, shared)
     return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(layout.shared_bins)
