@@ -194,7 +194,7 @@ PYTHON_SLIPS = (
 )
 _READ_ALIKE = ("lt-to-le", "le-to-lt", "gt-to-ge", "ge-to-gt", "eq-to-ne", "ne-to-eq",
                "plus-one-dropped", "minus-one-dropped", "min-to-max", "max-to-min",
-               "shift-turned", "accumulate-made-assign", "plus-made-minus")
+               "shift-turned", "accumulate-made-assign", "plus-made-minus", "times-made-plus")
 HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
