@@ -229,3 +229,55 @@ def test_verify_refuses_quick_with_large_only(capsys):
         main(["verify", "--quick", "--large-only"])
     assert exit_.value.code == 2
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_a_histogram_asks_for_exactly_the_memory_its_counts_take(monkeypatch):
+    # int64 counts, 8 bytes a bin: an estimate below that lets a call with
+    # many bins die out of memory unexplained
+    from histkit.oracles import _inputs
+
+    num_bins = 1000
+    monkeypatch.setattr(_inputs, "available_memory", lambda: 8 * num_bins)
+    assert oracles.histogram([3, 3], num_bins)[3] == 2
+    monkeypatch.setattr(_inputs, "available_memory", lambda: 8 * num_bins - 1)
+    with pytest.raises(MemoryError, match=rf"num_bins={num_bins} \(int64 counts\) needs .* "
+                                          rf"\({8 * num_bins} bytes\)"):
+        oracles.histogram([3, 3], num_bins)
+
+
+def test_a_radix_sort_asks_for_its_working_memory_before_it_starts(monkeypatch):
+    # A pass of int32 keys (16-bit digits) holds three int64 arrays of n (the
+    # order, the counting sort's indices, the next order), the keys as
+    # unsigned, three arrays of 2-byte digits and 65536 int64 counts. With
+    # exactly that much free the sort runs (the counting sort inside asks for
+    # its own share and must find it); one byte less and the radix sort
+    # refuses up front, naming itself, not the counting sort inside it.
+    from histkit.oracles import _inputs
+
+    n = 1000
+    needed = (3 * 8 + 4 + 3 * 2) * n + 8 * 65536
+    keys = np.arange(n, dtype=np.int32)[::-1].copy()
+    monkeypatch.setattr(_inputs, "available_memory", lambda: needed)
+    assert np.array_equal(oracles.argsort(keys), np.argsort(keys, kind="stable"))
+    monkeypatch.setattr(_inputs, "available_memory", lambda: needed - 1)
+    with pytest.raises(MemoryError, match=rf"radix sort of {n} keys needs .* \({needed} bytes\)"):
+        oracles.argsort(keys)
+
+
+def test_without_proc_meminfo_the_free_memory_comes_from_the_free_page_count(monkeypatch):
+    # the fallback for systems without /proc/meminfo (sysconf's free pages),
+    # compared with what /proc/meminfo says is free (MemFree) on this one
+    from histkit.oracles import _inputs
+
+    with open("/proc/meminfo") as meminfo:
+        free_kib = next(int(line.split()[1]) for line in meminfo if line.startswith("MemFree:"))
+    real_open = open
+
+    def no_meminfo(path, *args, **kwargs):
+        if str(path) == "/proc/meminfo":
+            raise OSError("no /proc/meminfo here")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", no_meminfo)
+    fallback = _inputs.available_memory()
+    assert 0.5 < fallback / (free_kib * 1024) < 2

@@ -32,16 +32,25 @@ def _as_unsigned(keys: np.ndarray) -> np.ndarray:
     return unsigned
 
 
+def pass_bytes(n: int, itemsize: int, bits: int) -> int:
+    """Memory one pass holds at once, asked for before the first: the order,
+    the counting sort's indices and the next order (int64 each), the keys as
+    unsigned, the digits, the digits in the current order and sorted, and the
+    counting sort's counts (int64, one per digit value)."""
+    digit_bytes = 1 if bits == 8 else 2
+    return (3 * 8 + itemsize + 3 * digit_bytes) * n + 8 * (1 << bits)
+
+
 def radix_order(keys) -> np.ndarray:
     """The stable sorting permutation of keys (int64), one 16-bit digit per pass."""
     from histkit.oracles import counting_sort
 
     keys = np.ascontiguousarray(as_key_array(keys))
     n = len(keys)
-    require_memory(24 * n, f"radix sort of {n} keys")
-    unsigned = _as_unsigned(keys)
     bits = min(DIGIT_BITS, 8 * keys.itemsize)
     digit_dtype = np.uint8 if bits == 8 else np.uint16
+    require_memory(pass_bytes(n, keys.itemsize, bits), f"radix sort of {n} keys")
+    unsigned = _as_unsigned(keys)
     mask = unsigned.dtype.type((1 << bits) - 1)
     order = np.arange(n, dtype=np.int64)
     for shift in range(0, 8 * keys.itemsize, bits):
