@@ -263,6 +263,23 @@ def test_the_fast_kernel_keeps_as_many_bins_in_shared_memory_as_fit(num_bins, la
     assert layout.shared_bytes <= 227 * 1024
 
 
+@pytest.mark.parametrize("num_bins,shared_bins,shared_bytes", [
+    (3, 3, (2 + 1) * 4),  # the narrow row at small K: bins 0 and 2 share word 0
+    (1 << 20, 2 * (227 * 256 - 1), 227 * 1024),  # past what they hold: as many as fit
+])
+def test_the_narrow_row_forces_sixteen_bit_counters_at_any_k_within_shared_memory(
+        num_bins, shared_bins, shared_bytes):
+    from test_api_calls import FakeRuntime
+
+    from histkit.gpu.launch import histogram as launch_histogram
+
+    _, geometry, _, got_bins = launch_histogram._fast_plan(
+        FakeRuntime(), Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None,
+        "", narrow=True)
+    assert "NARROW_COUNTERS=1" in geometry.kernel and "COPIES=1" in geometry.kernel
+    assert (int(got_bins), geometry.shared_bytes) == (shared_bins, shared_bytes)
+
+
 @pytest.mark.parametrize("static_bytes", [0, 1024])
 def test_sixteen_bit_counters_keep_every_one_of_65536_bins_in_shared_memory(static_bytes):
     from test_api_calls import FakeRuntime
