@@ -4,7 +4,8 @@ Users take the Cython oracles as ground truth, so their tests (checked against
 numpy and plain loops) must catch a slip in them as the conformance suite
 catches one in a kernel. This applies mutagen's one-line slips, plus Python's
 (mutagen.PYTHON_SLIPS: `and` / `or`, a dropped `not`, `+` made `-`, a ceiling
-division made a floor), to the code lines (not docstrings or comments) of
+division made a floor) and, in the Cython files, a `Py_ssize_t` narrowed to
+`int` (mutagen.CYTHON_SLIPS), to the code lines (not docstrings or comments) of
 every file of src/histkit/oracles/, one at a time,
 and runs the oracle tests (stopping at the first failure): a failure or a
 hang is caught, a build error broken, a clean run survived.
@@ -46,8 +47,9 @@ def mutants_of(path: pathlib.Path) -> list:
     """mutagen's slips for C (the oracles' Cython reads alike) and for Python,
     on the file's code lines, outside comments and string literals (read as
     Python: `//` is a division there, not a comment)."""
+    cython = mutagen.CYTHON_SLIPS if path.suffix in (".pyx", ".pxd") else ()
     return mutagen.python_mutants_of(path.name, path.read_text(),
-                                     mutagen.SLIPS + mutagen.PYTHON_SLIPS, prefix="gen-")
+                                     mutagen.SLIPS + mutagen.PYTHON_SLIPS + cython, prefix="gen-")
 
 
 def judge() -> tuple[str, str]:
