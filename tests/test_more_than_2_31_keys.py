@@ -49,3 +49,21 @@ def test_a_bad_key_past_2_31_is_named_with_its_64_bit_index(tiled_keys):
     keys[bad] = 250
     with pytest.raises(ValueError, match=rf"index {bad} is 250"):
         oracles.histogram(keys, 200)
+
+
+@pytest.mark.slow
+def test_a_sort_whose_index_array_passes_2_gib_comes_from_one_page_block_intact():
+    # 2^28 + 3 keys: the int64 original indices take 2 GiB + 24 bytes, one
+    # block of the oracles' page pool, sized and mapped with 64-bit byte counts.
+    # Key k % 7 puts the indices of each key in one run: k, k + 7, k + 14, ...
+    n = (1 << 28) + 3
+    keys = (np.arange(n, dtype=np.int64) % 7).astype(np.uint8)
+    sorted_keys, original_index = oracles.counting_sort(keys, 7)
+    counts = np.bincount(keys, minlength=7)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    for key in range(7):
+        run = slice(starts[key], starts[key + 1])
+        assert np.all(sorted_keys[run] == key)
+        np.testing.assert_array_equal(original_index[run], np.arange(key, n, 7))
+    del sorted_keys, original_index
+    oracles.release_pages()
