@@ -228,23 +228,33 @@ def test_every_kernel_with_a_block_barrier_starts_its_schedule_skew_before_the_f
             assert 0 <= skew < first_barrier, f"{path.name}: {unit.name}"
 
 
-@pytest.mark.parametrize("static_bytes", [0, 1024])
-def test_the_fast_kernels_one_large_copy_leaves_room_for_the_kernels_static_shared_memory(
-        static_bytes):
-    # the skewed builds declare static shared memory (their barrier counts):
-    # a copy as large as a block may have would not launch beside it
+def fast_plan_on_fake(num_bins: int, static_bytes: int = 0, narrow: bool = False):
+    """(geometry, shared_bins) the fast launcher plans for 50,000 int32 keys on
+    the recording fake runtime (the H200's 227 KiB per block), whose kernels
+    declare static_bytes of static shared memory."""
     from test_api_calls import FakeRuntime
 
     from histkit.gpu.launch import histogram as launch_histogram
 
     rt = FakeRuntime()
     rt.static_shared_bytes = static_bytes
+    _, geometry, _, shared_bins = launch_histogram._fast_plan(
+        rt, Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None, "",
+        narrow=narrow)
+    return geometry, int(shared_bins)
+
+
+@pytest.mark.parametrize("static_bytes", [0, 1024])
+def test_the_fast_kernels_one_large_copy_leaves_room_for_the_kernels_static_shared_memory(
+        static_bytes):
+    # the skewed builds declare static shared memory (their barrier counts):
+    # a copy as large as a block may have would not launch beside it
+    max_shared = 227 * 1024  # FakeRuntime's, the H200's
     for num_bins in (200_000, 1 << 20):  # past what even 16-bit counters hold
-        _, geometry, _, shared_bins = launch_histogram._fast_plan(
-            rt, Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None, "")
-        assert geometry.shared_bytes + static_bytes <= rt.max_shared_per_block
-        assert geometry.shared_bytes + static_bytes > rt.max_shared_per_block - 8  # all of it
-        assert geometry.shared_bytes == (int(shared_bins) + 1) * 4
+        geometry, shared_bins = fast_plan_on_fake(num_bins, static_bytes)
+        assert geometry.shared_bytes + static_bytes <= max_shared
+        assert geometry.shared_bytes + static_bytes > max_shared - 8  # all of it
+        assert geometry.shared_bytes == (shared_bins + 1) * 4
 
 
 # H200: 227 KiB of shared memory per block; the budget of two blocks per SM is 100 KiB.
@@ -269,27 +279,14 @@ def test_the_fast_kernel_keeps_as_many_bins_in_shared_memory_as_fit(num_bins, la
 ])
 def test_the_narrow_row_forces_sixteen_bit_counters_at_any_k_within_shared_memory(
         num_bins, shared_bins, shared_bytes):
-    from test_api_calls import FakeRuntime
-
-    from histkit.gpu.launch import histogram as launch_histogram
-
-    _, geometry, _, got_bins = launch_histogram._fast_plan(
-        FakeRuntime(), Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None,
-        "", narrow=True)
+    geometry, got_bins = fast_plan_on_fake(num_bins, narrow=True)
     assert "NARROW_COUNTERS=1" in geometry.kernel and "COPIES=1" in geometry.kernel
-    assert (int(got_bins), geometry.shared_bytes) == (shared_bins, shared_bytes)
+    assert (got_bins, geometry.shared_bytes) == (shared_bins, shared_bytes)
 
 
 @pytest.mark.parametrize("static_bytes", [0, 1024])
 def test_sixteen_bit_counters_keep_every_one_of_65536_bins_in_shared_memory(static_bytes):
-    from test_api_calls import FakeRuntime
-
-    from histkit.gpu.launch import histogram as launch_histogram
-
-    rt = FakeRuntime()
-    rt.static_shared_bytes = static_bytes
-    _, geometry, _, shared_bins = launch_histogram._fast_plan(
-        rt, Keys(0x1000, 50_000, np.dtype(np.int32)), 65_536, False, None, None, "")
+    geometry, shared_bins = fast_plan_on_fake(65_536, static_bytes)
     assert shared_bins == 65_536 and "NARROW_COUNTERS=1" in geometry.kernel
     assert geometry.shared_bytes == (65_536 // 2 + 1) * 4
 

@@ -32,13 +32,13 @@ def _as_unsigned(keys: np.ndarray) -> np.ndarray:
     return unsigned
 
 
-def pass_bytes(n: int, itemsize: int, bits: int) -> int:
+def pass_bytes(n: int, itemsize: int, digit_dtype) -> int:
     """Memory one pass holds at once, asked for before the first: the order,
     the counting sort's indices and the next order (int64 each), the keys as
     unsigned, the digits, the digits in the current order and sorted, and the
-    counting sort's counts (int64, one per digit value)."""
-    digit_bytes = 1 if bits == 8 else 2
-    return (3 * 8 + itemsize + 3 * digit_bytes) * n + 8 * (1 << bits)
+    counting sort's counts (int64, one per value a digit of digit_dtype takes)."""
+    digit_bytes = np.dtype(digit_dtype).itemsize
+    return (3 * 8 + itemsize + 3 * digit_bytes) * n + 8 * (1 << (8 * digit_bytes))
 
 
 def radix_order(keys) -> np.ndarray:
@@ -49,7 +49,7 @@ def radix_order(keys) -> np.ndarray:
     n = len(keys)
     bits = min(DIGIT_BITS, 8 * keys.itemsize)
     digit_dtype = np.uint8 if bits == 8 else np.uint16
-    require_memory(pass_bytes(n, keys.itemsize, bits), f"radix sort of {n} keys")
+    require_memory(pass_bytes(n, keys.itemsize, digit_dtype), f"radix sort of {n} keys")
     unsigned = _as_unsigned(keys)
     mask = unsigned.dtype.type((1 << bits) - 1)
     order = np.arange(n, dtype=np.int64)
