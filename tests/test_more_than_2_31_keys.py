@@ -32,6 +32,15 @@ def test_histogram_of_more_than_2_31_keys(tiled_keys):
 
 
 @pytest.mark.slow
+def test_histogram_of_more_than_2_31_keys_into_many_bins(tiled_keys):
+    # Past 4096 bins the oracle counts in one lane, two keys at a time (its
+    # other loop): the same uint8 keys, counted into 5000 bins, reach it.
+    keys, pattern, tail = tiled_keys
+    expected = np.bincount(pattern, minlength=5000) * TILES + np.bincount(tail, minlength=5000)
+    np.testing.assert_array_equal(oracles.histogram(keys, 5000), expected)
+
+
+@pytest.mark.slow
 def test_wave_model_of_more_than_2_31_keys(tiled_keys):
     keys, pattern, tail = tiled_keys
     expected = (oracles.naive_wave_histogram(pattern, 200) * TILES
