@@ -76,3 +76,46 @@ def test_a_sort_whose_index_array_passes_2_gib_comes_from_one_page_block_intact(
         np.testing.assert_array_equal(original_index[run], np.arange(key, n, 7))
     del sorted_keys, original_index
     oracles.release_pages()
+
+
+# np.zeros takes untouched pages from the kernel's zero page: a 2 GiB or 4 GiB
+# array costs memory only where it is written, so the tests below reach
+# offsets past 2^31 on any machine.
+
+def _two_keys_2_31_bytes_apart():
+    backing = np.zeros((1 << 31) + 1, np.uint8)
+    backing[-1] = 7
+    keys = backing[:: 1 << 31]
+    assert keys.strides == (1 << 31,) and keys.tolist() == [0, 7]
+    return keys
+
+
+@pytest.mark.parametrize("num_bins", [10, 5000])  # four lanes; one lane, pairs
+def test_histogram_of_keys_2_31_bytes_apart(num_bins):
+    keys = _two_keys_2_31_bytes_apart()
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins),
+                                  np.bincount([0, 7], minlength=num_bins))
+    counts, _ = oracles.privatized_histogram(keys, num_bins)
+    np.testing.assert_array_equal(counts, np.bincount([0, 7], minlength=num_bins))
+    np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, num_bins),
+                                  np.bincount([0, 7], minlength=num_bins))
+
+
+def test_scan_and_sorts_of_keys_2_31_bytes_apart():
+    keys = _two_keys_2_31_bytes_apart()
+    np.testing.assert_array_equal(oracles.exclusive_scan(keys), [0, 0])
+    sorted_keys, original_index = oracles.counting_sort(keys, 10)
+    np.testing.assert_array_equal(sorted_keys, [0, 7])
+    np.testing.assert_array_equal(original_index, [0, 1])
+    np.testing.assert_array_equal(oracles.radix_sort(keys)[0], [0, 7])
+    np.testing.assert_array_equal(oracles.argsort(keys), [0, 1])
+
+
+def test_a_bad_key_past_2_31_among_more_than_4096_bins_is_named_with_its_64_bit_index():
+    # uint16 keys, so one can be past 5000 bins (the one-lane pair loop); the
+    # 4 GiB of zeros stay untouched pages but the one written.
+    keys = np.zeros((1 << 31) + 10, np.uint16)
+    bad = (1 << 31) + 3
+    keys[bad] = 6000
+    with pytest.raises(ValueError, match=rf"index {bad} is 6000"):
+        oracles.histogram(keys, 5000)
