@@ -456,7 +456,11 @@ class Runtime:
                     self.allow_cluster(kernel, cluster)
                     config = LaunchConfig(grid=1, cluster=cluster, block=block,
                                           shmem_size=shared_bytes)
-                    fits = int(kernel.occupancy.max_active_clusters(config))
+                    try:
+                        fits = int(kernel.occupancy.max_active_clusters(config,
+                                                                        stream=self.stream))
+                    except TypeError:  # a cuda.core whose query takes no stream
+                        fits = int(kernel.occupancy.max_active_clusters(config))
                 except Exception:  # noqa: BLE001 -- no cluster of that size here
                     fits = 0
             self._resident[key] = fits
