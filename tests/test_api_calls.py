@@ -49,6 +49,7 @@ class FakeRuntime:
         self._plans: dict = {}
         self._next = 0x10000
         self._slot = FakeArray(0x8, 1, np.uint64)
+        self.launched: list[tuple] = []  # (kernel name, geometry, arguments)
 
     # streams
     def on(self, handle):
@@ -139,6 +140,7 @@ class FakeRuntime:
 
     def launch(self, kernel, geometry, *args):
         self.log.append(("launch", kernel.name))
+        self.launched.append((kernel.name, geometry, args))
 
     def kinds(self, kind):
         return [entry for entry in self.log if entry[0] == kind]

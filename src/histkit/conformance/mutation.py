@@ -123,7 +123,8 @@ def _host_rows(file: str) -> list:
 
 # The CPU tests that pin the launch layer's sizes, edges, refusals and picks
 # (on a fake runtime): a host mutant's judge runs them first, in its process.
-HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_api_calls.py", "tests/test_registry.py")
+HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_launch_geometry.py",
+              "tests/test_api_calls.py", "tests/test_registry.py")
 
 
 # Host files no conformance row runs (the public calls): the tests that call

@@ -89,7 +89,6 @@ PARTITION_TILE = contract.PART_THREADS * contract.PART_ITEMS
 PARTITION_THREADS = contract.PART_THREADS
 PARTITION_COUNT_THREADS = contract.PART_COUNT_THREADS
 MAX_PARTITIONS = contract.MAX_PARTS
-MAX_PARTITIONED_BINS = PARTITION_BINS * MAX_PARTITIONS
 # method="auto" samples the keys (auto_choice) between these bin counts, for
 # inputs of at least PARTITION_MIN_KEYS keys (bench/NOTES.md has the
 # measurements).

@@ -1,0 +1,84 @@
+"""The grids and tiles each launcher plans, pinned on the recording fake runtime.
+
+A grid too small or too large still counts right (every kernel walks its
+keys grid-stride, and the conformance suite runs forced grids), so only
+speed shows a slip here: these tests state each launch-shape decision as the
+numbers it gives on an H200-like device (132 SMs; the fake says 2 resident
+blocks per SM for every kernel), written out rather than recomputed from
+the constants they come from.
+"""
+
+import numpy as np
+import pytest
+from test_api_calls import FakeRuntime
+
+from histkit.gpu.launch import common, partitioned, scan, sort
+from histkit.gpu.launch import histogram as launch_histogram
+from histkit.gpu.launch.common import Keys
+
+SMS = 132
+
+
+def keys_of(n, dtype=np.int32):
+    return Keys(0x1000, n, np.dtype(dtype))
+
+
+@pytest.mark.parametrize("n,blocks", [(1000, 4), (10_000, 40), (10**9, SMS * 8)])
+def test_the_chapter_kernels_take_a_block_per_256_keys_up_to_8_per_sm(n, blocks):
+    rt = FakeRuntime()
+    assert common.grid_stride_blocks(rt, n, None) == blocks
+    assert launch_histogram.privatized_geometry(rt, n, 256).grid == blocks
+
+
+@pytest.mark.parametrize("n,blocks", [
+    (50_000, 4),  # a block per 16384 keys (1024 threads x 16) ...
+    (1 << 28, SMS * 2),  # ... up to one wave of resident blocks
+])
+def test_the_fast_kernel_takes_a_block_per_16384_keys_up_to_one_resident_wave(n, blocks):
+    _, geometry, _, _ = launch_histogram._fast_plan(FakeRuntime(), keys_of(n), 256, False,
+                                                    None, None, "")
+    assert geometry.grid == blocks
+
+
+@pytest.mark.parametrize("share,shared_bins", [(None, 256), (0.5, 128), (0.0, 0)])
+def test_a_forced_shared_share_keeps_that_share_of_the_bins_in_shared_memory(share,
+                                                                          shared_bins):
+    # the conformance rows that reach the fast kernel's global paths at small K
+    _, _, _, got = launch_histogram._fast_plan(FakeRuntime(), keys_of(50_000), 256, False,
+                                               None, share, "")
+    assert int(got) == shared_bins
+
+
+@pytest.mark.parametrize("n,blocks", [(10_000, 5), (1 << 28, SMS * 2)])
+def test_the_sorts_digit_histograms_take_a_block_per_2048_keys_up_to_one_wave(n, blocks):
+    shape = sort._sort_shape(FakeRuntime(), keys_of(n), 256, None, False, np.int64)
+    assert shape.histogram.grid == blocks
+
+
+@pytest.mark.parametrize("n,tiles", [(2048, 1), (2049, 2), (1 << 20, 512)])
+def test_a_scan_tile_is_256_threads_of_8_values(n, tiles):
+    planned_tiles, _, (_, geometry), _ = scan._scan_plan(FakeRuntime(), n, 256, 8)
+    assert planned_tiles == tiles and geometry.grid == tiles
+
+
+@pytest.mark.parametrize("n,tiles,split_blocks", [
+    (100_000, 13, 13),  # a tile is 1024 threads x 8 keys: a block per tile ...
+    (1 << 28, 32768, SMS * 2),  # ... up to one resident wave
+])
+def test_the_partitioned_kernel_tiles_8192_keys_and_counts_in_one_wave(n, tiles,
+                                                                    split_blocks):
+    parts = 64  # 2^20 bins in partitions of 2^14
+    split, _, merge, entries, scalars, _ = partitioned._partitioned_plan(
+        FakeRuntime(), keys_of(n), 1 << 20, None, 14)[1:]
+    assert split.grid == split_blocks
+    assert merge.grid == SMS * 2 and merge.shared_bytes == (1 << 14) * 4
+    assert int(scalars[-1]) == tiles and entries == parts * tiles
+
+
+def test_the_key_sample_is_64_runs_of_32_read_by_8_blocks_of_256():
+    rt = FakeRuntime()
+    runs = partitioned.sample_runs(rt, keys_of(1 << 26))
+    assert runs.shape == (64, 32)
+    (name, geometry, _), = rt.launched
+    assert name == "sample_runs" and (geometry.grid, geometry.block) == (8, 256)
+
