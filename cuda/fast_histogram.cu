@@ -27,21 +27,6 @@
 // NARROW_SPILL + (blockDim.x + 1) x 16 <= 0xC010 and never carries into its
 // neighbour (an add is at most 16: a run inside one 16-byte vector).
 //
-// Cluster counters (-DCLUSTER_BLOCKS=C > 1, narrow counters, Hopper and
-// later): the C blocks of a thread-block cluster hold one histogram between
-// them in distributed shared memory, block r the CLUSTER_SLICE_BINS bins
-// from r x CLUSTER_SLICE_BINS (65536 16-bit counters in 128 KiB each, so a
-// cluster of 16 holds 2^20 bins); a key's add goes to the block that owns its
-// bin, over the SM-to-SM network when that is another block. Counters there
-// spill exactly, whatever the number of adders: every add returns the word's
-// old value, so the add that carries a low counter into its high neighbour
-// knows it did (it credits 2^16 to the low bin's global count and takes the
-// carry back out of the word), and the add that wraps the whole word knows it
-// did (2^16 to the high bin's global count; a take-back that borrows debits
-// it again). A word's high counter thus ends at its count mod 2^16 with the
-// rest in global memory, and no bound on concurrent adders is needed (the
-// spill-bit protocol above assumes one block's threads).
-//
 // Shared layout: copy-major, each copy padded by one word
 // (counter of bin b in copy c at c * (shared_bins + 1) + b), and lane l uses
 // copy l / (32 / COPIES). The pad shifts each copy by one bank, so with
@@ -76,45 +61,6 @@
 #error "narrow counters come in one copy per block"
 #endif
 #define NARROW_SPILL 0x8000u
-#ifndef CLUSTER_BLOCKS
-#define CLUSTER_BLOCKS 1  // > 1: blocks of a cluster share one histogram (NARROW_COUNTERS)
-#endif
-#if CLUSTER_BLOCKS > 1 && !NARROW_COUNTERS
-#error "a cluster's blocks share 16-bit counters: CLUSTER_BLOCKS > 1 needs NARROW_COUNTERS"
-#endif
-#ifndef CLUSTER_SLICE_BITS
-#define CLUSTER_SLICE_BITS 16
-#endif
-#define CLUSTER_SLICE_BINS (1u << CLUSTER_SLICE_BITS)  // bins per block of a cluster
-#define CLUSTER_LOW_BINS (CLUSTER_SLICE_BINS / 2)  // of them, in the low halves
-
-#if CLUSTER_BLOCKS > 1
-// Distributed shared memory, in PTX (NVRTC has no system headers).
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    return rank;
-}
-// Every thread of every block of the cluster arrives before any goes on; the
-// release / acquire order shared-memory writes before and after it.
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// The shared::cluster address of the word at own_address in block rank's
-// shared memory.
-__device__ __forceinline__ unsigned cluster_word(unsigned own_address, unsigned rank) {
-    unsigned address;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(address) : "r"(own_address), "r"(rank));
-    return address;
-}
-__device__ __forceinline__ unsigned cluster_atomic_add(unsigned address, unsigned value) {
-    unsigned old;
-    asm volatile("atom.shared::cluster.add.u32 %0, [%1], %2;"
-                 : "=r"(old) : "r"(address), "r"(value) : "memory");
-    return old;
-}
-#endif
 #ifndef VECTORS_PER_THREAD
 #define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
 #endif
@@ -208,9 +154,6 @@ struct Counters {
     // lane, not one per warp and vector).
     u64 held_bin = NOT_HELD;
     u64 held = 0;
-#if CLUSTER_BLOCKS > 1
-    unsigned own_address = 0;  // shared-window address of this block's first word
-#endif
 
     __device__ __forceinline__ void operator()(u64 b, unsigned count, i64 first_index) {
         if (b < shared_bins) {
@@ -224,27 +167,7 @@ struct Counters {
         add_global(b, count);
     }
 
-#if CLUSTER_BLOCKS > 1
-    __device__ __forceinline__ void add_shared(u64 b, unsigned count) {
-        const unsigned owner = (unsigned)(b >> CLUSTER_SLICE_BITS);
-        const unsigned bin = (unsigned)b & (CLUSTER_SLICE_BINS - 1);
-        const bool high = bin >= CLUSTER_LOW_BINS;
-        const unsigned word = cluster_word(
-            own_address + 4 * (high ? bin - CLUSTER_LOW_BINS : bin), owner);
-        const u64 high_bin = high ? b : b + CLUSTER_LOW_BINS;
-        const unsigned added = count << (high ? 16 : 0);
-        const unsigned old = cluster_atomic_add(word, added);
-        if (old + added < old) atomicAdd(&hist[high_bin], 1ull << 16);  // the word wrapped
-        if (!high && (old & 0xffffu) + count > 0xffffu) {  // the low counter carried
-            atomicAdd(&hist[b], 1ull << 16);
-            // Take the carry back; a borrow undoes a wrap its carry caused.
-            // (A high counter with no bin, past shared_bins, only ever holds
-            // carries in flight, one per thread at most: it never wraps.)
-            if (cluster_atomic_add(word, 0xffff0000u) < 0x10000u)
-                atomicAdd(&hist[high_bin], 0ull - (1ull << 16));
-        }
-    }
-#elif NARROW_COUNTERS
+#if NARROW_COUNTERS
     __device__ __forceinline__ void add_shared(u64 b, unsigned count) {
         const bool high = b >= low_bins;
         const unsigned shift = high ? 16 : 0;
@@ -298,27 +221,14 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
                                           u64 shared_bins, u64* hist, u64* first_bad) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
-#if CLUSTER_BLOCKS > 1
-    // shared_bins <= CLUSTER_BLOCKS x CLUSTER_SLICE_BINS (the host's layout);
-    // each block zeroes its own slice before any block adds to it.
-    const u64 low_bins = CLUSTER_LOW_BINS;
-#else
     const u64 low_bins = (shared_bins + 1) / 2;
-#endif
     // Words per copy, with one word of padding (see the shared layout above).
     const u64 stride = (NARROW_COUNTERS ? low_bins : shared_bins) + 1;
     hk_require_dynamic_shared(COPIES * stride * sizeof(unsigned));
     for (u64 j = threadIdx.x; j < COPIES * stride; j += blockDim.x) counters[j] = 0;
-#if CLUSTER_BLOCKS > 1
-    cluster_sync();
-#else
     __syncthreads();
-#endif
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
     Counters add{counters + copy * stride, shared_bins, low_bins, hist, num_bins, first_bad};
-#if CLUSTER_BLOCKS > 1
-    add.own_address = (unsigned)__cvta_generic_to_shared(counters);
-#endif
 #if COALESCED
     (void)head;
     for_each_key_coalesced(keys, n, add);
@@ -326,15 +236,6 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
     for_each_run(keys, n, head, add);
 #endif
     add.flush();
-#if CLUSTER_BLOCKS > 1
-    cluster_sync();  // every block's adds into this block's slice are done
-    const u64 first = (u64)cluster_rank() << CLUSTER_SLICE_BITS;
-    for (u64 j = threadIdx.x; j < CLUSTER_SLICE_BINS && first + j < shared_bins; j += blockDim.x) {
-        const bool high = j >= low_bins;
-        const u64 sum = (counters[high ? j - low_bins : j] >> (high ? 16 : 0)) & 0xffffu;
-        if (sum) atomicAdd(&hist[first + j], sum);
-    }
-#else
     __syncthreads();
     for (u64 b = threadIdx.x; b < shared_bins; b += blockDim.x) {
 #if NARROW_COUNTERS
@@ -346,5 +247,4 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
 #endif
         if (sum) atomicAdd(&hist[b], sum);
     }
-#endif
 }

@@ -41,11 +41,6 @@ FAST_BLOCK = 1024
 FAST_VECTORS_PER_THREAD = 4  # 16-byte loads in flight per thread
 # Per-block shared memory the fast kernel aims for: two blocks of FAST_BLOCK per SM.
 FAST_SHARED_BUDGET = 100 * 1024
-# Cluster counters (CLUSTER_BLOCKS > 1): each block of a thread-block cluster
-# holds 2^CLUSTER_SLICE_BITS 16-bit counters (128 KiB), so the largest
-# cluster the hardware allows (16 blocks, non-portable) holds 2^20 bins.
-CLUSTER_SLICE_BITS = 16
-MAX_CLUSTER_BLOCKS = 16
 
 # partitioned_histogram.cu
 PART_LOW_BITS = 14  # bins per partition = 2^PART_LOW_BITS
@@ -106,8 +101,7 @@ def _shared_defines() -> dict[str, int]:
 
 SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "exclusive_scan.cu": {"SCAN_THREADS": SCAN_THREADS, "SCAN_ITEMS": SCAN_ITEMS},
-    "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
-                          "CLUSTER_SLICE_BITS": CLUSTER_SLICE_BITS},
+    "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD},
     "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
                                  "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
                                  "COUNT_THREADS": PART_COUNT_THREADS,

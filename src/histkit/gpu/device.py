@@ -342,7 +342,6 @@ class Runtime:
         self.handle = int(self.stream.handle)
         major, minor = self.device.compute_capability
         self.arch = f"sm_{major}{minor}"
-        self.clusters = major >= 9  # thread-block clusters: Hopper and later
         props = self.device.properties
         self.sm_count = props.multiprocessor_count
         self.max_shared_per_block = props.max_shared_memory_per_block_optin
@@ -351,7 +350,6 @@ class Runtime:
         self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
         self._resident: dict = {}
         self._static_shared: dict[int, int] = {}  # kernel handle -> static bytes
-        self._large_clusters: set[int] = set()  # kernels allowed clusters past 8 blocks
         self._configs: dict = {}
         self._plans: dict = {}
         self._scratch = threading.local()
@@ -430,45 +428,8 @@ class Runtime:
               "cuKernelSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         self._shared_allowed[handle] = nbytes
 
-    def allow_cluster(self, kernel, blocks: int) -> None:
-        """Let kernel run in clusters of more than 8 blocks (the portable
-        limit; Hopper takes 16 from a kernel that opts in), set once."""
-        handle = int(kernel.handle)
-        if blocks <= 8 or handle in self._large_clusters:
-            return
-        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-        check(driver.cuKernelSetAttribute(attribute, 1, kernel.handle, self.device.device_id),
-              "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
-        self._large_clusters.add(handle)
-
-    def resident_clusters(self, kernel, cluster: int, block: int, shared_bytes: int) -> int:
-        """Clusters of this kernel (cluster blocks of block threads) that fit
-        on the GPU at once; 0 where clusters of that size cannot run (before
-        Hopper, or too large for the GPU's processing clusters). Asked once."""
-        key = ("clusters", int(kernel.handle), cluster, block, shared_bytes)
-        if key not in self._resident:
-            fits = 0
-            if self.clusters:
-                try:
-                    from cuda.core import LaunchConfig
-
-                    self.allow_shared(kernel, shared_bytes)
-                    self.allow_cluster(kernel, cluster)
-                    config = LaunchConfig(grid=1, cluster=cluster, block=block,
-                                          shmem_size=shared_bytes)
-                    try:
-                        fits = int(kernel.occupancy.max_active_clusters(config,
-                                                                        stream=self.stream))
-                    except TypeError:  # a cuda.core whose query takes no stream
-                        fits = int(kernel.occupancy.max_active_clusters(config))
-                except Exception:  # noqa: BLE001 -- no cluster of that size here
-                    fits = 0
-            self._resident[key] = fits
-        return self._resident[key]
-
     def launch(self, kernel, geometry: Geometry, *args) -> None:
         self.allow_shared(kernel, geometry.shared_bytes)
-        self.allow_cluster(kernel, geometry.cluster)
         try:
             self._launch(self.stream, self._config(geometry), kernel, *args)
         except Exception as error:
@@ -478,8 +439,7 @@ class Runtime:
         config = self._configs.get(geometry)
         if config is not None:
             return config
-        shape = (geometry.grid, geometry.block, geometry.shared_bytes, geometry.cooperative,
-                 geometry.cluster)
+        shape = (geometry.grid, geometry.block, geometry.shared_bytes, geometry.cooperative)
         config = self._configs.get(shape)
         if config is None:
             from cuda.core import LaunchConfig
@@ -487,12 +447,9 @@ class Runtime:
             if len(self._configs) > 4096:  # many distinct shapes: keep the cache bounded
                 self._configs.clear()
             options = {"is_cooperative": True} if geometry.cooperative else {}
-            grid = geometry.grid
-            if geometry.cluster > 1:  # cuda.core counts a clustered grid in clusters
-                options["cluster"] = geometry.cluster
-                grid //= geometry.cluster
             config = self._configs[shape] = LaunchConfig(
-                grid=grid, block=geometry.block, shmem_size=geometry.shared_bytes, **options)
+                grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes,
+                **options)
         self._configs[geometry] = config
         return config
 

@@ -14,9 +14,6 @@ class Geometry:
     # A cooperative launch: every block resident at once, or the launch fails
     # (resident_sort's blocks wait for each other).
     cooperative: bool = False
-    # Blocks per thread-block cluster (grid is a multiple of it): the blocks
-    # of one cluster run at once and share their shared memory.
-    cluster: int = 1
 
     def __str__(self) -> str:
         return f"{self.kernel}<<<{self.grid}, {self.block}, {self.shared_bytes}>>>"

@@ -13,12 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.gpu import contract
-from histkit.gpu.contract import FAST_SHARED_BUDGET, MAX_CLUSTER_BLOCKS, WARP
+from histkit.gpu.contract import FAST_SHARED_BUDGET, WARP
 from histkit.gpu.errors import UnsupportedShape
 
 # --- the fast histogram ----------------------------------------------------------
-
-CLUSTER_SLICE_BINS = 1 << contract.CLUSTER_SLICE_BITS
 
 
 @dataclass(frozen=True)
@@ -28,17 +26,11 @@ class FastLayout:
     copies: int  # private copies of the shared bins
     shared_bins: int  # bins [0, shared_bins) in shared memory, the rest global
     narrow: bool = False  # 16-bit counters, two bins per word (one copy)
-    # > 1: the blocks of a cluster of this many hold the shared bins between
-    # them, CLUSTER_SLICE_BINS each (narrow counters, one copy)
-    cluster: int = 1
 
     @property
     def words_per_copy(self) -> int:
-        """Shared words of one copy (a block's slice, in a cluster), with the
-        word of padding that shifts each copy by one bank (fast_histogram.cu's
-        stride)."""
-        if self.cluster > 1:
-            return CLUSTER_SLICE_BINS // 2 + 1
+        """Shared words of one copy, with the word of padding that shifts each
+        copy by one bank (fast_histogram.cu's stride)."""
         return (-(-self.shared_bins // 2) if self.narrow else self.shared_bins) + 1
 
     @property
@@ -68,18 +60,6 @@ def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
         if layout.shared_bytes <= max_shared_per_block:
             return layout
     return FastLayout(1, min(num_bins, max_shared_per_block // 4 - 1))
-
-
-def cluster_layout(num_bins: int, max_cluster: int = MAX_CLUSTER_BLOCKS) -> FastLayout:
-    """fast_histogram's cluster counters for num_bins: the smallest power-of-two
-    cluster (of at most max_cluster blocks) whose slices hold every bin, or
-    the largest allowed, the bins past it counted in global memory."""
-    cluster = 2
-    while cluster < max_cluster and cluster * CLUSTER_SLICE_BINS < num_bins:
-        cluster *= 2
-    cluster = min(cluster, max_cluster)
-    return FastLayout(1, min(num_bins, cluster * CLUSTER_SLICE_BINS), narrow=True,
-                      cluster=cluster)
 
 
 # --- the partitioned histogram, and how auto chooses -----------------------------

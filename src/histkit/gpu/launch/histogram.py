@@ -17,7 +17,7 @@ from histkit.gpu.launch.common import (
     grid_stride_blocks,
     key_args,
 )
-from histkit.gpu.policy import CLUSTER_SLICE_BINS, FastLayout, fast_layout
+from histkit.gpu.policy import FastLayout, fast_layout
 
 
 def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bins: int,
@@ -90,24 +90,22 @@ def _vector_head(keys: Keys) -> int:
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray, hold_runs: bool = False, grid: int | None = None,
-                   shared_share: float | None = None, narrow: bool = False,
-                   cluster: int | None = None) -> Geometry:
+                   shared_share: float | None = None, narrow: bool = False) -> Geometry:
     """Vector loads, private shared copies, global atomics past shared memory.
 
     hold_runs: each thread adds a run of one global bin once (for one hot bin
     past shared memory; fast_histogram.cu's HOLD_RUNS). grid forces the block
     count; shared_share forces the share of bins kept in shared memory, and
-    narrow 16-bit shared counters, cluster the cluster counters in clusters of
-    that many blocks (the conformance suite reaches the global-atomic paths
-    and the narrow and cluster counters at small num_bins so).
+    narrow 16-bit shared counters (the conformance suite reaches the
+    global-atomic paths and the narrow counters at small num_bins so).
     """
     return fast_launch(rt, keys, num_bins, hist, first_bad, hold_runs, grid, shared_share,
-                       narrow=narrow, cluster=cluster)
+                       narrow=narrow)
 
 
 def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_runs: bool,
                 grid: int | None, shared_share: float | None, label: str = "",
-                narrow: bool = False, cluster: int | None = None) -> Geometry:
+                narrow: bool = False) -> Geometry:
     """fast_histogram's launch; label prefixes the geometry's name (auto's choice)."""
     if num_bins >= 2**32:
         geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
@@ -115,10 +113,9 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     # The plan depends on the shape only: made once, so a repeated call pays
     # one dict lookup here, not the layout, the compile key, the names and the
     # scalar arguments.
-    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow,
-             cluster)
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow)
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
-                                             shared_share, label, narrow, cluster))
+                                             shared_share, label, narrow))
     kernel, geometry, n_and_bins, shared_bins = plan
     rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
               shared_bins, hist.ptr, first_bad.ptr)
@@ -126,61 +123,38 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
 
 
 def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
-               shared_share: float | None, label: str, narrow: bool = False,
-               cluster: int | None = None):
+               shared_share: float | None, label: str, narrow: bool = False):
     """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
     shape, the scalars as the kernel takes them."""
     layout, coalesced, hold, kernel = _fast_build(
-        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow, cluster)
+        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow)
     if layout.shared_bytes > rt.max_dynamic_shared(kernel):
-        if layout.cluster > 1:
-            raise UnsupportedShape(
-                f"cluster counters need {layout.shared_bytes} bytes of shared memory per "
-                f"block; this build of fast_histogram may have {rt.max_dynamic_shared(kernel)}")
         # A build with static shared memory (the skewed builds count barriers
         # there) leaves less for the copies: the one copy shrinks to fit.
         layout, coalesced, hold, kernel = _fast_build(
             rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel), narrow)
     shared = layout.shared_bytes
-    if layout.cluster > 1:
-        resident = rt.resident_clusters(kernel, layout.cluster, FAST_BLOCK, shared)
-        if resident == 0:
-            raise UnsupportedShape(f"this GPU cannot run clusters of {layout.cluster} blocks "
-                                   f"with {shared} bytes of shared memory each")
-        cap = rt.sm_count if grid is None else grid  # (a cluster's worth at least)
-        clusters = -(-blocks_for(keys.n, FAST_BLOCK * 16, cap) // layout.cluster)
-        if grid is None:
-            clusters = min(clusters, resident)
-        blocks = layout.cluster * max(clusters, -(-keys.n // (MAX_KEYS_PER_BLOCK * layout.cluster)))
+    if grid is None:
+        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+        blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
     else:
-        if grid is None:
-            resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
-            blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
-        else:
-            blocks = grid
-        blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+        blocks = grid
+    blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
     narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
-    if layout.cluster > 1:
-        narrow_tag += f", CLUSTER_BLOCKS={layout.cluster}"
     geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow_tag}, "
                         f"shared_bins={layout.shared_bins}, COALESCED={coalesced}, "
-                        f"HOLD_RUNS={hold}]", blocks, FAST_BLOCK, shared, cluster=layout.cluster)
+                        f"HOLD_RUNS={hold}]", blocks, FAST_BLOCK, shared)
     return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(layout.shared_bins)
 
 
 def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
-                shared_share: float | None, max_shared: int, narrow: bool = False,
-                cluster: int | None = None):
+                shared_share: float | None, max_shared: int, narrow: bool = False):
     """(layout, COALESCED, HOLD_RUNS, kernel) of fast_histogram for blocks of
     up to max_shared bytes of dynamic shared memory (narrow: 16-bit counters
-    whatever num_bins; cluster: the cluster counters, in clusters of that many
-    blocks)."""
+    whatever num_bins)."""
     layout = fast_layout(max_shared, num_bins)
     if narrow:
         layout = FastLayout(1, min(num_bins, 2 * (max_shared // 4 - 1)), narrow=True)
-    if cluster is not None:
-        layout = FastLayout(1, min(num_bins, cluster * CLUSTER_SLICE_BINS), narrow=True,
-                            cluster=cluster)
     if shared_share is not None:
         layout = replace(layout, shared_bins=min(layout.shared_bins,
                                                  int(num_bins * shared_share)))
@@ -190,6 +164,5 @@ def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
     hold = "1" if hold_runs else "0"
     kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
                        keys.defines(COPIES=str(layout.copies), COALESCED=coalesced,
-                                    HOLD_RUNS=hold, NARROW_COUNTERS=str(int(layout.narrow)),
-                                    CLUSTER_BLOCKS=str(layout.cluster)))
+                                    HOLD_RUNS=hold, NARROW_COUNTERS=str(int(layout.narrow))))
     return layout, coalesced, hold, kernel
