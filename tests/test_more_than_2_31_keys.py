@@ -111,6 +111,17 @@ def test_scan_and_sorts_of_keys_2_31_bytes_apart():
     np.testing.assert_array_equal(oracles.argsort(keys), [0, 1])
 
 
+@pytest.mark.parametrize("num_bins", [10, 5000])  # four lanes; one lane, pairs
+def test_chunks_that_start_past_2_31_keys_count_from_where_they_start(num_bins, idle_machine):
+    # 2^32 + 10 keys in several chunks: the later chunks start past 2^31
+    # (2^31 + 93 keys in 8 chunks would not: the last starts at 7/8 of 2^31).
+    keys = np.zeros((1 << 32) + 10, np.uint8)
+    keys[-1] = 7
+    expected = np.zeros(num_bins, np.int64)
+    expected[0], expected[7] = keys.size - 1, 1
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins), expected)
+
+
 def test_a_bad_key_past_2_31_among_more_than_4096_bins_is_named_with_its_64_bit_index():
     # uint16 keys, so one can be past 5000 bins (the one-lane pair loop); the
     # 4 GiB of zeros stay untouched pages but the one written.
