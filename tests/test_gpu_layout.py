@@ -228,9 +228,10 @@ def test_every_kernel_with_a_block_barrier_starts_its_schedule_skew_before_the_f
             assert 0 <= skew < first_barrier, f"{path.name}: {unit.name}"
 
 
-def fast_plan_on_fake(num_bins: int, static_bytes: int = 0, narrow: bool = False):
-    """(geometry, shared_bins) the fast launcher plans for 50,000 int32 keys on
-    the recording fake runtime (the H200's 227 KiB per block), whose kernels
+def fast_plan_on_fake(num_bins: int, static_bytes: int = 0, narrow: bool = False,
+                      n: int = 50_000, shared_share: float | None = None):
+    """(geometry, shared_bins) the fast launcher plans for n int32 keys on the
+    recording fake runtime (the H200's 227 KiB per block), whose kernels
     declare static_bytes of static shared memory."""
     from test_api_calls import FakeRuntime
 
@@ -239,7 +240,7 @@ def fast_plan_on_fake(num_bins: int, static_bytes: int = 0, narrow: bool = False
     rt = FakeRuntime()
     rt.static_shared_bytes = static_bytes
     _, geometry, _, shared_bins = launch_histogram._fast_plan(
-        rt, Keys(0x1000, 50_000, np.dtype(np.int32)), num_bins, False, None, None, "",
+        rt, Keys(0x1000, n, np.dtype(np.int32)), num_bins, False, None, shared_share, "",
         narrow=narrow)
     return geometry, int(shared_bins)
 

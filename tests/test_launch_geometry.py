@@ -11,6 +11,7 @@ the constants they come from.
 import numpy as np
 import pytest
 from test_api_calls import FakeRuntime
+from test_gpu_layout import fast_plan_on_fake
 
 from histkit.gpu.launch import common, partitioned, scan, sort
 from histkit.gpu.launch import histogram as launch_histogram
@@ -35,8 +36,7 @@ def test_the_chapter_kernels_take_a_block_per_256_keys_up_to_8_per_sm(n, blocks)
     (1 << 28, SMS * 2),  # ... up to one wave of resident blocks
 ])
 def test_the_fast_kernel_takes_a_block_per_16384_keys_up_to_one_resident_wave(n, blocks):
-    _, geometry, _, _ = launch_histogram._fast_plan(FakeRuntime(), keys_of(n), 256, False,
-                                                    None, None, "")
+    geometry, _ = fast_plan_on_fake(256, n=n)
     assert geometry.grid == blocks
 
 
@@ -44,9 +44,8 @@ def test_the_fast_kernel_takes_a_block_per_16384_keys_up_to_one_resident_wave(n,
 def test_a_forced_shared_share_keeps_that_share_of_the_bins_in_shared_memory(share,
                                                                           shared_bins):
     # the conformance rows that reach the fast kernel's global paths at small K
-    _, _, _, got = launch_histogram._fast_plan(FakeRuntime(), keys_of(50_000), 256, False,
-                                               None, share, "")
-    assert int(got) == shared_bins
+    _, got = fast_plan_on_fake(256, shared_share=share)
+    assert got == shared_bins
 
 
 @pytest.mark.parametrize("n,blocks", [(10_000, 5), (1 << 28, SMS * 2)])
@@ -81,4 +80,3 @@ def test_the_key_sample_is_64_runs_of_32_read_by_8_blocks_of_256():
     assert runs.shape == (64, 32)
     (name, geometry, _), = rt.launched
     assert name == "sample_runs" and (geometry.grid, geometry.block) == (8, 256)
-

@@ -93,12 +93,11 @@ def _two_keys_2_31_bytes_apart():
 @pytest.mark.parametrize("num_bins", [10, 5000])  # four lanes; one lane, pairs
 def test_histogram_of_keys_2_31_bytes_apart(num_bins):
     keys = _two_keys_2_31_bytes_apart()
-    np.testing.assert_array_equal(oracles.histogram(keys, num_bins),
-                                  np.bincount([0, 7], minlength=num_bins))
+    expected = np.bincount([0, 7], minlength=num_bins)
+    np.testing.assert_array_equal(oracles.histogram(keys, num_bins), expected)
     counts, _ = oracles.privatized_histogram(keys, num_bins)
-    np.testing.assert_array_equal(counts, np.bincount([0, 7], minlength=num_bins))
-    np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, num_bins),
-                                  np.bincount([0, 7], minlength=num_bins))
+    np.testing.assert_array_equal(counts, expected)
+    np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, num_bins), expected)
 
 
 def test_scan_and_sorts_of_keys_2_31_bytes_apart():
