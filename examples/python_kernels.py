@@ -123,6 +123,14 @@ def inclusive_scan(counts):
     return np.cumsum(counts)
 
 
+def exclusive_scan_32_bit_sum(counts):
+    """Bug: the running sum kept in 32 bits (a kernel's `unsigned sum`), which
+    wraps once the counts pass 2^32 (no key case's counts do)."""
+    offsets = np.zeros(len(counts), np.uint32)
+    np.cumsum(np.asarray(counts[:-1], np.uint32), dtype=np.uint32, out=offsets[1:])
+    return offsets.astype(np.int64)
+
+
 def scan_tiles_without_carry(counts):
     """Bug: tiles of 1024 are scanned on their own; no tile adds the ones before it."""
     offsets = np.zeros(len(counts), np.int64)

@@ -6,6 +6,7 @@ import pytest
 
 from histkit import oracles
 from histkit.conformance import checks
+from histkit.gpu import registry
 from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, large_cases, plant_bad_keys
 
 
@@ -87,8 +88,35 @@ def test_case_keys_are_reproducible_and_in_range():
         keys = case.keys()
         assert keys.dtype == np.dtype(case.dtype) and len(keys) == case.n
         assert np.array_equal(keys, case.keys())
-        if case.n and not case.bad and not case.full_width:
+        if case.n and not case.bad and not case.full_width and not case.scan_counts:
             assert keys.min() >= 0 and keys.max() < case.num_bins
+
+
+def test_scan_count_cases_sum_past_2_32_and_only_the_scans_take_them():
+    # a key case's counts sum to at most 2^28 (its N): a scan keeping a 32-bit
+    # running sum or tile sum passes every one of them
+    from histkit.conformance.cases import HUGE, cases_for, huge_cases, judges
+
+    counted = [c for c in all_cases(quick=True) if c.scan_counts]
+    assert len(counted) >= 2 and counted == [c for c in cases_for("scan") if c.scan_counts]
+    for case in counted:
+        counts = case.keys()
+        assert counts.dtype == np.uint64 and len(counts) == case.n == case.num_bins
+        assert int(counts.sum(dtype=np.uint64)) > 2**32 and np.array_equal(counts, case.keys())
+        assert [kind for kind in registry.KINDS if judges(case, kind)] == ["scan"]
+    assert max(c.n for c in counted) > 2048 * 2048  # two levels of tile sums
+    assert any(c.scan_counts and c.n == HUGE for c in huge_cases())
+
+
+def test_a_scan_count_case_is_judged_against_the_scan_of_its_counts():
+    case = next(c for c in all_cases(quick=True) if c.scan_counts)
+    counts = case.keys()
+    expected = checks.Expected(counts, case.num_bins, scan_counts=True)
+    want = np.concatenate([[0], np.cumsum(counts.astype(object))[:-1]]).astype(np.int64)
+    assert np.array_equal(expected.offsets(), want)
+    wrapped = (want.astype(np.uint64) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    assert checks.judge("scan", expected, checks.Outcome(offsets=want)).status == "pass"
+    assert checks.judge("scan", expected, checks.Outcome(offsets=wrapped)).status == "FAIL"
 
 
 def test_full_width_cases_span_negative_and_high_keys_of_every_dtype():
@@ -257,7 +285,8 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
 def test_only_the_radix_sort_is_judged_on_full_width_keys():
     from histkit.conformance.cases import cases_for
 
-    quick = [c for c in all_cases(quick=True) if not (c.skewed or c.fenced)]  # (histkit only)
+    quick = [c for c in all_cases(quick=True)
+             if not (c.skewed or c.fenced or c.scan_counts)]  # (histkit only; scans only)
     assert cases_for("radix-sort") == quick
     histogram_cases = cases_for("histogram")
     assert not any(c.full_width for c in histogram_cases)

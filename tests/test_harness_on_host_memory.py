@@ -251,3 +251,32 @@ def test_unfenced_cells_keep_both_guards(rt):
     rt.memory.bytes[array.ptr - 1] ^= 0xFF
     rt.memory.bytes[array.ptr + 40] ^= 0xFF
     assert len(rt.scratch_overruns()) == 2
+
+
+def _host_scan(kept_bits: int):
+    """A scan "kernel" on the pretend device, its offsets kept to kept_bits."""
+    def run(rt, counts_ptr, n, out_ptr, keep_alive):
+        counts = rt.copy_to_host(counts_ptr, np.empty(n, np.uint64))
+        offsets = np.zeros(n, np.uint64)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        offsets &= np.uint64((1 << kept_bits) - 1)
+        rt.memory.bytes[out_ptr:out_ptr + 8 * n] = offsets.view(np.uint8)
+        return []
+    return run
+
+
+@pytest.mark.parametrize("kept_bits, status", [(64, "pass"), (32, "FAIL")])
+def test_a_scan_count_case_scans_its_counts_and_fails_offsets_kept_in_32_bits(rt, kept_bits,
+                                                                             status):
+    from histkit.gpu.registry import DEFAULT, Kernel
+
+    with rt.poisoned_scratch():
+        run = CaseRun(rt, Case.counts(3_000, seed=1))
+        assert run.keys is None  # counts only: no keys uploaded
+        scan = Kernel("host-scan", "scan", "host.cu", ("scan",), _host_scan(kept_bits),
+                      takes_grid=False)
+        cell, _ = run.judge(scan, DEFAULT)
+        histogram = Kernel("host-histogram", "histogram", "host.cu", ("histogram",), None)
+        skipped, _ = run.judge(histogram, DEFAULT)
+    assert cell.status == status, cell.detail
+    assert skipped.status == "skip" and "scan's counts" in skipped.detail

@@ -11,7 +11,10 @@ kernel's less travelled paths:
 - ``bad``: out-of-range keys planted by a named pattern; the rule is then the
   oracle's error: the first bad index, exactly;
 - ``full_width``: keys over the dtype's whole range, negatives included (no
-  K: only the radix sort takes them; it also sorts every other case's keys).
+  K: only the radix sort takes them; it also sorts every other case's keys);
+- ``scan_counts``: no keys at all but a scan's input, N uint64 counts (only
+  scan kernels take them): counts large enough that the offsets pass 2^32,
+  which the counts of any key case never do.
 
 Every case regenerates the same keys from its fields, so its name is enough
 to reproduce it.
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.distributions import full_width_keys, make_keys
-from histkit.gpu.contract import TILE_WARPS, WARP, tile_items
+from histkit.gpu.contract import SCAN_ITEMS, SCAN_THREADS, TILE_WARPS, WARP, tile_items
 from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 DISTRIBUTIONS = ("uniform", "onebin", "zipf", "sorted", "round-robin")
@@ -34,6 +37,9 @@ LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
 SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of int32 keys
+# A scan_counts case's counts are below this: 2^31 + 17 of them sum to about
+# 2^62, inside the oracle's int64 offsets, while a few already pass 2^32.
+SCAN_COUNT_LIMIT = 1 << 32
 BAD_PATTERNS = ("first", "last", "several", "spread", "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
@@ -58,17 +64,27 @@ class Case:
     # The inputs (keys, a scan's counts, the radix sort's values) end where
     # mapped memory ends (Runtime.fenced_copy): a read one past them faults.
     fenced: bool = False
+    # The "keys" are a scan's N counts (num_bins is N: the scan's length),
+    # each below SCAN_COUNT_LIMIT; only scan kernels judge them.
+    scan_counts: bool = False
 
     @classmethod
     def of_keys(cls, keys, num_bins: int, grid: int | None = None,
-                full_width: bool = False) -> Case:
+                full_width: bool = False, scan_counts: bool = False) -> Case:
         keys = np.asarray(keys)
-        return cls("literal", len(keys), num_bins, dtype=keys.dtype.name, grid=grid,
-                   literal=tuple(int(k) for k in keys), full_width=full_width)
+        return cls("literal", len(keys), len(keys) if scan_counts else num_bins,
+                   dtype=keys.dtype.name, grid=grid, literal=tuple(int(k) for k in keys),
+                   full_width=full_width, scan_counts=scan_counts)
+
+    @classmethod
+    def counts(cls, n: int, seed: int, **more) -> Case:
+        """A scan's input alone: n random uint64 counts below SCAN_COUNT_LIMIT."""
+        return cls("uniform", n, n, seed=seed, dtype="uint64", scan_counts=True, **more)
 
     @property
     def name(self) -> str:
-        width = "full-width" if self.full_width else f"K={self.num_bins}"
+        width = ("full-width" if self.full_width else "scan-counts" if self.scan_counts
+                 else f"K={self.num_bins}")
         name = f"{self.distribution}/N={self.n}/{width}/{self.dtype}"
         if self.offset:
             name += f"/offset={self.offset}"
@@ -88,6 +104,8 @@ class Case:
             return np.array(self.literal, dtype=dtype)
         if self.full_width:
             return full_width_keys(self.distribution, self.n, self.seed, dtype)
+        if self.scan_counts:
+            return make_keys(self.distribution, self.n, SCAN_COUNT_LIMIT, self.seed, dtype)
         # K may pass the dtype's largest key (int8 keys, K = 256): draw from what
         # fits. Large inputs are drawn in chunks, in the narrow dtype, on every CPU.
         key_range = min(self.num_bins, int(np.iinfo(dtype).max) + 1)
@@ -316,22 +334,39 @@ def _fenced_cases() -> list[Case]:
             Case("round-robin", 20_011, 65_539, seed=14, fenced=True)]
 
 
+def _scan_count_cases() -> list[Case]:
+    """A scan's own inputs: counts summing past 2^32 (a 32-bit running sum,
+    tile sum or offset wraps), over one tile and one more count, many tiles
+    (one level of tile sums) and more tiles than a tile holds (two levels)."""
+    tile = SCAN_THREADS * SCAN_ITEMS
+    return [Case.counts(n, seed=16) for n in (tile + 1, 100_003, tile * tile + tile + 3)]
+
+
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
-             + _bad_key_cases()
+             + _bad_key_cases() + _scan_count_cases()
              + _full_width_cases() + _skewed_cases() + _fenced_cases())
     return cases if quick else cases + large_cases()
 
 
 # Why a case is not run for a kind (judges() is False).
 NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
+NOT_KEYS = "a scan's counts, not keys: the scan kernels' cases"
 
 
 def judges(case: Case, kind: str) -> bool:
     """Whether case's keys suit kind: full-width keys (no K) only the kinds
-    that sort full-width keys; every other case every kind."""
+    that sort full-width keys, a scan's counts only scans; every other case
+    every kind."""
+    if case.scan_counts:
+        return kind == "scan"
     return not case.full_width or kind in FULL_WIDTH_KINDS
+
+
+def not_judged_because(case: Case) -> str:
+    """Why judges(case, kind) is False for a kind."""
+    return NOT_KEYS if case.scan_counts else NEEDS_A_K
 
 
 def cases_for(kind: str, quick: bool = True, fenced: bool = False,
@@ -354,6 +389,8 @@ def large_cases() -> list[Case]:
 
 
 def huge_cases() -> list[Case]:
-    """Past 2^31 keys (uint8, so the sorts' indices fit the H200's memory)."""
+    """Past 2^31 keys (uint8, so the sorts' indices fit the H200's memory),
+    and a scan of 2^31 + 17 counts (16 GiB in, 16 GiB out)."""
     return [Case("uniform", HUGE, 256, seed=4, dtype="uint8"),
-            Case("uniform", HUGE, 200, seed=4, dtype="uint8", bad="last")]
+            Case("uniform", HUGE, 200, seed=4, dtype="uint8", bad="last"),
+            Case.counts(HUGE, seed=4)]

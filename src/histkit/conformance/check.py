@@ -57,7 +57,8 @@ class Failure:
         if self.shrunk is not None:
             text += f"\n  smallest failing input: {self.shrunk.name}: {self.shrunk_detail}"
             if self.shrunk.n <= SHOWN_KEYS:
-                text += f"\n  keys = {list(self.shrunk.literal)}"
+                label = "counts" if self.shrunk.scan_counts else "keys"
+                text += f"\n  {label} = {list(self.shrunk.literal)}"
         if self.reproducer:
             text += f"\n  reproduce: {self.reproducer}"
         return text
@@ -151,9 +152,10 @@ class Judge:
             self._isolated.close()
 
 
-def _candidates(keys: np.ndarray, num_bins: int, full_width: bool = False):
-    """Smaller inputs to try, most aggressive first (full-width keys: only
-    fewer of them; there is no num_bins to shrink)."""
+def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False):
+    """Smaller inputs to try, most aggressive first (fewer_only: full-width
+    keys or a scan's counts, only fewer of them; there is no num_bins to
+    shrink)."""
     n = len(keys)
     if n > 1:
         yield keys[: n // 2], num_bins
@@ -161,7 +163,7 @@ def _candidates(keys: np.ndarray, num_bins: int, full_width: bool = False):
         cut = max(1, n // 8)
         yield keys[: n - cut], num_bins
         yield keys[cut:], num_bins
-    if full_width:
+    if fewer_only:
         return
     valid = keys[(keys >= 0) & (keys < num_bins)] if n else keys
     if len(valid) == n and n:
@@ -182,16 +184,18 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     if case.n > SHRINK_MAX_N:
         return None
     keys, num_bins = case.keys(), case.num_bins
-    best = Case.of_keys(keys, num_bins, case.grid, case.full_width)
+    best = Case.of_keys(keys, num_bins, case.grid, case.full_width, case.scan_counts)
     best_detail = ""
     hangs_before, faults_before = len(judge.hung), len(judge.faulted)
     attempts = 0
     improved = True
     while improved and attempts < SHRINK_ATTEMPTS:
         improved = False
-        for cand_keys, cand_bins in _candidates(keys, num_bins, case.full_width):
+        for cand_keys, cand_bins in _candidates(keys, num_bins,
+                                                case.full_width or case.scan_counts):
             attempts += 1
-            candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width)
+            candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width,
+                                     case.scan_counts)
             cell, _ = judge(candidate)
             if len(judge.hung) > hangs_before:  # a smaller input hangs: each try could
                 return best, best_detail
@@ -208,7 +212,8 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
 
 def reproducer(impl, kind: str, case: Case) -> str:
     """A one-line command (or Python snippet) that runs just this case."""
-    if case.literal is not None and case.n <= INLINE_KEYS:
+    # (a scan's counts are no keys= input: they are named as the Case they are)
+    if case.literal is not None and case.n <= INLINE_KEYS and not case.scan_counts:
         keys = ",".join(map(str, case.literal))
         if isinstance(impl, CudaFileImpl):
             options = "".join(f" --define {k}={v}" for k, v in impl.defines)

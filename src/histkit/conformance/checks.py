@@ -137,13 +137,15 @@ class Expected:
     """The oracles' answers for one input, each computed once, on first use."""
 
     def __init__(self, keys: np.ndarray, num_bins: int, full_width: bool = False,
-                 values: np.ndarray | None = None):
+                 values: np.ndarray | None = None, scan_counts: bool = False):
         self.keys = keys
         self.num_bins = num_bins
         self.values = values  # what a radix sort moves with the keys (None: nothing)
         self.bad = None
         self.exact = None
-        if not full_width:  # full-width keys have no K: no histogram of them
+        if scan_counts:  # the "keys" are a scan's counts (below 2^63): scanned as they are
+            self.exact = keys.view(np.int64)
+        elif not full_width:  # full-width keys have no K: no histogram of them
             try:
                 self.exact = oracles.histogram(keys, num_bins)
             except oracles.BadKeyError as error:

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit.conformance import checks
-from histkit.conformance.cases import NEEDS_A_K, Case, judges
+from histkit.conformance.cases import Case, judges, not_judged_because
 from histkit.conformance.checks import Cell
 from histkit.gpu.registry import FULL_WIDTH_KINDS
 
@@ -113,10 +113,11 @@ class PythonImpl:
 
     def judge(self, case: Case) -> tuple[Cell, str]:
         if not judges(case, self.kind):
-            return Cell("skip", NEEDS_A_K), ""
+            return Cell("skip", not_judged_because(case)), ""
         keys = case.keys()
         full_width = self.kind in FULL_WIDTH_KINDS  # no K: no histogram, no bad key
-        expected = checks.Expected(keys, case.num_bins, case.full_width or full_width)
+        expected = checks.Expected(keys, case.num_bins, case.full_width or full_width,
+                                   scan_counts=case.scan_counts)
         if self.kind == "scan":
             if expected.bad is not None:
                 return Cell("skip", "scan inputs are counts: no bad keys"), ""

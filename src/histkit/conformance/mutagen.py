@@ -43,10 +43,13 @@ class Slip:
     pattern: re.Pattern
     replacement: str
     what: str
+    # What judges it: the quick matrix, or ("full") the cases past 2^31
+    # elements, for a slip that shows only there.
+    needs: str = "quick"
 
 
-def _slip(name: str, pattern: str, replacement: str, what: str) -> Slip:
-    return Slip(name, re.compile(pattern), replacement, what)
+def _slip(name: str, pattern: str, replacement: str, what: str, needs: str = "quick") -> Slip:
+    return Slip(name, re.compile(pattern), replacement, what, needs)
 
 
 # Binary operators are matched with the spaces around them (the code's style),
@@ -91,6 +94,10 @@ SLIPS = (
     _slip("and-made-or", r" & ", " | ", "a bitwise '&' made '|'"),
     _slip("atomic-min-made-max", r"\batomicMin\(", "atomicMax(",
           "atomicMin made atomicMax (the last bad index kept, not the first)"),
+    # A 64-bit index, length or offset declared or cast as a 32-bit int: the
+    # classic kernel bug, invisible below 2^31 elements (cases.huge_cases).
+    _slip("index-narrowed", r"\bi64\b", "int",
+          "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
 )
 
 # A statement that stores to something already declared: `x = ...;`,
@@ -135,7 +142,7 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
         comment = line[len(code):]
         for slip, mutated in _slipped(code, SLIPS):
             found.append(_mutant(file, slip.name, slip.what, line, number, mutated + comment,
-                                 seen))
+                                 seen, needs=slip.needs))
         store = _STORE.match(code)
         if store and not _DECLARATION.match(code) and not code.rstrip().endswith("{"):
             found.append(_mutant(file, "store-dropped", "a store dropped", line, number,
@@ -144,13 +151,13 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
 
 
 def _mutant(file: str, slip: str, what: str, line: str, number: int, mutated: str,
-            seen: dict, prefix: str = "gen-") -> Mutant:
+            seen: dict, prefix: str = "gen-", needs: str = "quick") -> Mutant:
     key = (slip, line.strip())
     occurrence = seen[key] = seen.get(key, -1) + 1
     return Mutant(id=_id(file, slip, line, occurrence, prefix), file=file, find=line,
                   replace=mutated,
                   plants=f"{what}, line {number}: {line.strip()}",
-                  caught_by="(generated)", needs="quick", line=number)
+                  caught_by="(generated)", needs=needs, line=number)
 
 
 def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:

@@ -25,11 +25,19 @@ from rich.progress import Progress
 
 from histkit import __version__
 from histkit.conformance import checks
-from histkit.conformance.cases import GUARD, HUGE, LARGE, NEEDS_A_K, Case, all_cases, judges
+from histkit.conformance.cases import (
+    GUARD,
+    HUGE,
+    LARGE,
+    Case,
+    all_cases,
+    judges,
+    not_judged_because,
+)
 from histkit.conformance.checks import Cell
 from histkit.conformance.report import print_report
 from histkit.gpu import registry
-from histkit.gpu.contract import MAX_INT32_INDEX_KEYS, NO_BAD_KEY, WARP
+from histkit.gpu.contract import MAX_INT32_INDEX_KEYS, NO_BAD_KEY, SCAN_ITEMS, SCAN_THREADS, WARP
 from histkit.gpu.device import BufferWindow, DeviceArray, FenceUnavailable, Runtime, runtime
 from histkit.gpu.errors import SkewUnavailable, UnsupportedShape
 from histkit.gpu.launch.common import Keys
@@ -102,7 +110,9 @@ class CaseRun:
         self.host = case.keys()
         dtype = self.host.dtype
         self.fenced: set[int] = set()  # pointers of inputs placed against unmapped memory
-        if case.fenced:
+        if case.scan_counts:  # no keys: the scans upload the counts themselves
+            self.device_array, self.keys = None, None
+        elif case.fenced:
             self.device_array = self.fenced_input(self.host)
             self.keys = Keys(self.device_array.ptr, case.n, dtype)
         else:
@@ -112,7 +122,7 @@ class CaseRun:
             self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n,
                              dtype)
         self.expected = checks.Expected(self.host, case.num_bins, case.full_width,
-                                        radix_values(case))
+                                        radix_values(case), case.scan_counts)
 
     # --- device buffers, each between GUARD elements on either side -------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
@@ -182,11 +192,11 @@ class CaseRun:
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         # The counts' guard is non-zero: a scan that reads past its input miscounts.
-        counts = self.guarded_input(self.expected.exact.astype(np.uint64), COUNTS_GUARD)
+        counts = self.guarded_input(self.expected.exact.view(np.uint64), COUNTS_GUARD)
         out = self.output(self.case.num_bins, np.uint64, fill=POISON)
         geometries = kernel.run(self.rt, counts.ptr, self.case.num_bins, out.ptr, [],
                                 **variant.options)
-        offsets = self.read(out, fill=POISON).astype(np.int64)
+        offsets = self.read(out, fill=POISON).view(np.int64)  # 2^31 of them: no copy
         self.read(counts, fill=COUNTS_GUARD)  # nor may the scan write past its input
         return checks.Outcome(offsets=offsets), " + ".join(map(str, geometries))
 
@@ -239,7 +249,7 @@ class CaseRun:
         if self.case.grid is not None and not kernel.takes_grid:
             return Cell("skip", "fixed geometry: a forced grid does not apply"), ""
         if not judges(self.case, kernel.kind):
-            return Cell("skip", NEEDS_A_K), ""
+            return Cell("skip", not_judged_because(self.case)), ""
         if kernel.kind in FULL_WIDTH_KINDS and self.expected.values is None:
             return Cell("skip", "radix sort: past 2^31 keys the stable sort judges its passes; "
                                 "at 2^28 the full-width cases judge it"), ""
@@ -285,7 +295,7 @@ def radix_values(case: Case) -> np.ndarray | None:
     None where the radix sort is not judged: past 2^31 keys (the stable sort's
     row judges the same passes there) and at 2^28 keys below a K (the
     full-width 2^28 cases judge it at that size)."""
-    if case.n >= HUGE or (case.n >= LARGE and not case.full_width):
+    if case.scan_counts or case.n >= HUGE or (case.n >= LARGE and not case.full_width):
         return None
     width = {1: np.float32, 2: np.uint8, 4: np.int64, 8: np.uint16}[np.dtype(case.dtype).itemsize]
     dtype = np.dtype(width)
@@ -297,8 +307,11 @@ def device_bytes_needed(case: Case) -> int:
     """GPU memory the case's widest column holds at once: the keys, and a
     stable sort's outputs (keys and int64 indices), twice when it takes more
     than one digit pass (the spare buffers the passes ping-pong through),
-    and its passes' look-back words (one per digit per tile)."""
+    and its passes' look-back words (one per digit per tile). A scan's
+    counts: the counts and their offsets, and a tile sum and offset per tile."""
     dtype = np.dtype(case.dtype)
+    if case.scan_counts:
+        return 2 * (case.n + 2 * GUARD) * 8 + 2 * -(-case.n // (SCAN_THREADS * SCAN_ITEMS)) * 8
     # (full-width keys have no K to count digits of: they are counted at two)
     buffers = 2 if case.full_width or len(
         digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
@@ -321,6 +334,10 @@ def too_large_here(rt: Runtime, case: Case) -> str | None:
 
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     selected = selected or columns()
+    if not any(judges(case, kernel.kind) for _, kernel, _ in selected):
+        # (nothing to build: a scan's 2^31 counts are 16 GiB, and no histogram takes them)
+        cell = Cell("skip", not_judged_because(case))
+        return [Result(case, name, cell) for name, _, _ in selected]
     reason = too_large_here(rt, case)
     if reason is not None:
         return [Result(case, name, Cell("skip", reason)) for name, _, _ in selected]
