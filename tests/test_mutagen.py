@@ -144,6 +144,30 @@ def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tm
         m.id for m in sample[1:]}
 
 
+@pytest.mark.parametrize("needs, verdict", [("quick", "caught"), ("full", "unjudged")])
+def test_a_judge_past_its_time_is_a_hang_only_for_the_quick_matrix(needs, verdict, monkeypatch):
+    # the quick matrix's judges end in seconds: past the limit a kernel hangs;
+    # a judge of the 2^31-key cases can outrun the limit unmutated, so there
+    # running out of time is no verdict at all, never a catch
+    import dataclasses
+    import subprocess
+
+    def too_slow(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    monkeypatch.setattr(subprocess, "run", too_slow)
+    mutant = dataclasses.replace(GENERATED[0], needs=needs)
+    outcome = mutation.run_one(mutant, ROOT / "cuda", 5.0, {})
+    assert outcome.verdict == verdict and "5 s" in outcome.how
+
+
+def test_index_narrowed_mutants_are_judged_past_2_31():
+    narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id]
+    assert narrowed and all(m.needs == "full" for m in narrowed)
+    assert all(m.needs == "quick" for m in GENERATED if m not in narrowed)
+    assert all("int" in m.replace and "i64" in m.find for m in narrowed)
+
+
 @needs_nvrtc
 def test_a_sample_of_generated_mutants_compiles_with_nvrtc(tmp_path, monkeypatch):
     # broken mutants test nothing: the generator's slips must stay valid CUDA

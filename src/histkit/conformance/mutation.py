@@ -208,6 +208,12 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
                                   capture_output=True,
                                   text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
+            if mutant.needs == "full":
+                # A judge past 2^31 keys (the oracles sort 2^31 keys on the host)
+                # can outrun any fixed limit unmutated: no verdict, not a catch.
+                return Outcome(mutant.id, mutant.file, mutant.needs, "unjudged",
+                               f"no verdict within {timeout:.0f} s (a judge of the cases "
+                               f"past 2^31: not taken for a hang)", time.perf_counter() - start)
             return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
                            f"hang: no verdict within {timeout:.0f} s",
                            time.perf_counter() - start)
@@ -293,14 +299,17 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     caught = sum(o.verdict == "caught" for o in outcomes)
     broken = [o.id for o in outcomes if o.verdict == "broken"]
     survived = [o.id for o in outcomes if o.verdict == "survived"]
-    judged = len(outcomes) - (len(broken) if generated else 0)
+    unjudged = [o.id for o in outcomes if o.verdict == "unjudged"]
+    judged = len(outcomes) - (len(broken) if generated else 0) - len(unjudged)
     rate = caught / judged if judged else 0.0
     plants = {m.id: m.plants for m in mutants}
     for o in outcomes:
         if o.verdict == "survived" or (o.verdict == "broken" and not generated):
             print(f"  {o.verdict}: {o.id}: {plants[o.id] if generated else o.how}")
+    for mutant_id in unjudged:
+        print(f"  unjudged (its judge outran the time limit): {mutant_id}")
     print(f"mutants: {caught}/{judged} caught ({rate:.0%}); {len(survived)} survived, "
-          f"{len(broken)} broken" + (f" (not counted); {len(known) - len(gaps)} known "
+          f"{len(broken)} broken, {len(unjudged)} unjudged" + (f" (not counted); {len(known) - len(gaps)} known "
                                      f"equivalent and {len(gaps)} known gaps left out"
                                      if generated else ""))
     for mutant_id, why in gaps.items():
@@ -308,6 +317,7 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     if json_path:
         json_path.write_text(json.dumps({"caught": caught, "total": judged,
                                          "rate": rate, "survived": survived, "broken": broken,
+                                         "unjudged": unjudged,
                                          "generated": generated,
                                          "mutants": {m.id: asdict(m) for m in mutants}
                                          if generated else None,
