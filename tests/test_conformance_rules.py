@@ -6,8 +6,8 @@ import pytest
 
 from histkit import oracles
 from histkit.conformance import checks
-from histkit.gpu import registry
 from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, large_cases, plant_bad_keys
+from histkit.gpu import registry
 
 
 def test_equal_names_the_first_differing_bin():

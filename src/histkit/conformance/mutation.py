@@ -308,10 +308,10 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
             print(f"  {o.verdict}: {o.id}: {plants[o.id] if generated else o.how}")
     for mutant_id in unjudged:
         print(f"  unjudged (its judge outran the time limit): {mutant_id}")
+    left_out = (f" (not counted); {len(known) - len(gaps)} known equivalent and "
+                f"{len(gaps)} known gaps left out" if generated else "")
     print(f"mutants: {caught}/{judged} caught ({rate:.0%}); {len(survived)} survived, "
-          f"{len(broken)} broken, {len(unjudged)} unjudged" + (f" (not counted); {len(known) - len(gaps)} known "
-                                     f"equivalent and {len(gaps)} known gaps left out"
-                                     if generated else ""))
+          f"{len(broken)} broken, {len(unjudged)} unjudged" + left_out)
     for mutant_id, why in gaps.items():
         print(f"  known gap (not caught, not run): {mutant_id}: {why}")
     if json_path:

@@ -223,7 +223,9 @@ class CaseRun:
         outcome = checks.Outcome(first_bad=self.reported_bad(slot))
         if (self.expected.bad is None) == (outcome.first_bad is None):
             outcome.sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
-            outcome.original_index = self.read(out_index, fill=POISON).astype(np.int64)
+            # (int64 indices are used as read: past 2^31 keys a copy is 16 GiB more)
+            outcome.original_index = self.read(out_index, fill=POISON).astype(np.int64,
+                                                                             copy=False)
         return outcome, " + ".join(map(str, geometries))
 
     def run_radix(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
@@ -320,16 +322,46 @@ def device_bytes_needed(case: Case) -> int:
             + buffers * (case.n + 2 * GUARD) * (dtype.itemsize + 8) + look_back)
 
 
+def host_bytes_needed(case: Case) -> int:
+    """Host memory the case's widest column holds at once: the keys, the
+    oracle's sorted keys and int64 indices, and a sort's outputs read back
+    (or, while they upload, the keys' padded copy: less). A scan's counts:
+    the counts, both read back (the offsets, and the input for its guards),
+    and the oracle's offsets."""
+    if case.scan_counts:
+        return 4 * (case.n + 2 * GUARD) * 8
+    itemsize = np.dtype(case.dtype).itemsize
+    return (case.n + 2 * GUARD) * (itemsize + 2 * (itemsize + 8))
+
+
+def host_available_bytes() -> int | None:
+    """The kernel's estimate of memory available to a new process
+    (MemAvailable in /proc/meminfo; None where there is none)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def too_large_here(rt: Runtime, case: Case) -> str | None:
-    """Why a 2^31-key case cannot run on this GPU (None: it can, or it is not
-    that large): a smaller GPU gets a skip naming the bytes, not a FAIL."""
+    """Why a 2^31-key case cannot run here (None: it can, or it is not that
+    large): a smaller GPU, or a host with less memory, gets a skip naming the
+    bytes, not a FAIL (nor, on the host, the whole run killed for memory)."""
     if case.n < HUGE:
         return None
     needed, free = device_bytes_needed(case), rt.free_bytes()
-    if free is None or needed <= free:
-        return None
-    return (f"needs about {needed / 2**30:.1f} GiB of GPU memory; {free / 2**30:.1f} GiB "
-            f"free here")
+    if free is not None and needed > free:
+        return (f"needs about {needed / 2**30:.1f} GiB of GPU memory; "
+                f"{free / 2**30:.1f} GiB free here")
+    needed, available = host_bytes_needed(case), host_available_bytes()
+    if available is not None and needed > available:
+        return (f"needs about {needed / 2**30:.1f} GiB of host memory; "
+                f"{available / 2**30:.1f} GiB available here")
+    return None
 
 
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
