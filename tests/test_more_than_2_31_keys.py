@@ -129,3 +129,73 @@ def test_a_bad_key_past_2_31_among_more_than_4096_bins_is_named_with_its_64_bit_
     keys[bad] = 6000
     with pytest.raises(ValueError, match=rf"index {bad} is 6000"):
         oracles.histogram(keys, 5000)
+
+
+# The wave model past 2^31 keys, in both of its loops (<= 64 bins: a bit set per
+# wave; more: a last-wave stamp per bin), at warp sizes that make 2^31 + 93
+# waves, waves of 32, two waves with the boundary past 2^31, and one wave.
+WAVE_KEYS = (1 << 31) + 93
+ONES_AT = ((1 << 31) + 5, WAVE_KEYS - 1)
+
+
+@pytest.fixture(scope="module")
+def zero_keys_with_two_ones():
+    keys = np.zeros(WAVE_KEYS, np.uint8)  # untouched pages: a few MB resident
+    keys[list(ONES_AT)] = 1
+    return keys
+
+
+def _waves_touching(warp_size: int) -> tuple[int, int]:
+    """Waves holding a 0 and waves holding a 1, counted from the layout alone."""
+    waves = -(-WAVE_KEYS // warp_size)
+    with_one = {i // warp_size for i in ONES_AT}
+    # a wave lacks a 0 only when every key in it is a 1
+    only_ones = sum(1 for w in with_one
+                    if min(warp_size, WAVE_KEYS - w * warp_size) <= sum(
+                        1 for i in ONES_AT if i // warp_size == w))
+    return waves - only_ones, len(with_one)
+
+
+@pytest.mark.parametrize("num_bins", [2, 100])  # a bit set per wave; a stamp per bin
+@pytest.mark.parametrize("warp_size", [1, 32, (1 << 31) + 50, WAVE_KEYS, 1 << 40])
+def test_wave_model_past_2_31_keys_in_both_loops(zero_keys_with_two_ones, num_bins, warp_size):
+    with_zero, with_one = _waves_touching(min(warp_size, WAVE_KEYS))
+    expected = np.zeros(num_bins, np.int64)
+    expected[0], expected[1] = with_zero, with_one
+    got = oracles.naive_wave_histogram(zero_keys_with_two_ones, num_bins, warp_size)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_expected_wave_counts_are_the_waves_by_hand():
+    # _waves_touching, checked against what the layout says
+    assert _waves_touching(1) == (WAVE_KEYS - 2, 2)
+    assert _waves_touching(32) == (-(-WAVE_KEYS // 32), 2)  # the ones sit in different waves
+    assert _waves_touching((1 << 31) + 50) == (2, 2)  # one 1 in each of the two waves
+    assert _waves_touching(WAVE_KEYS) == (1, 1)
+
+
+@pytest.mark.parametrize("num_bins", [2, 100])
+def test_a_bad_key_past_2_31_is_named_by_the_wave_model(num_bins):
+    keys = np.zeros(WAVE_KEYS, np.uint8)
+    bad = (1 << 31) + 7
+    keys[bad] = 200
+    with pytest.raises(ValueError, match=rf"index {bad} is 200"):
+        oracles.naive_wave_histogram(keys, num_bins)
+
+
+def test_an_oracle_output_of_more_than_2_31_bytes_is_one_pooled_block_of_its_size():
+    # the page pool's sizes are 64-bit: a block past 2 GiB is mapped, kept
+    # and released whole (mapped pages cost nothing until written)
+    from histkit.oracles import _pages
+
+    _pages.release_pages()
+    n = (1 << 31) + 5
+    block = -(-n // _pages.BLOCK_UNIT) * _pages.BLOCK_UNIT
+    array = _pages.empty(n, np.uint8)
+    assert array.shape == (n,) and array.flags.writeable
+    array[-1] = 9  # the last byte is mapped
+    assert array[-1] == 9
+    del array
+    pooled = block if block <= int(_pages._physical_bytes() * _pages.POOL_SHARE) else 0
+    assert _pages.pooled_bytes() == pooled
+    assert _pages.release_pages() == pooled and _pages.pooled_bytes() == 0
