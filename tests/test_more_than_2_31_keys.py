@@ -100,6 +100,17 @@ def test_histogram_of_keys_2_31_bytes_apart(num_bins):
     np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, num_bins), expected)
 
 
+def test_histogram_of_nine_keys_2_29_bytes_apart_walks_four_lanes_past_2_31_bytes():
+    # the four-lane loop steps 4 keys at a time: 4 x 2^29 bytes = 2^31, so
+    # its byte steps must be 64-bit (two keys 2^31 apart never enter that loop)
+    backing = np.zeros(8 * (1 << 29) + 1, np.uint8)
+    keys = backing[:: 1 << 29]
+    keys[:] = np.arange(9) % 7
+    assert keys.size == 9 and keys.strides == (1 << 29,)
+    np.testing.assert_array_equal(oracles.histogram(keys, 10),
+                                  np.bincount(np.arange(9) % 7, minlength=10))
+
+
 def test_scan_and_sorts_of_keys_2_31_bytes_apart():
     keys = _two_keys_2_31_bytes_apart()
     np.testing.assert_array_equal(oracles.exclusive_scan(keys), [0, 0])
