@@ -210,3 +210,15 @@ def test_an_oracle_output_of_more_than_2_31_bytes_is_one_pooled_block_of_its_siz
     pooled = block if block <= int(_pages._physical_bytes() * _pages.POOL_SHARE) else 0
     assert _pages.pooled_bytes() == pooled
     assert _pages.release_pages() == pooled and _pages.pooled_bytes() == 0
+
+
+@pytest.mark.parametrize("num_bins", [2, 100])
+def test_wave_chunks_that_start_past_2_31_waves_count_from_where_they_start(num_bins,
+                                                                          idle_machine):
+    # one key per wave over 2^32 + 10 keys: the later chunks start past wave
+    # 2^31 (over 2^31 + 93 waves in 8 chunks none does)
+    keys = np.zeros((1 << 32) + 10, np.uint8)
+    keys[-1] = 1
+    expected = np.zeros(num_bins, np.int64)
+    expected[0], expected[1] = keys.size - 1, 1
+    np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, num_bins, 1), expected)
