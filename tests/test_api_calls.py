@@ -489,7 +489,7 @@ def test_a_2_31_key_case_too_large_for_the_gpu_is_a_named_skip_not_a_fail(monkey
     # and 2 KiB of look-back words per 4096-key tile.
     assert "needs about 21.0 GiB of GPU memory; 8.0 GiB free here" in results[0].cell.detail
     rt.free_bytes = lambda: 24 << 30  # a 24 GiB GPU: the case runs (no skip decided here)
-    monkeypatch.setattr(runner, "host_available_bytes", lambda: 100 << 30)
+    monkeypatch.setattr(runner, "available_memory", lambda: 100 << 30)
     assert runner.too_large_here(rt, keys_case) is None
 
 
@@ -501,18 +501,18 @@ def test_a_2_31_count_scan_needs_32_gib_of_gpu_and_64_of_host_memory_or_is_a_nam
     rt = FakeRuntime()
     counts = next(c for c in huge_cases() if c.scan_counts)
     rt.free_bytes = lambda: 24 << 30
-    monkeypatch.setattr(runner, "host_available_bytes", lambda: 100 << 30)
+    monkeypatch.setattr(runner, "available_memory", lambda: 100 << 30)
     # counts and offsets, 16 GiB each, and a tile sum and offset per 2048 counts
     assert "needs about 32.0 GiB of GPU memory; 24.0 GiB free here" in runner.too_large_here(
         rt, counts)
     rt.free_bytes = lambda: 140 << 30
     assert runner.too_large_here(rt, counts) is None
-    monkeypatch.setattr(runner, "host_available_bytes", lambda: 48 << 30)
+    monkeypatch.setattr(runner, "available_memory", lambda: 48 << 30)
     assert runner.too_large_here(rt, counts) == (
         "needs about 64.0 GiB of host memory; 48.0 GiB available here")
     results = runner.run_case(rt, counts, runner.columns(["exclusive-scan", "atomic"]))
     assert [r.cell.status for r in results] == ["skip"] * 3  # (atomic: not a scan's case)
-    monkeypatch.setattr(runner, "host_available_bytes", lambda: None)  # no /proc/meminfo
+    monkeypatch.setattr(runner, "available_memory", lambda: None)  # memory unknown
     assert runner.too_large_here(rt, counts) is None
 
 
@@ -524,7 +524,7 @@ def test_the_host_memory_a_2_31_key_case_needs_counts_the_oracles_sort_and_the_r
     # uint8 keys: the keys, the oracle's sorted keys + int64 indices, the same read
     # back: 1 + 2 x 9 bytes a key, 38 GiB
     assert 37 << 30 < runner.host_bytes_needed(keys_case) < 39 << 30
-    assert runner.host_available_bytes() is None or runner.host_available_bytes() > 0
+    assert runner.available_memory() is None or runner.available_memory() > 0
 
 
 def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():

@@ -43,6 +43,7 @@ from histkit.gpu.errors import SkewUnavailable, UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
 from histkit.gpu.registry import FULL_WIDTH_KINDS, TAKES_KEYS, Kernel, Variant
+from histkit.oracles._inputs import available_memory
 
 # One warp walks the whole input alone: past these it is only slow, not new.
 ONE_WARP_MAX_N = (1 << 20) + (1 << 13)
@@ -334,19 +335,6 @@ def host_bytes_needed(case: Case) -> int:
     return (case.n + 2 * GUARD) * (itemsize + 2 * (itemsize + 8))
 
 
-def host_available_bytes() -> int | None:
-    """The kernel's estimate of memory available to a new process
-    (MemAvailable in /proc/meminfo; None where there is none)."""
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def too_large_here(rt: Runtime, case: Case) -> str | None:
     """Why a 2^31-key case cannot run here (None: it can, or it is not that
     large): a smaller GPU, or a host with less memory, gets a skip naming the
@@ -357,7 +345,7 @@ def too_large_here(rt: Runtime, case: Case) -> str | None:
     if free is not None and needed > free:
         return (f"needs about {needed / 2**30:.1f} GiB of GPU memory; "
                 f"{free / 2**30:.1f} GiB free here")
-    needed, available = host_bytes_needed(case), host_available_bytes()
+    needed, available = host_bytes_needed(case), available_memory()
     if available is not None and needed > available:
         return (f"needs about {needed / 2**30:.1f} GiB of host memory; "
                 f"{available / 2**30:.1f} GiB available here")
