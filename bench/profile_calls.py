@@ -2,7 +2,11 @@
 gpu.counting_sort calls on 2^12 CuPy keys (a GPU host with CuPy); with
 --steps, each step of a call timed alone instead (median of many).
 
-    python bench/profile_calls.py [--calls 300] [--top 25] [--steps]
+    python bench/profile_calls.py [--calls 300] [--top 25] [--steps | --shapes]
+
+--shapes: gpu.histogram at several N and K, each call taken apart (what the
+call waits for with and without its allocation, fill and read-back, the GPU
+time of its work alone), then a cProfile of the last shape's calls.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import cProfile
 import pstats
 
 import numpy as np
-from _shared import median_seconds
+from _shared import event_seconds, median_seconds
 
 
 def main() -> None:
@@ -20,9 +24,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--steps", action="store_true", help="time each step alone")
+    parser.add_argument("--shapes", action="store_true",
+                        help="take calls apart at several N and K")
     args = parser.parse_args()
     if args.steps:
         time_steps()
+        return
+    if args.shapes:
+        take_shapes_apart(args.calls, args.top)
         return
     import cupy
 
@@ -106,6 +115,72 @@ def time_steps() -> None:
         us = median_seconds(step, 3000, warm_up=50) * 1e6
         crt.sync("after " + name)
         print(f"{us:8.2f} us  {name}", flush=True)
+
+
+SHAPES = ((1 << 12, 256), (1 << 12, 65536), (1 << 12, 1 << 20), (1 << 16, 65536),
+          (1 << 16, 1 << 20), (1 << 20, 256), (1 << 20, 1 << 20), (1 << 24, 1 << 20))
+
+
+def take_shapes_apart(calls: int, top: int) -> None:
+    """take_apart at each (N, K) of SHAPES, then cProfile of the last shape's calls."""
+    import cupy
+
+    from histkit import gpu
+
+    for n, num_bins in SHAPES:
+        keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+        geometry, figures = take_apart(cupy, keys, num_bins, calls)
+        print(f"N=2^{n.bit_length() - 1:<2} K={num_bins:>7} {geometry}: "
+              + "  ".join(f"{name} {us:7.1f}" for name, us in figures.items()), flush=True)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        gpu.histogram(keys, num_bins)
+    profile.disable()
+    print(f"cProfile of {calls} calls at N=2^{n.bit_length() - 1}, K={num_bins}:")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
+
+
+def take_apart(cupy, keys, num_bins: int, calls: int):
+    """(auto's geometry, median wall times in us) of: the public call; the call
+    into out= and first_bad= with check=False, then a sync (no allocation, no
+    read-back); the fill and the auto launch alone, then a sync; the launch
+    alone, then a sync; cupy.empty(K); and the GPU time of fill + launch on an
+    idle stream (CUDA events)."""
+    from histkit import gpu
+    from histkit.gpu import registry
+    from histkit.gpu.api import _begin
+    from histkit.gpu.device import runtime
+
+    auto = registry.serving("histogram", "auto")
+    call = _begin(runtime(), keys, None, True)
+    crt, device_keys = call.rt, call.keys
+    hist = cupy.empty(num_bins, cupy.int64)
+    word = cupy.empty(1, cupy.uint64)
+    slot = crt.bad_key_slot()
+    geometry = auto.run(crt, device_keys, num_bins, hist.data, slot)
+    crt.sync("warm-up")
+
+    def fill_and_launch():
+        crt.memset(hist.data.ptr, 0, num_bins * 8)
+        auto.run(crt, device_keys, num_bins, hist.data, slot)
+
+    steps = {
+        "call": lambda: gpu.histogram(keys, num_bins),
+        "out= check=False +sync": lambda: (
+            gpu.histogram(keys, num_bins, out=hist, first_bad=word, check=False),
+            crt.sync("x")),
+        "fill+launch+sync": lambda: (fill_and_launch(), crt.sync("x")),
+        "launch+sync": lambda: (auto.run(crt, device_keys, num_bins, hist.data, slot),
+                                crt.sync("x")),
+        "cupy.empty(K)": lambda: cupy.empty(num_bins, cupy.int64),
+    }
+    figures = {name: median_seconds(step, calls, warm_up=20) * 1e6
+               for name, step in steps.items()}
+    crt.sync("after the steps")
+    figures["GPU fill+launch (events)"] = event_seconds(
+        cupy, fill_and_launch, cupy.cuda.get_current_stream(), repeats=31) * 1e6
+    return geometry, figures
 
 
 if __name__ == "__main__":

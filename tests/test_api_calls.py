@@ -482,7 +482,7 @@ def test_a_2_31_key_case_too_large_for_the_gpu_is_a_named_skip_not_a_fail(monkey
 
     rt = FakeRuntime()
     rt.free_bytes = lambda: 8 << 30  # an 8 GiB GPU
-    keys_case = next(c for c in huge_cases() if not c.scan_counts)
+    keys_case = next(c for c in huge_cases() if not c.scan_counts and c.kinds is None)
     results = runner.run_case(rt, keys_case, runner.columns(["atomic", "sort-stable"]))
     assert {r.cell.status for r in results} == {"skip"}  # sort-stable's columns too
     # 2^31 uint8 keys, one digit pass: keys + sorted keys + int64 indices,
@@ -520,11 +520,23 @@ def test_the_host_memory_a_2_31_key_case_needs_counts_the_oracles_sort_and_the_r
     from histkit.conformance import runner
     from histkit.conformance.cases import huge_cases
 
-    keys_case = next(c for c in huge_cases() if not c.scan_counts)
+    keys_case = next(c for c in huge_cases() if not c.scan_counts and c.kinds is None)
     # uint8 keys: the keys, the oracle's sorted keys + int64 indices, the same read
     # back: 1 + 2 x 9 bytes a key, 38 GiB
     assert 37 << 30 < runner.host_bytes_needed(keys_case) < 39 << 30
     assert runner.available_memory() is None or runner.available_memory() > 0
+
+
+def test_the_quick_case_past_2_31_keys_needs_the_memory_of_its_keys_alone():
+    # no column sorts it: the keys and their padded copy on the host, the keys
+    # and K counts on the GPU (a 24 GiB GPU, a 16 GiB host run it)
+    from histkit.conformance import runner
+    from histkit.conformance.cases import HUGE, all_cases
+
+    (case,) = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    assert not runner.sorted_by_a_column(case)
+    assert 4 << 30 < runner.host_bytes_needed(case) < (4 << 30) + (1 << 20)
+    assert 2 << 30 < runner.device_bytes_needed(case) < (2 << 30) + (1 << 20)
 
 
 def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():

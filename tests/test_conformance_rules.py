@@ -108,6 +108,35 @@ def test_scan_count_cases_sum_past_2_32_and_only_the_scans_take_them():
     assert any(c.scan_counts and c.n == HUGE for c in huge_cases())
 
 
+def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
+    # a key index kept in 32 bits wraps only past 2^31 keys: the quick matrix
+    # has one such case, for the kinds a host counting pass answers
+    from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, cases_for, huge_cases, judges
+
+    (case,) = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    assert case.dtype == "uint8" and case.num_bins % 2 and not case.bad
+    assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
+    assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
+    assert case.name.endswith("/kinds=histogram+privatized+racy-histogram")
+    # a user's .cu kernel of those kinds gets it; a Python callable and other kinds do not
+    for kind in registry.KINDS:
+        assert (case in cases_for(kind, fenced=True, skewed=True)) == (kind in COUNTED_PAST_2_31)
+        assert case not in cases_for(kind)
+    # the mutation harness's full judge meets it before the keys every kind takes
+    full = huge_cases()
+    assert full.index(case) < min(i for i, c in enumerate(full)
+                                  if c.kinds is None and not c.scan_counts)
+    assert full.count(case) == 1 and all_cases(quick=False).count(case) == 1
+
+
+def test_a_case_judged_by_some_kinds_names_them_to_the_others():
+    from histkit.conformance.cases import Case, judges, not_judged_because
+
+    case = Case("uniform", 10, 4, kinds=("histogram",))
+    assert judges(case, "histogram") and not judges(case, "stable-sort")
+    assert "only histogram" in not_judged_because(case)
+
+
 def test_a_scan_count_case_is_judged_against_the_scan_of_its_counts():
     case = next(c for c in all_cases(quick=True) if c.scan_counts)
     counts = case.keys()
@@ -285,8 +314,8 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
 def test_only_the_radix_sort_is_judged_on_full_width_keys():
     from histkit.conformance.cases import cases_for
 
-    quick = [c for c in all_cases(quick=True)
-             if not (c.skewed or c.fenced or c.scan_counts)]  # (histkit only; scans only)
+    quick = [c for c in all_cases(quick=True)  # (histkit only; scans only; histograms only)
+             if not (c.skewed or c.fenced or c.scan_counts or c.kinds)]
     assert cases_for("radix-sort") == quick
     histogram_cases = cases_for("histogram")
     assert not any(c.full_width for c in histogram_cases)

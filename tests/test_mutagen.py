@@ -144,6 +144,23 @@ def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tm
         m.id for m in sample[1:]}
 
 
+def test_judge_on_quick_judges_full_mutants_on_the_quick_matrix(tmp_path, monkeypatch):
+    # how much of what needs the full matrix the quick one catches alone (its
+    # case past 2^31 keys is the histograms'): the run hands every mutant over
+    # as a quick one, and a quick judge past its time is a hang, as for any
+    narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id][:3]
+    seen = []
+
+    def judged(mutant, cuda_dir, timeout, env):
+        seen.append((mutant.id, mutant.needs))
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, "caught", "", 0.0)
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    status = mutation.run(Path("unused.toml"), ROOT / "cuda", 1, 1.0, tmp_path / "r.json",
+                          [m.id for m in narrowed], None, generated=True, judge_on="quick")
+    assert status == 0 and sorted(seen) == sorted((m.id, "quick") for m in narrowed)
+
+
 @pytest.mark.parametrize("needs, verdict", [("quick", "caught"), ("full", "unjudged")])
 def test_a_judge_past_its_time_is_a_hang_only_for_the_quick_matrix(needs, verdict, monkeypatch):
     # the quick matrix's judges end in seconds: past the limit a kernel hangs;

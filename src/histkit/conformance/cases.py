@@ -14,7 +14,11 @@ kernel's less travelled paths:
   K: only the radix sort takes them; it also sorts every other case's keys);
 - ``scan_counts``: no keys at all but a scan's input, N uint64 counts (only
   scan kernels take them): counts large enough that the offsets pass 2^32,
-  which the counts of any key case never do.
+  which the counts of any key case never do;
+- ``kinds``: only kernels of these kinds take the case (the quick matrix's
+  one case past 2^31 keys: the histograms', whose answer costs the host one
+  counting pass, where a sort's costs a sort of 2^31 keys and 18 GiB of
+  results read back).
 
 Every case regenerates the same keys from its fields, so its name is enough
 to reproduce it.
@@ -67,6 +71,8 @@ class Case:
     # The "keys" are a scan's N counts (num_bins is N: the scan's length),
     # each below SCAN_COUNT_LIMIT; only scan kernels judge them.
     scan_counts: bool = False
+    # Only kernels of these kinds take the case (None: every kind its keys suit).
+    kinds: tuple[str, ...] | None = None
 
     @classmethod
     def of_keys(cls, keys, num_bins: int, grid: int | None = None,
@@ -96,6 +102,8 @@ class Case:
             name += "/skewed"
         if self.fenced:
             name += "/fenced"
+        if self.kinds is not None:
+            name += f"/kinds={'+'.join(self.kinds)}"
         return name
 
     def keys(self) -> np.ndarray:
@@ -346,19 +354,40 @@ def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
              + _bad_key_cases() + _scan_count_cases()
-             + _full_width_cases() + _skewed_cases() + _fenced_cases())
+             + _full_width_cases() + _counted_past_2_31_cases() + _skewed_cases()
+             + _fenced_cases())
     return cases if quick else cases + large_cases()
+
+
+# The kinds that judge the quick matrix's case past 2^31 keys: a counting
+# pass on the host answers them all (the one-warp "wave" kernel is never run
+# past ONE_WARP_MAX_N keys: not listed).
+COUNTED_PAST_2_31 = ("histogram", "privatized", "racy-histogram")
+
+
+def _counted_past_2_31_cases() -> list[Case]:
+    """2^31 + 17 one-byte keys, for the histograms only: a key index, stride or
+    loop bound kept in 32 bits (int where i64 was meant) wraps here and
+    nowhere else in the quick matrix, and the histograms' answer is one
+    counting pass on the host (seconds), not a sort of 2^31 keys. Round-robin
+    keys over an odd K are cheap to draw and leave every bin's count
+    sensitive to a key counted twice or not at all."""
+    return [Case("round-robin", HUGE, 251, seed=5, dtype="uint8", kinds=COUNTED_PAST_2_31)]
 
 
 # Why a case is not run for a kind (judges() is False).
 NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
 NOT_KEYS = "a scan's counts, not keys: the scan kernels' cases"
+ONLY_SOME_KINDS = ("only {}: the quick matrix's case past 2^31 keys (the full matrix's "
+                   "cases past 2^31 judge every kind)")
 
 
 def judges(case: Case, kind: str) -> bool:
-    """Whether case's keys suit kind: full-width keys (no K) only the kinds
-    that sort full-width keys, a scan's counts only scans; every other case
-    every kind."""
+    """Whether case's keys suit kind: a case naming its kinds only those;
+    full-width keys (no K) only the kinds that sort full-width keys, a scan's
+    counts only scans; every other case every kind."""
+    if case.kinds is not None and kind not in case.kinds:
+        return False
     if case.scan_counts:
         return kind == "scan"
     return not case.full_width or kind in FULL_WIDTH_KINDS
@@ -366,6 +395,8 @@ def judges(case: Case, kind: str) -> bool:
 
 def not_judged_because(case: Case) -> str:
     """Why judges(case, kind) is False for a kind."""
+    if case.kinds is not None:
+        return ONLY_SOME_KINDS.format(", ".join(case.kinds))
     return NOT_KEYS if case.scan_counts else NEEDS_A_K
 
 
@@ -374,10 +405,12 @@ def cases_for(kind: str, quick: bool = True, fenced: bool = False,
     """The cases that judge one kind, for a user's kernel: the fenced ones only
     for kernels the runner feeds from device memory (fenced=True: a .cu kernel;
     a Python callable gets its inputs as host or framework arrays), the skewed
-    ones only for kernels built from CUDA source (skewed=True: a .cu kernel,
-    given the schedule skew by histkit.gpu.user_skew)."""
+    ones and the quick case past 2^31 keys only for kernels built from CUDA
+    source (skewed=True: a .cu kernel, given the schedule skew by
+    histkit.gpu.user_skew; a 32-bit index is a slip of CUDA C++, and a
+    Python callable handed 2 GiB of keys on the host might take minutes)."""
     return [c for c in all_cases(quick) if judges(c, kind)
-            and (skewed or not c.skewed) and (fenced or not c.fenced)]
+            and (skewed or not (c.skewed or c.kinds)) and (fenced or not c.fenced)]
 
 
 def large_cases() -> list[Case]:
@@ -385,14 +418,21 @@ def large_cases() -> list[Case]:
     cases = [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
     cases += [Case("uniform", LARGE, 0, seed=3, dtype=t, full_width=True)
               for t in ("int32", "int64")]
-    return cases + huge_cases()
+    return cases + _huge_full_cases()
 
 
-def huge_cases() -> list[Case]:
+def _huge_full_cases() -> list[Case]:
     """A scan of 2^31 + 17 counts (16 GiB in, 16 GiB out), and past 2^31 keys
-    (uint8, so the sorts' indices fit the H200's memory). The scan's case
-    comes first: it is the quickest (no sort of 2^31 keys on the host), and a
-    mutant's judge stops at its first FAIL."""
+    (uint8, so the sorts' indices fit the H200's memory) for every kind."""
     return [Case.counts(HUGE, seed=4),
             Case("uniform", HUGE, 256, seed=4, dtype="uint8"),
             Case("uniform", HUGE, 200, seed=4, dtype="uint8", bad="last")]
+
+
+def huge_cases() -> list[Case]:
+    """Every case past 2^31 (the mutation harness's full judge), the quickest
+    for each kind first, since a judge stops at its first FAIL: the scan's
+    counts (no sort of 2^31 keys on the host), then the histograms' own
+    case (one counting pass), then the keys every kind takes."""
+    counts, *keyed = _huge_full_cases()
+    return [counts, *_counted_past_2_31_cases(), *keyed]

@@ -39,7 +39,7 @@ import numpy as np
 from histkit.conformance import checks
 from histkit.conformance.cases import Case, judges, not_judged_because
 from histkit.conformance.checks import Cell
-from histkit.gpu.registry import FULL_WIDTH_KINDS
+from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
 INPUT_KINDS = ("numpy", "cupy", "torch")
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
@@ -153,7 +153,7 @@ class PythonImpl:
         return self.function(arg, case.num_bins)
 
     def _fill(self, outcome: checks.Outcome, result) -> None:
-        if self.kind in ("sort", "stable-sort", "radix-sort"):
+        if self.kind in SORTING_KINDS:
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)
             outcome.original_index = to_numpy(original_index)

@@ -30,7 +30,7 @@ import tempfile
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 NEEDS = ("quick", "full", "racecheck", "synccheck")
@@ -249,11 +249,14 @@ def judge(needs: str, rows: list[str]) -> int:
 def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path | None,
         only: list[str] | None, needs: list[str] | None, generated: bool = False,
         files: list[str] | None = None, sample: int | None = None, seed: int = 0,
-        equivalent_table: Path | None = None, host: bool = False) -> int:
+        equivalent_table: Path | None = None, host: bool = False,
+        judge_on: str | None = None) -> int:
     """Run the table's mutants (generated=True: mutagen's, host=True: mutagen's
     of the launch layer's Python; either optionally a seeded sample) and
     report; exit status 0 when every one that changes behaviour was caught
-    (generated ones listed as equivalent are left out)."""
+    (generated ones listed as equivalent are left out). judge_on ("quick" or
+    "full"): judge every mutant selected on those cases, whatever it needs
+    (how much the quick matrix alone catches of what needs the full one)."""
     generated = generated or host
     if generated or host:
         from histkit.conformance import mutagen
@@ -268,6 +271,8 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
         known = gaps = {}
     mutants = [m for m in mutants if (not only or m.id in only)
                and (not needs or m.needs in needs) and m.id not in known]
+    if judge_on is not None:
+        mutants = [replace(m, needs=judge_on) for m in mutants]
     env = dict(os.environ)
     # One compile cache for all: entries are keyed on the mutated source itself.
     env.setdefault("HISTKIT_CACHE_DIR", str(Path(tempfile.gettempdir()) / "histkit-mutants"))
@@ -364,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("--seed", type=int, default=0, help="generated: the sample's seed")
     every.add_argument("--equivalent", type=Path, default=Path("mutants/equivalent.toml"),
                        help="generated mutants known to change nothing observable (left out)")
+    every.add_argument("--judge-on", choices=("quick", "full"),
+                       help="judge every selected mutant on these cases, whatever it needs")
     sifter = commands.add_parser(
         "sift", help="find the generated mutants that compile to the unmutated machine "
                      "code (NVRTC, no GPU)")
@@ -386,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.write)
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
                args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent,
-               args.host)
+               args.host, args.judge_on)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from histkit.gpu.device import BufferWindow, DeviceArray, FenceUnavailable, Runt
 from histkit.gpu.errors import SkewUnavailable, UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
-from histkit.gpu.registry import FULL_WIDTH_KINDS, TAKES_KEYS, Kernel, Variant
+from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS, TAKES_KEYS, Kernel, Variant
 from histkit.oracles._inputs import available_memory
 
 # One warp walks the whole input alone: past these it is only slow, not new.
@@ -306,6 +306,12 @@ def radix_values(case: Case) -> np.ndarray | None:
     return np.frombuffer(rng.bytes(case.n * dtype.itemsize), dtype=dtype)
 
 
+def sorted_by_a_column(case: Case) -> bool:
+    """Whether any column may sort the case's keys (a case naming only
+    histogram kinds is never sorted: its bytes are the keys')."""
+    return case.kinds is None or any(kind in SORTING_KINDS for kind in case.kinds)
+
+
 def device_bytes_needed(case: Case) -> int:
     """GPU memory the case's widest column holds at once: the keys, and a
     stable sort's outputs (keys and int64 indices), twice when it takes more
@@ -315,6 +321,8 @@ def device_bytes_needed(case: Case) -> int:
     dtype = np.dtype(case.dtype)
     if case.scan_counts:
         return 2 * (case.n + 2 * GUARD) * 8 + 2 * -(-case.n // (SCAN_THREADS * SCAN_ITEMS)) * 8
+    if not sorted_by_a_column(case):  # the keys, and K counts
+        return (case.n + case.offset + GUARD) * dtype.itemsize + (case.num_bins + 2 * GUARD) * 8
     # (full-width keys have no K to count digits of: they are counted at two)
     buffers = 2 if case.full_width or len(
         digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
@@ -332,6 +340,8 @@ def host_bytes_needed(case: Case) -> int:
     if case.scan_counts:
         return 4 * (case.n + 2 * GUARD) * 8
     itemsize = np.dtype(case.dtype).itemsize
+    if not sorted_by_a_column(case):  # the keys and their padded copy
+        return 2 * (case.n + case.offset + 2 * GUARD) * itemsize
     return (case.n + 2 * GUARD) * (itemsize + 2 * (itemsize + 8))
 
 

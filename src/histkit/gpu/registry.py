@@ -55,6 +55,8 @@ TAKES_KEYS = frozenset(KINDS) - {"scan"}
 # Kinds that sort full-width keys: there is no num_bins, so every key is valid
 # (their rule has no bad key), and they alone take the full-width cases.
 FULL_WIDTH_KINDS = frozenset({"radix-sort"})
+# Kinds whose outputs are the keys sorted (N keys and N indices, not K counts).
+SORTING_KINDS = frozenset({"sort", "stable-sort", "radix-sort"})
 
 
 @dataclass(frozen=True)
