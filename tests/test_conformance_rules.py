@@ -113,20 +113,44 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
     # has one such case, for the kinds a host counting pass answers
     from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, cases_for, huge_cases, judges
 
-    (case,) = [c for c in all_cases(quick=True) if c.n >= HUGE]
-    assert case.dtype == "uint8" and case.num_bins % 2 and not case.bad
-    assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
+    clean, bad = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    assert clean.dtype == bad.dtype == "uint8" and clean.num_bins % 2
+    assert not clean.bad and bad.bad == "last-vector"
     assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
-    assert case.name.endswith("/kinds=histogram+privatized+racy-histogram")
-    # a user's .cu kernel of those kinds gets it; a Python callable and other kinds do not
-    for kind in registry.KINDS:
-        assert (case in cases_for(kind, fenced=True, skewed=True)) == (kind in COUNTED_PAST_2_31)
-        assert case not in cases_for(kind)
-    # the mutation harness's full judge meets it before the keys every kind takes
     full = huge_cases()
-    assert full.index(case) < min(i for i, c in enumerate(full)
-                                  if c.kinds is None and not c.scan_counts)
-    assert full.count(case) == 1 and all_cases(quick=False).count(case) == 1
+    for case in (clean, bad):
+        assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
+        assert "/kinds=histogram+privatized+racy-histogram" in case.name
+        # a user's .cu kernel of those kinds gets it; a Python callable, other kinds do not
+        for kind in registry.KINDS:
+            assert (case in cases_for(kind, fenced=True, skewed=True)) == (
+                kind in COUNTED_PAST_2_31)
+            assert case not in cases_for(kind)
+        # the mutation harness's full judge meets it before the keys every kind takes
+        assert full.index(case) < min(i for i, c in enumerate(full)
+                                      if c.kinds is None and not c.scan_counts)
+        assert full.count(case) == 1 and all_cases(quick=False).count(case) == 1
+
+
+def test_a_last_vector_bad_key_sits_in_the_last_whole_vector_not_the_tail():
+    # 2^31 + 17 one-byte keys: 16-byte vectors end one key before the end, so
+    # "last" is the scalar tail's key and "last-vector" is a vector's, past 2^31
+    from histkit.conformance.cases import HUGE
+
+    keys = np.zeros(33, np.uint8)  # 33 = 1 (mod 16), like 2^31 + 17
+    plant_bad_keys(keys, "last-vector", 10, seed=0)
+    (index,) = np.flatnonzero(keys)
+    assert 16 <= index < 32 and keys[index] >= 10
+    assert HUGE % 16 == 1 and HUGE - 12 > 2**31 and (HUGE - 12) // 16 == HUGE // 16 - 1
+
+
+def test_a_bad_key_cases_valid_part_is_its_keys_without_the_bad_ones_made_once():
+    keys = np.array([3, 9, 1, 12, 0, 3], np.int64)
+    expected = checks.Expected(keys, 4)
+    valid = expected.valid_part()
+    assert valid is expected.valid_part() and np.array_equal(valid.keys, [3, 1, 0, 3])
+    assert np.array_equal(valid.exact, np.bincount([3, 1, 0, 3], minlength=4))
+    assert np.array_equal(expected.valid_positions(), [0, 2, 4, 5])
 
 
 def test_a_case_judged_by_some_kinds_names_them_to_the_others():
@@ -169,8 +193,8 @@ def test_full_width_cases_span_negative_and_high_keys_of_every_dtype():
         assert (info.min < 0) == bool(np.any(keys == -1))
 
 
-@pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad],
-                         ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad and c.n < 2**31],
+                         ids=lambda c: c.name)  # (past 2^31: the last-vector test's pattern)
 def test_bad_key_cases_hold_out_of_range_keys_the_oracle_reports(case):
     keys = case.keys()
     bad = np.flatnonzero((keys.astype(np.float64) < 0) | (keys.astype(np.float64) >= case.num_bins))

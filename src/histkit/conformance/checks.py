@@ -153,6 +153,7 @@ class Expected:
         self._sorted = None
         self._order = None
         self._waves: dict[int, np.ndarray] = {}
+        self._valid: Expected | None = None
 
     @property
     def sorted(self):
@@ -167,10 +168,19 @@ class Expected:
             self._order = oracles.argsort(self.keys)
         return self._order
 
-    def valid_part(self) -> tuple[Expected, np.ndarray]:
-        """The oracles' answers for the valid keys alone, and their positions."""
-        positions = np.flatnonzero((self.keys >= 0) & (self.keys < self.num_bins))
-        return Expected(self.keys[positions], self.num_bins), positions
+    def valid_part(self) -> Expected:
+        """The oracles' answers for the valid keys alone (made once: past 2^31
+        keys every column of a bad-key case asks for them). The bad keys are
+        found and cut out, never the valid ones' positions listed: a case has
+        few bad keys, and 2^31 positions are 16 GiB."""
+        if self._valid is None:
+            bad = np.flatnonzero((self.keys < 0) | (self.keys >= self.num_bins))
+            self._valid = Expected(np.delete(self.keys, bad), self.num_bins)
+        return self._valid
+
+    def valid_positions(self) -> np.ndarray:
+        """Where the valid keys are (a sort's original indices name them)."""
+        return np.flatnonzero((self.keys >= 0) & (self.keys < self.num_bins))
 
     def wave(self, warp_size: int) -> np.ndarray:
         if warp_size not in self._waves:
@@ -297,12 +307,13 @@ def radix_sorted(expected: Expected, got: Outcome) -> Cell:
 def _judge_valid_part(kind: str, expected: Expected, got: Outcome, warp_size: int,
                       reported: Cell) -> Cell:
     """A bad-key input's results, judged on its valid keys (see SKIPPING_KINDS)."""
-    valid, positions = expected.valid_part()
+    valid = expected.valid_part()
     part = Outcome(counts=got.counts, block=got.block, grid=got.grid,
                    global_atomics=got.global_atomics)
     if kind in ("sort", "stable-sort"):
         if got.sorted_keys is None:
             return reported  # not scattered: nothing more to judge
+        positions = expected.valid_positions()
         n = len(positions)
         index = np.asarray(got.original_index[:n])
         # Original indices count every key; the valid part's rule counts valid keys.
