@@ -33,8 +33,9 @@ def verify(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the Python, cython-lint over the Cython."""
-    session.install("ruff", "cython-lint")
+    """ruff over the Python, cython-lint over the Cython (versions pinned: CI runs
+    this, and a new release's new rules must not fail a commit that changed nothing)."""
+    session.install("ruff==0.17.6", "cython-lint==0.22.1")
     session.run("ruff", "check", *LINT_PATHS, *session.posargs)
     session.run("cython-lint", "src/histkit/oracles")
 
