@@ -113,12 +113,14 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
     # has one such case, for the kinds a host counting pass answers
     from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, cases_for, huge_cases, judges
 
-    clean, bad = [c for c in all_cases(quick=True) if c.n >= HUGE]
-    assert clean.dtype == bad.dtype == "uint8" and clean.num_bins % 2
-    assert not clean.bad and bad.bad == "last-vector"
+    clean, *bad = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    assert not clean.bad and [c.bad for c in bad] == ["last-vector", "past-2^31"]
     assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
     full = huge_cases()
-    for case in (clean, bad):
+    for case in (clean, *bad):
+        assert case.dtype == "uint8" and case.num_bins % 2 and case.n % 16 == 1
+        # a sample run of 32 keys and 4 x 2^17 threads' vectors fit past 2^31
+        assert case.n - 32 >= 2**31 and case.n - 2**31 > 4 * 2**17 * 16
         assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
         assert "/kinds=histogram+privatized+racy-histogram" in case.name
         # a user's .cu kernel of those kinds gets it; a Python callable, other kinds do not
@@ -132,16 +134,25 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
         assert full.count(case) == 1 and all_cases(quick=False).count(case) == 1
 
 
-def test_a_last_vector_bad_key_sits_in_the_last_whole_vector_not_the_tail():
-    # 2^31 + 17 one-byte keys: 16-byte vectors end one key before the end, so
-    # "last" is the scalar tail's key and "last-vector" is a vector's, past 2^31
-    from histkit.conformance.cases import HUGE
+def test_a_past_2_31_bad_key_is_the_sixth_key_past_2_31_and_needs_that_many_keys():
+    keys = np.zeros(2**31 + 6, np.uint8)  # (untouched zero pages: no memory)
+    plant_bad_keys(keys, "past-2^31", 10, seed=0)
+    assert keys[2**31 + 5] >= 10 and keys[2**31 + 4] == 0 and keys[2**31] == 0
+    with pytest.raises(ValueError, match="more than 2\\^31 \\+ 5 keys"):
+        plant_bad_keys(np.zeros(40, np.uint8), "past-2^31", 10, seed=0)
 
-    keys = np.zeros(33, np.uint8)  # 33 = 1 (mod 16), like 2^31 + 17
+
+def test_a_last_vector_bad_key_sits_in_the_last_whole_vector_not_the_tail():
+    # 2^31 + 2^24 + 17 one-byte keys: 16-byte vectors end one key before the
+    # end, so "last" is the scalar tail's key and "last-vector" is a vector's
+    from histkit.conformance.cases import COUNTED_HUGE
+
+    keys = np.zeros(33, np.uint8)  # 33 = 1 (mod 16), like the cases past 2^31
     plant_bad_keys(keys, "last-vector", 10, seed=0)
     (index,) = np.flatnonzero(keys)
     assert 16 <= index < 32 and keys[index] >= 10
-    assert HUGE % 16 == 1 and HUGE - 12 > 2**31 and (HUGE - 12) // 16 == HUGE // 16 - 1
+    n = COUNTED_HUGE
+    assert n % 16 == 1 and n - 12 > 2**31 and (n - 12) // 16 == n // 16 - 1
 
 
 def test_a_bad_key_cases_valid_part_is_its_keys_without_the_bad_ones_made_once():

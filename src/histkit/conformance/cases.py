@@ -39,13 +39,17 @@ EDGE_SIZES = (0, 1, 31, 32, 33, 255, 256, 257)  # the block is 256: block +/- 1
 MEDIUM = 1 << 20
 LARGE = 1 << 28
 HUGE = (1 << 31) + 17  # past 32-bit indexing
+# The quick matrix's cases past 2^31 (histograms only): 2^24 keys more, so a
+# 32-key sample run and a batched vector walk both start past 2^31 (N = 1
+# mod 16 still: one-byte keys end in a one-key scalar tail).
+COUNTED_HUGE = HUGE + (1 << 24)
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
 SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of int32 keys
 # A scan_counts case's counts are below this: 2^31 + 17 of them sum to about
 # 2^62, inside the oracle's int64 offsets, while a few already pass 2^32.
 SCAN_COUNT_LIMIT = 1 << 32
-BAD_PATTERNS = ("first", "last", "last-vector", "several", "spread", "negative", "run",
-                "vector-run")
+BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "several", "spread", "negative",
+                "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
 
@@ -175,6 +179,13 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         # the scalar tail "last" reaches: past 2^31, a vector's first key index
         # kept in 32 bits misreports it
         where = [max(0, n - 12)]
+    elif pattern == "past-2^31":
+        # the sixth key past 2^31: with 2^24 keys more after it, inside the
+        # fast kernel's batched vector walk (the last vectors are left to a
+        # one-at-a-time loop, which "last-vector" reaches)
+        if n <= 2**31 + 5:
+            raise ValueError(f"pattern past-2^31 needs more than 2^31 + 5 keys; got {n}")
+        where = [2**31 + 5]
     elif pattern == "several":  # the lowest of them is not the first one planted
         where = [n - 1, 2 * n // 3 + 1, n // 3 + 7]
     elif pattern in ("spread", "negative"):  # many, everywhere
@@ -378,11 +389,13 @@ def _counted_past_2_31_cases() -> list[Case]:
     nowhere else in the quick matrix, and the histograms' answer is one
     counting pass on the host (seconds), not a sort of 2^31 keys. Round-robin
     keys over an odd K are cheap to draw and leave every bin's count
-    sensitive to a key counted twice or not at all. The second case's one bad
-    key, past 2^31 in a vector, is reported by index (the racy kernel's
-    counts are judged only on the first)."""
-    return [Case("round-robin", HUGE, 251, seed=5, dtype="uint8", bad=bad,
-                 kinds=COUNTED_PAST_2_31) for bad in (None, "last-vector")]
+    sensitive to a key counted twice or not at all. Each of the other two has
+    one bad key past 2^31, reported by index: in the last whole vector (a
+    one-at-a-time loop's) and in the batched vector walk before it (one bad
+    key a case: a misreported index past the first bad one would not show).
+    The racy kernel's counts are judged on the first case alone."""
+    return [Case("round-robin", COUNTED_HUGE, 251, seed=5, dtype="uint8", bad=bad,
+                 kinds=COUNTED_PAST_2_31) for bad in (None, "last-vector", "past-2^31")]
 
 
 # Why a case is not run for a kind (judges() is False).
