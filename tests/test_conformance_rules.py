@@ -446,3 +446,12 @@ def test_a_histogram_whose_auto_sample_is_wrong_fails_though_its_counts_are_exac
     wrong = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample)
     cell = checks.judge("histogram", expected, wrong)
     assert cell.status == "FAIL" and "run 3, lane 0" in cell.detail
+
+
+def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch):
+    monkeypatch.setattr(checks, "BAD_SCAN_CHUNK", 7)
+    keys = np.array([0, -1, 5, 9, 3, 4, 4, 10, 2, 0, 0, 0, 0, 0, 11, -3], np.int64)
+    want = np.flatnonzero((keys < 0) | (keys >= 4))
+    assert np.array_equal(checks.bad_positions(keys, 4), want)
+    assert np.array_equal(checks.Expected(keys, 4).valid_part().keys, np.delete(keys, want))
+    assert checks.bad_positions(np.empty(0, np.int8), 4).size == 0

@@ -47,3 +47,13 @@ def test_chunked_uniform_and_zipf_keys_have_their_shapes(small_chunks):
     assert uniform.min() > 0.9 * 20_000 and uniform.max() < 1.1 * 20_000
     zipf = np.bincount(make_keys("zipf", 200_000, 1000, seed=1), minlength=1000)
     assert zipf[0] > 0.2 * 200_000 and zipf[0] > 10 * zipf[10]  # a heavy head (1/zeta(1.3))
+
+
+@pytest.mark.parametrize("num_bins", [3, 251, 65536, (1 << 22) + 5])
+def test_large_round_robin_keys_copied_from_one_cycle_are_i_mod_k(num_bins):
+    # chunks start anywhere in the cycle: each must continue where the last ended
+    from histkit.distributions import CHUNK, PARALLEL_FROM
+
+    n = PARALLEL_FROM + CHUNK // 2 + 12345
+    keys = make_keys("round-robin", n, num_bins, seed=9, dtype=np.uint32)
+    assert np.array_equal(keys, (np.arange(n, dtype=np.int64) % num_bins).astype(np.uint32))

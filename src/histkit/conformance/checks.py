@@ -133,6 +133,18 @@ class Outcome:
     grid: int | None = None
 
 
+BAD_SCAN_CHUNK = 1 << 24
+
+
+def bad_positions(keys: np.ndarray, num_bins: int) -> np.ndarray:
+    """Where keys lie outside [0, num_bins), scanned a chunk at a time (past
+    2^31 keys, whole-array comparisons would make three 2 GiB masks)."""
+    found = [np.flatnonzero((chunk < 0) | (chunk >= num_bins)) + start
+             for start in range(0, len(keys), BAD_SCAN_CHUNK)
+             for chunk in (keys[start:start + BAD_SCAN_CHUNK],)]
+    return np.concatenate(found) if found else np.empty(0, np.int64)
+
+
 class Expected:
     """The oracles' answers for one input, each computed once, on first use."""
 
@@ -174,8 +186,11 @@ class Expected:
         found and cut out, never the valid ones' positions listed: a case has
         few bad keys, and 2^31 positions are 16 GiB."""
         if self._valid is None:
-            bad = np.flatnonzero((self.keys < 0) | (self.keys >= self.num_bins))
-            self._valid = Expected(np.delete(self.keys, bad), self.num_bins)
+            bad = bad_positions(self.keys, self.num_bins)
+            edges = [-1, *bad.tolist(), len(self.keys)]
+            self._valid = Expected(np.concatenate(
+                [self.keys[a + 1:b] for a, b in zip(edges, edges[1:], strict=False)]),
+                self.num_bins)
         return self._valid
 
     def valid_positions(self) -> np.ndarray:
