@@ -57,3 +57,13 @@ def test_large_round_robin_keys_copied_from_one_cycle_are_i_mod_k(num_bins):
     n = PARALLEL_FROM + CHUNK // 2 + 12345
     keys = make_keys("round-robin", n, num_bins, seed=9, dtype=np.uint32)
     assert np.array_equal(keys, (np.arange(n, dtype=np.int64) % num_bins).astype(np.uint32))
+
+
+def test_round_robin_keys_over_more_bins_than_a_chunk_build_no_cycle(monkeypatch):
+    # a cycle of num_bins keys would be 2^40 keys here: each chunk computes its own
+    monkeypatch.setattr(distributions, "PARALLEL_FROM", 1000)
+    monkeypatch.setattr(distributions, "CHUNK", 256)
+    keys = make_keys("round-robin", 5000, 2**40, dtype=np.int64)
+    assert np.array_equal(keys, np.arange(5000))
+    small = make_keys("round-robin", 5000, 7, dtype=np.int8)  # (7 <= CHUNK: the cycle)
+    assert np.array_equal(small, np.arange(5000) % 7)

@@ -16,7 +16,7 @@ kernel's less travelled paths:
   scan kernels take them): counts large enough that the offsets pass 2^32,
   which the counts of any key case never do;
 - ``kinds``: only kernels of these kinds take the case (the quick matrix's
-  one case past 2^31 keys: the histograms', whose answer costs the host one
+  cases past 2^31 keys: the histograms', whose answer costs the host one
   counting pass, where a sort's costs a sort of 2^31 keys and 18 GiB of
   results read back).
 
@@ -175,7 +175,7 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         where = [n - 1]
     elif pattern == "last-vector":
         # 12 keys before the end: for one-byte keys from an aligned start and
-        # N = 1 (mod 16) (2^31 + 17), inside the last whole 16-byte vector, not
+        # N = 1 (mod 16) (COUNTED_HUGE), inside the last whole 16-byte vector, not
         # the scalar tail "last" reaches: past 2^31, a vector's first key index
         # kept in 32 bits misreports it
         where = [max(0, n - 12)]
@@ -377,14 +377,14 @@ def all_cases(quick: bool = False) -> list[Case]:
     return cases if quick else cases + large_cases()
 
 
-# The kinds that judge the quick matrix's case past 2^31 keys: a counting
+# The kinds that judge the quick matrix's cases past 2^31 keys: a counting
 # pass on the host answers them all (the one-warp "wave" kernel is never run
 # past ONE_WARP_MAX_N keys: not listed).
 COUNTED_PAST_2_31 = ("histogram", "privatized", "racy-histogram")
 
 
 def _counted_past_2_31_cases() -> list[Case]:
-    """2^31 + 17 one-byte keys, for the histograms only: a key index, stride or
+    """2^31 + 2^24 + 17 one-byte keys, for the histograms only: a key index, stride or
     loop bound kept in 32 bits (int where i64 was meant) wraps here and
     nowhere else in the quick matrix, and the histograms' answer is one
     counting pass on the host (seconds), not a sort of 2^31 keys. Round-robin
@@ -401,7 +401,7 @@ def _counted_past_2_31_cases() -> list[Case]:
 # Why a case is not run for a kind (judges() is False).
 NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
 NOT_KEYS = "a scan's counts, not keys: the scan kernels' cases"
-ONLY_SOME_KINDS = ("only {}: the quick matrix's case past 2^31 keys (the full matrix's "
+ONLY_SOME_KINDS = ("only {}: the quick matrix's cases past 2^31 keys (the full matrix's "
                    "cases past 2^31 judge every kind)")
 
 
@@ -428,7 +428,7 @@ def cases_for(kind: str, quick: bool = True, fenced: bool = False,
     """The cases that judge one kind, for a user's kernel: the fenced ones only
     for kernels the runner feeds from device memory (fenced=True: a .cu kernel;
     a Python callable gets its inputs as host or framework arrays), the skewed
-    ones and the quick case past 2^31 keys only for kernels built from CUDA
+    ones and the quick cases past 2^31 keys only for kernels built from CUDA
     source (skewed=True: a .cu kernel, given the schedule skew by
     histkit.gpu.user_skew; a 32-bit index is a slip of CUDA C++, and a
     Python callable handed 2 GiB of keys on the host might take minutes)."""
@@ -456,6 +456,6 @@ def huge_cases() -> list[Case]:
     """Every case past 2^31 (the mutation harness's full judge), the quickest
     for each kind first, since a judge stops at its first FAIL: the scan's
     counts (no sort of 2^31 keys on the host), then the histograms' own
-    case (one counting pass), then the keys every kind takes."""
+    cases (one counting pass), then the keys every kind takes."""
     counts, *keyed = _huge_full_cases()
     return [counts, *_counted_past_2_31_cases(), *keyed]
