@@ -455,3 +455,5 @@ def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch)
     assert np.array_equal(checks.bad_positions(keys, 4), want)
     assert np.array_equal(checks.Expected(keys, 4).valid_part().keys, np.delete(keys, want))
     assert checks.bad_positions(np.empty(0, np.int8), 4).size == 0
+    assert np.array_equal(checks.bad_positions(keys, 4, bad=False),
+                          np.flatnonzero((keys >= 0) & (keys < 4)))

@@ -136,10 +136,11 @@ class Outcome:
 BAD_SCAN_CHUNK = 1 << 24
 
 
-def bad_positions(keys: np.ndarray, num_bins: int) -> np.ndarray:
-    """Where keys lie outside [0, num_bins), scanned a chunk at a time (past
-    2^31 keys, whole-array comparisons would make three 2 GiB masks)."""
-    found = [np.flatnonzero((chunk < 0) | (chunk >= num_bins)) + start
+def bad_positions(keys: np.ndarray, num_bins: int, bad: bool = True) -> np.ndarray:
+    """Where keys lie outside [0, num_bins) (bad=False: inside it), scanned a
+    chunk at a time (past 2^31 keys, whole-array comparisons would make three
+    2 GiB masks)."""
+    found = [np.flatnonzero(((chunk < 0) | (chunk >= num_bins)) == bad) + start
              for start in range(0, len(keys), BAD_SCAN_CHUNK)
              for chunk in (keys[start:start + BAD_SCAN_CHUNK],)]
     return np.concatenate(found) if found else np.empty(0, np.int64)
@@ -195,7 +196,7 @@ class Expected:
 
     def valid_positions(self) -> np.ndarray:
         """Where the valid keys are (a sort's original indices name them)."""
-        return np.flatnonzero((self.keys >= 0) & (self.keys < self.num_bins))
+        return bad_positions(self.keys, self.num_bins, bad=False)
 
     def wave(self, warp_size: int) -> np.ndarray:
         if warp_size not in self._waves:
