@@ -533,13 +533,23 @@ def test_the_quick_cases_past_2_31_keys_need_the_memory_of_their_keys_alone():
     from histkit.conformance import runner
     from histkit.conformance.cases import HUGE, all_cases
 
-    clean, *bad = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    *bad, clean = [c for c in all_cases(quick=True) if c.n >= HUGE]
     assert not any(runner.sorted_by_a_column(c) for c in (clean, *bad))
-    assert 4 << 30 < runner.host_bytes_needed(clean) < (4 << 30) + (1 << 26)
+    # (the fenced one is uploaded as it is: no padded copy)
+    assert clean.fenced and 2 << 30 < runner.host_bytes_needed(clean) < (2 << 30) + (1 << 25)
     for case in bad:  # (a bad-key case also keeps its valid keys, cut out once)
         assert 6 << 30 < runner.host_bytes_needed(case) < (6 << 30) + (1 << 26)
     for case in (clean, *bad):
         assert 2 << 30 < runner.device_bytes_needed(case) < (2 << 30) + (1 << 25)
+
+
+def test_the_full_matrix_case_past_2_32_keys_needs_4_gib_on_the_gpu_and_12_on_the_host():
+    from histkit.conformance import runner
+    from histkit.conformance.cases import large_cases
+
+    (case,) = [c for c in large_cases() if c.n > 2**32]
+    assert 4 << 30 < runner.device_bytes_needed(case) < (4 << 30) + (1 << 25)
+    assert 12 << 30 < runner.host_bytes_needed(case) < (12 << 30) + (1 << 27)
 
 
 def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():

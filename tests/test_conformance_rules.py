@@ -113,8 +113,11 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
     # has one such case, for the kinds a host counting pass answers
     from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, cases_for, huge_cases, judges
 
-    clean, *bad = [c for c in all_cases(quick=True) if c.n >= HUGE]
+    quick = all_cases(quick=True)
+    *bad, clean = [c for c in quick if c.n >= HUGE]
     assert not clean.bad and [c.bad for c in bad] == ["last-vector", "past-2^31"]
+    # the one with no bad key is fenced, and last: a fault spoils the context
+    assert clean.fenced and not any(c.fenced for c in bad) and quick[-1] == clean
     assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
     full = huge_cases()
     for case in (clean, *bad):
@@ -135,11 +138,33 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
 
 
 def test_a_past_2_31_bad_key_is_the_sixth_key_past_2_31_and_needs_that_many_keys():
-    keys = np.zeros(2**31 + 6, np.uint8)  # (untouched zero pages: no memory)
-    plant_bad_keys(keys, "past-2^31", 10, seed=0)
-    assert keys[2**31 + 5] >= 10 and keys[2**31 + 4] == 0 and keys[2**31] == 0
+    for bits in (31, 32):
+        keys = np.zeros(2**bits + 6, np.uint8)  # (untouched zero pages: no memory)
+        plant_bad_keys(keys, f"past-2^{bits}", 10, seed=0)
+        assert keys[2**bits + 5] >= 10 and keys[2**bits + 4] == 0 and keys[2**bits] == 0
+        assert np.count_nonzero(keys) == 1
+        del keys
     with pytest.raises(ValueError, match="more than 2\\^31 \\+ 5 keys"):
         plant_bad_keys(np.zeros(40, np.uint8), "past-2^31", 10, seed=0)
+    with pytest.raises(ValueError, match="more than 2\\^32 \\+ 5 keys"):
+        plant_bad_keys(np.zeros(2**31 + 6, np.uint8), "past-2^32", 10, seed=0)
+
+
+def test_the_full_matrix_counts_past_2_32_keys_with_a_bad_key_past_2_32():
+    # an index narrowed to int, then added to an unsigned int, is right
+    # modulo 2^32: only a case past 2^32 keys shows it; the histograms' alone
+    from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, huge_cases, judges, large_cases
+
+    (case,) = [c for c in large_cases() if c.n > 2**32]
+    assert case.bad == "past-2^32" and case.n - (2**32 + 5) > 4 * 2**17 * 16
+    assert case.dtype == "uint8" and case.num_bins % 2 and case.n % 16 == 1
+    assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
+    assert case not in all_cases(quick=True) and all_cases(quick=False).count(case) == 1
+    full = huge_cases()
+    # the mutation harness's full judge meets it before the cases every kind takes
+    assert full.index(case) < min(i for i, c in enumerate(full)
+                                  if c.kinds is None and not c.scan_counts)
+    assert all(c.n >= HUGE for c in full)
 
 
 def test_a_last_vector_bad_key_sits_in_the_last_whole_vector_not_the_tail():
@@ -419,7 +444,7 @@ def test_fenced_cases_come_last_in_the_quick_matrix_and_only_histkits_runner_pla
     assert {c.dtype for c in fenced} >= {"int8", "uint16", "int32", "int64"}
     assert not any(c.fenced for c in cases_for("histogram") + cases_for("scan"))
     # a user's .cu kernel reads device memory the runner places: it gets them
-    assert set(fenced) <= set(cases_for("histogram", fenced=True))
+    assert set(fenced) <= set(cases_for("histogram", fenced=True, skewed=True))
 
 
 def test_the_scan_meets_a_fenced_length_off_every_tile_it_is_built_with():

@@ -731,6 +731,32 @@ def test_a_kernel_that_loads_one_element_past_a_fenced_copy_faults(tmp_path):
 
 
 @needs_gpu
+def test_a_load_a_whole_input_before_a_fenced_copy_faults(tmp_path):
+    # an index past 2^31 narrowed to a negative int reads up to a whole input
+    # before the keys: the address space there is reserved and unmapped too
+    # (64 MiB of keys: more than the fixed fence of 16 granules alone)
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    fenced = rt.fenced_copy(np.zeros(2**24, np.int32)).buffer
+    assert fenced.start - int(fenced.base) >= fenced.mapped >= 2**26
+    assert int(fenced.base) + fenced.reserved - (fenced.start + fenced.mapped) >= fenced.mapped
+    source = tmp_path / "load_at.cu"
+    source.write_text('extern "C" __global__ void load_at(const int* in, long long i, int* out)'
+                      " { out[0] = ((const volatile int*)in)[i]; }\n")
+    child = ("import numpy as np; from histkit.gpu.device import runtime; "
+             "from histkit.gpu.geometry import Geometry; rt = runtime(); "
+             "a = rt.fenced_copy(np.arange(2**24, dtype=np.int32)); out = rt.empty(1, np.int32); "
+             f"k = rt.kernel({str(source)!r}, 'load_at', {{}}); g = Geometry('load_at', 1, 1)\n"
+             "for i in (0, -2**24):\n"
+             "    rt.launch(k, g, a.ptr, np.int64(i), out.ptr); rt.sync(f'loading {i}')\n"
+             "    print('loaded', i)")
+    done = in_a_child(child)
+    assert "loaded 0" in done.stdout and "loaded -16777216" not in done.stdout, done.stdout
+    assert done.returncode != 0 and "loading -16777216" in done.stderr, done.stderr[-2000:]
+
+
+@needs_gpu
 def test_a_user_kernel_that_hangs_costs_two_fail_cells_and_seconds_not_the_run(tmp_path):
     import time
 

@@ -43,13 +43,16 @@ HUGE = (1 << 31) + 17  # past 32-bit indexing
 # 32-key sample run and a batched vector walk both start past 2^31 (N = 1
 # mod 16 still: one-byte keys end in a one-key scalar tail).
 COUNTED_HUGE = HUGE + (1 << 24)
+# The full matrix's histogram case past 2^32 keys: an index narrowed to 32 bits
+# but then mixed with an unsigned int is right modulo 2^32, so it wraps only here.
+COUNTED_PAST_2_32 = COUNTED_HUGE + (1 << 31)
 GUARD = 64  # guard keys after (and, with an offset, before) the keys
 SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of int32 keys
 # A scan_counts case's counts are below this: 2^31 + 17 of them sum to about
 # 2^62, inside the oracle's int64 offsets, while a few already pass 2^32.
 SCAN_COUNT_LIMIT = 1 << 32
-BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "several", "spread", "negative",
-                "run", "vector-run")
+BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "past-2^32", "several", "spread",
+                "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 
 
@@ -179,13 +182,15 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         # the scalar tail "last" reaches: past 2^31, a vector's first key index
         # kept in 32 bits misreports it
         where = [max(0, n - 12)]
-    elif pattern == "past-2^31":
-        # the sixth key past 2^31: with 2^24 keys more after it, inside the
-        # fast kernel's batched vector walk (the last vectors are left to a
-        # one-at-a-time loop, which "last-vector" reaches)
-        if n <= 2**31 + 5:
-            raise ValueError(f"pattern past-2^31 needs more than 2^31 + 5 keys; got {n}")
-        where = [2**31 + 5]
+    elif pattern in ("past-2^31", "past-2^32"):
+        # the sixth key past 2^31 (2^32): with 2^24 keys more after it, inside
+        # the fast kernel's batched vector walk (the last vectors are left to a
+        # one-at-a-time loop, which "last-vector" reaches). Past 2^32, an index
+        # that wrapped to 32 bits, signed or unsigned, names key 5 instead.
+        where = [2 ** int(pattern[-2:]) + 5]
+        if n <= where[0]:
+            raise ValueError(f"pattern {pattern} needs more than {pattern[5:]} + 5 keys; "
+                             f"got {n}")
     elif pattern == "several":  # the lowest of them is not the first one planted
         where = [n - 1, 2 * n // 3 + 1, n // 3 + 7]
     elif pattern in ("spread", "negative"):  # many, everywhere
@@ -373,7 +378,7 @@ def all_cases(quick: bool = False) -> list[Case]:
              + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
              + _bad_key_cases() + _scan_count_cases()
              + _full_width_cases() + _counted_past_2_31_cases() + _skewed_cases()
-             + _fenced_cases())
+             + _fenced_cases() + [_fenced_past_2_31_case()])
     return cases if quick else cases + large_cases()
 
 
@@ -389,20 +394,46 @@ def _counted_past_2_31_cases() -> list[Case]:
     nowhere else in the quick matrix, and the histograms' answer is one
     counting pass on the host (seconds), not a sort of 2^31 keys. Round-robin
     keys over an odd K are cheap to draw and leave every bin's count
-    sensitive to a key counted twice or not at all. Each of the other two has
-    one bad key past 2^31, reported by index: in the last whole vector (a
+    sensitive to a key counted twice or not at all. These two have one bad
+    key past 2^31 each, reported by index: in the last whole vector (a
     one-at-a-time loop's) and in the batched vector walk before it (one bad
     key a case: a misreported index past the first bad one would not show).
-    The racy kernel's counts are judged on the first case alone."""
+    The third, with no bad key, is _fenced_past_2_31_case()."""
     return [Case("round-robin", COUNTED_HUGE, 251, seed=5, dtype="uint8", bad=bad,
-                 kinds=COUNTED_PAST_2_31) for bad in (None, "last-vector", "past-2^31")]
+                 kinds=COUNTED_PAST_2_31) for bad in ("last-vector", "past-2^31")]
+
+
+def _fenced_past_2_31_case() -> Case:
+    """The same keys, none bad, flush against unmapped address space as large
+    as themselves on either side (device.FencedBuffer): an index that wrapped
+    to a negative 32-bit int reads up to 2 GiB before the keys, where the
+    unfenced cases' allocation may have a neighbour to read without a fault,
+    and the value read may not matter (auto's key sample only picks a
+    kernel). The racy kernel's counts are judged on this case alone. Last in
+    the quick matrix, as every fenced case: a fault spoils the CUDA context."""
+    return Case("round-robin", COUNTED_HUGE, 251, seed=5, dtype="uint8", fenced=True,
+                kinds=COUNTED_PAST_2_31)
+
+
+def _counted_past_2_32_case() -> Case:
+    """The full matrix's histogram case past 2^32 keys (4 GiB of one-byte keys,
+    one bad key past 2^32): an index narrowed to int but then added to an
+    unsigned int (a loop counter, threadIdx.x) is right modulo 2^32, so
+    every case below 2^32 keys passes it."""
+    return Case("round-robin", COUNTED_PAST_2_32, 251, seed=5, dtype="uint8", bad="past-2^32",
+                kinds=COUNTED_PAST_2_31)
+
+
+def _counted_huge_cases() -> list[Case]:
+    """Every histogram-only case past 2^31 keys, the cheapest first."""
+    return [*_counted_past_2_31_cases(), _fenced_past_2_31_case(), _counted_past_2_32_case()]
 
 
 # Why a case is not run for a kind (judges() is False).
 NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
 NOT_KEYS = "a scan's counts, not keys: the scan kernels' cases"
-ONLY_SOME_KINDS = ("only {}: the quick matrix's cases past 2^31 keys (the full matrix's "
-                   "cases past 2^31 judge every kind)")
+ONLY_SOME_KINDS = ("only {}: the cases past 2^31 keys that one counting pass on the host "
+                   "answers (the full matrix's 2^31 + 17-key cases judge every kind)")
 
 
 def judges(case: Case, kind: str) -> bool:
@@ -441,7 +472,7 @@ def large_cases() -> list[Case]:
     cases = [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
     cases += [Case("uniform", LARGE, 0, seed=3, dtype=t, full_width=True)
               for t in ("int32", "int64")]
-    return cases + _huge_full_cases()
+    return cases + _huge_full_cases() + [_counted_past_2_32_case()]
 
 
 def _huge_full_cases() -> list[Case]:
@@ -458,4 +489,4 @@ def huge_cases() -> list[Case]:
     counts (no sort of 2^31 keys on the host), then the histograms' own
     cases (one counting pass), then the keys every kind takes."""
     counts, *keyed = _huge_full_cases()
-    return [counts, *_counted_past_2_31_cases(), *keyed]
+    return [counts, *_counted_huge_cases(), *keyed]

@@ -340,8 +340,11 @@ def host_bytes_needed(case: Case) -> int:
     if case.scan_counts:
         return 4 * (case.n + 2 * GUARD) * 8
     itemsize = np.dtype(case.dtype).itemsize
-    if not sorted_by_a_column(case):  # the keys, their padded copy (and the valid ones)
-        return (3 if case.bad else 2) * (case.n + case.offset + 2 * GUARD) * itemsize
+    if not sorted_by_a_column(case):
+        # the keys, their padded copy (a fenced case uploads them as they are),
+        # and the valid ones of a bad-key case
+        copies = 1 + (not case.fenced) + bool(case.bad)
+        return copies * (case.n + case.offset + 2 * GUARD) * itemsize
     return (case.n + 2 * GUARD) * (itemsize + 2 * (itemsize + 8))
 
 

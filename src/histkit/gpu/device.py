@@ -197,8 +197,11 @@ class FencedBuffer:
         self.mapped = -(-max(1, nbytes) // granule) * granule
         self.memory = self.base = None
         # the address space on either side stays unmapped: an access a whole
-        # grid stride away (megabytes) must fault too, not land elsewhere
-        fence = FENCE_GRANULES * granule
+        # grid stride away (megabytes) must fault too, not land elsewhere, and
+        # so must one a whole input away (an index past 2^31 wrapped to a
+        # negative int reads that far before the keys); address space costs
+        # no memory
+        fence = max(FENCE_GRANULES * granule, self.mapped)
         self.reserved = self.mapped + 2 * fence
         try:
             self.memory = check(driver.cuMemCreate(self.mapped, prop, 0), "cuMemCreate")
