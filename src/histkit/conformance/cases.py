@@ -16,9 +16,9 @@ kernel's less travelled paths:
   scan kernels take them): counts large enough that the offsets pass 2^32,
   which the counts of any key case never do;
 - ``kinds``: only kernels of these kinds take the case (the quick matrix's
-  cases past 2^31 keys: the histograms', whose answer costs the host one
-  counting pass, where a sort's costs a sort of 2^31 keys and 18 GiB of
-  results read back).
+  cases past 2^31 keys and the full matrix's past 2^32: the histograms',
+  whose answer costs the host one counting pass, where a sort's costs a sort
+  of 2^31 keys and 18 GiB of results read back).
 
 Every case regenerates the same keys from its fields, so its name is enough
 to reproduce it.
@@ -382,9 +382,9 @@ def all_cases(quick: bool = False) -> list[Case]:
     return cases if quick else cases + large_cases()
 
 
-# The kinds that judge the quick matrix's cases past 2^31 keys: a counting
-# pass on the host answers them all (the one-warp "wave" kernel is never run
-# past ONE_WARP_MAX_N keys: not listed).
+# The kinds that judge the quick matrix's cases past 2^31 keys (and the full
+# matrix's past 2^32): a counting pass on the host answers them all (the
+# one-warp "wave" kernel is never run past ONE_WARP_MAX_N keys: not listed).
 COUNTED_PAST_2_31 = ("histogram", "privatized", "racy-histogram")
 
 
