@@ -42,6 +42,16 @@ CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
 CALL_SORT_BINS = (256, 65536)
 GRAPH_CALLS = 100
+# Issue 11's figures to reach, each row judged against them (against_targets):
+# a histogram call within CALL_OVER_KERNEL_US of its kernel alone; histkit's
+# call at most PEER_RATIO x the fastest peer's call measured in the same run
+# (a sort: torch.sort(stable=True)'s); at 2^28 int32 keys and K <= 4096, a
+# histogram call at MIN_TBPS_AT_2_28 or more.
+CALL_OVER_KERNEL_US = 25.0
+PEER_RATIO = 0.8
+MIN_TBPS_AT_2_28 = 3.8
+HISTOGRAM_PEERS = ("torch.bincount", "cupy.bincount", "CUB HistogramEven")
+SORT_PEERS = ("torch.sort(stable)",)
 WARM_UP_CALLS = 3
 MIN_CALLS, MAX_CALLS = 15, 400
 SECONDS_PER_CONTENDER = 0.4
@@ -249,11 +259,41 @@ def _torch_peer(row: dict, name: str, torch, keys, run, want) -> None:
              lambda t: t.cpu().numpy(), want)
 
 
+def against_targets(job: str, row: dict) -> list[dict]:
+    """Row's figures against issue 11's targets: each {"what", "value",
+    "target", "met"}; a target whose figures the row lacks (a peer skipped)
+    is left out, never guessed."""
+    us = row["us_per_call"]
+    mine = us.get("histkit gpu.histogram" if job == "histogram" else "histkit gpu.counting_sort")
+    if mine is None:
+        return []
+    judged = []
+    if job == "histogram" and "histkit kernel alone" in us:
+        over = mine - us["histkit kernel alone"]
+        judged.append({"what": "call - kernel alone (us)", "value": round(over, 1),
+                       "target": f"<= {CALL_OVER_KERNEL_US:g}",
+                       "met": over <= CALL_OVER_KERNEL_US})
+    peers = {name: us[name] for name in (HISTOGRAM_PEERS if job == "histogram" else SORT_PEERS)
+             if name in us}
+    if peers:
+        fastest = min(peers, key=peers.get)
+        ratio = mine / peers[fastest]
+        judged.append({"what": f"x {fastest}", "value": round(ratio, 2),
+                       "target": f"<= {PEER_RATIO:g}", "met": ratio <= PEER_RATIO})
+    if job == "histogram" and row["N"] == 1 << 28 and row["K"] <= 4096:
+        tbps = row["N"] * np.dtype(np.int32).itemsize / (mine * 1e-6) / 1e12
+        judged.append({"what": "TB/s", "value": round(tbps, 2),
+                       "target": f">= {MIN_TBPS_AT_2_28:g}", "met": tbps >= MIN_TBPS_AT_2_28})
+    return judged
+
+
 def format_row(row: dict) -> str:
     figures = "  ".join(f"{name} {us:8.1f}" for name, us in row["us_per_call"].items())
     notes = "; ".join(f"{k}: {v}" for k, v in row["notes"].items())
+    targets = "; ".join(f"{t['what']} {t['value']:g} ({'met' if t['met'] else 'MISSED'})"
+                        for t in row.get("targets", []))
     return (f"N=2^{int(np.log2(row['N'])):<2} K={row['K']:>7} [us/call] {figures}"
-            + (f"  ({notes})" if notes else ""))
+            + (f"  ({notes})" if notes else "") + (f"  [targets: {targets}]" if targets else ""))
 
 
 def plot(results: dict, path: Path) -> None:
@@ -294,12 +334,15 @@ def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
                "date": date.today().isoformat(), "host": platform.node(), "method": __doc__,
                "histogram": [], "sort": []}
     for n in sizes:
-        for num_bins in CALL_BINS:
-            results["histogram"].append(histogram_row(cupy, torch, n, num_bins))
-            print("histogram " + format_row(results["histogram"][-1]), flush=True)
-        for num_bins in CALL_SORT_BINS:
-            results["sort"].append(sort_row(cupy, torch, n, num_bins))
-            print("sort      " + format_row(results["sort"][-1]), flush=True)
+        for job, bins, make in (("histogram", CALL_BINS, histogram_row),
+                                ("sort", CALL_SORT_BINS, sort_row)):
+            for num_bins in bins:
+                row = make(cupy, torch, n, num_bins)
+                row["targets"] = against_targets(job, row)
+                results[job].append(row)
+                print(f"{job:9s} " + format_row(row), flush=True)
+    judged = [t for job in ("histogram", "sort") for r in results[job] for t in r["targets"]]
+    print(f"issue 11's targets: {sum(t['met'] for t in judged)} of {len(judged)} met")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     device = "h200" if "H200" in rt.device.name else "gpu"
