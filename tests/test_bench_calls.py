@@ -88,3 +88,35 @@ def test_a_printed_row_says_which_targets_it_missed():
     row["targets"] = bench_calls.against_targets("histogram", row)
     line = bench_calls.format_row(row)
     assert "[targets: call - kernel alone (us) 29 (MISSED); x torch.bincount 0.71 (met)]" in line
+
+
+def test_the_run_judges_every_row_and_says_how_many_targets_it_met(tmp_path, monkeypatch,
+                                                                     capsys):
+    import json
+    import sys
+    import types
+
+    from histkit.gpu import device
+
+    def histogram_row(cupy, torch, n, num_bins):
+        return _timed(n, num_bins, **{"histkit gpu.histogram": 30.0,
+                                      "histkit kernel alone": 10.0, "torch.bincount": 20.0})
+
+    def sort_row(cupy, torch, n, num_bins):
+        return _timed(n, num_bins, **{"histkit gpu.counting_sort": 50.0,
+                                      "torch.sort(stable)": 100.0})
+
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.setattr(bench_calls, "histogram_row", histogram_row)
+    monkeypatch.setattr(bench_calls, "sort_row", sort_row)
+    monkeypatch.setattr(bench_calls, "optional_torch", lambda: None)
+    monkeypatch.setattr(bench_calls, "plot", lambda results, path: None)
+    monkeypatch.setattr(device, "runtime", lambda: types.SimpleNamespace(
+        device=types.SimpleNamespace(name="a GPU"), arch="sm_90"))
+    assert bench_calls.run_call_bench(str(tmp_path), sizes=(1 << 12,)) == 0
+    out = capsys.readouterr().out
+    # each histogram shape: call - kernel met, 1.5x torch missed; each sort 0.5x met
+    assert "issue 11's targets: 5 of 8 met" in out and out.count("[targets:") == 5
+    (written,) = tmp_path.glob("calls-gpu-*.json")
+    rows = json.loads(written.read_text())
+    assert [len(r["targets"]) for r in rows["histogram"] + rows["sort"]] == [2, 2, 2, 1, 1]
