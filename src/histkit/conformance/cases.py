@@ -54,6 +54,7 @@ SCAN_COUNT_LIMIT = 1 << 32
 BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "past-2^32", "several", "spread",
                 "negative", "run", "vector-run")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
+PAST = {"past-2^31": 2**31, "past-2^32": 2**32}  # one bad key just past these indices
 
 
 @dataclass(frozen=True)
@@ -182,12 +183,12 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         # the scalar tail "last" reaches: past 2^31, a vector's first key index
         # kept in 32 bits misreports it
         where = [max(0, n - 12)]
-    elif pattern in ("past-2^31", "past-2^32"):
+    elif pattern in PAST:
         # the sixth key past 2^31 (2^32): with 2^24 keys more after it, inside
         # the fast kernel's batched vector walk (the last vectors are left to a
         # one-at-a-time loop, which "last-vector" reaches). Past 2^32, an index
         # that wrapped to 32 bits, signed or unsigned, names key 5 instead.
-        where = [2 ** int(pattern[-2:]) + 5]
+        where = [PAST[pattern] + 5]
         if n <= where[0]:
             raise ValueError(f"pattern {pattern} needs more than {pattern[5:]} + 5 keys; "
                              f"got {n}")
@@ -399,8 +400,12 @@ def _counted_past_2_31_cases() -> list[Case]:
     one-at-a-time loop's) and in the batched vector walk before it (one bad
     key a case: a misreported index past the first bad one would not show).
     The third, with no bad key, is _fenced_past_2_31_case()."""
-    return [Case("round-robin", COUNTED_HUGE, 251, seed=5, dtype="uint8", bad=bad,
-                 kinds=COUNTED_PAST_2_31) for bad in ("last-vector", "past-2^31")]
+    return [_counted(COUNTED_HUGE, bad=bad) for bad in ("last-vector", "past-2^31")]
+
+
+def _counted(n: int, **more) -> Case:
+    """A histogram-only case past 2^31: n round-robin one-byte keys over K = 251."""
+    return Case("round-robin", n, 251, seed=5, dtype="uint8", kinds=COUNTED_PAST_2_31, **more)
 
 
 def _fenced_past_2_31_case() -> Case:
@@ -411,8 +416,7 @@ def _fenced_past_2_31_case() -> Case:
     and the value read may not matter (auto's key sample only picks a
     kernel). The racy kernel's counts are judged on this case alone. Last in
     the quick matrix, as every fenced case: a fault spoils the CUDA context."""
-    return Case("round-robin", COUNTED_HUGE, 251, seed=5, dtype="uint8", fenced=True,
-                kinds=COUNTED_PAST_2_31)
+    return _counted(COUNTED_HUGE, fenced=True)
 
 
 def _counted_past_2_32_case() -> Case:
@@ -420,8 +424,7 @@ def _counted_past_2_32_case() -> Case:
     one bad key past 2^32): an index narrowed to int but then added to an
     unsigned int (a loop counter, threadIdx.x) is right modulo 2^32, so
     every case below 2^32 keys passes it."""
-    return Case("round-robin", COUNTED_PAST_2_32, 251, seed=5, dtype="uint8", bad="past-2^32",
-                kinds=COUNTED_PAST_2_31)
+    return _counted(COUNTED_PAST_2_32, bad="past-2^32")
 
 
 def _counted_huge_cases() -> list[Case]:
