@@ -80,3 +80,23 @@ def test_the_key_sample_is_64_runs_of_32_read_by_8_blocks_of_256():
     assert runs.shape == (64, 32)
     (name, geometry, _), = rt.launched
     assert name == "sample_runs" and (geometry.grid, geometry.block) == (8, 256)
+
+
+def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once():
+    from histkit.gpu.device import Runtime
+    from histkit.gpu.geometry import Geometry
+
+    rt = Runtime.__new__(Runtime)  # no device: only the launch bookkeeping
+    rt.stream, rt._ready, rt._configs = "stream", {}, {}
+    opted, launched = [], []
+    rt.allow_shared = lambda kernel, nbytes: opted.append((kernel, nbytes))
+    rt._config = lambda geometry: ("config", geometry.grid)
+    rt._launch = lambda stream, config, kernel, *args: launched.append((kernel, config, args))
+    big = Geometry("fast_histogram", 4, 1024, 100_000)
+    for _ in range(3):
+        rt.launch("int32 build", big, 1, 2)
+    # Another build of the same kernel (another key dtype) has the same geometry,
+    # but its own shared-memory limit: it must opt in for itself.
+    rt.launch("uint8 build", big, 3)
+    assert opted == [("int32 build", 100_000), ("uint8 build", 100_000)]
+    assert launched[-1] == ("uint8 build", ("config", 4), (3,)) and len(launched) == 4

@@ -69,9 +69,18 @@ class _Out:
     handed: object  # the caller's array (CuPy, PyTorch), or histkit's DeviceArray
 
 
+# Array type -> "cupy", "torch" or "device": asked several times a call, so
+# each type's answer is worked out once.
+_FRAMEWORKS: dict[type, str] = {}
+
+
 def _framework_of(obj) -> str:
-    module = type(obj).__module__.split(".")[0]
-    return module if module in ("cupy", "torch") else "device"
+    kind = type(obj)
+    framework = _FRAMEWORKS.get(kind)
+    if framework is None:
+        module = kind.__module__.split(".")[0]
+        framework = _FRAMEWORKS[kind] = module if module in ("cupy", "torch") else "device"
+    return framework
 
 
 # DLPack device types that name GPU memory (CUDA, CUDA managed).
@@ -261,8 +270,11 @@ def _allocate(call: _Call, n: int, dtype, what: str, *details) -> _Out:
         if call.framework == "cupy":
             import cupy
 
-            with _framework_stream(call):
+            if call.framework_stream == call.rt.handle:  # CuPy's current stream already
                 array = cupy.empty(n, dtype)
+            else:
+                with _framework_stream(call):
+                    array = cupy.empty(n, dtype)
             return _Out(array.data.ptr, n, dtype, array)
         if call.framework == "torch":
             import torch

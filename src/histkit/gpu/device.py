@@ -354,6 +354,7 @@ class Runtime:
         self._resident: dict = {}
         self._static_shared: dict[int, int] = {}  # kernel handle -> static bytes
         self._configs: dict = {}
+        self._ready: dict = {}  # (kernel, geometry) -> its launch configuration
         self._plans: dict = {}
         self._scratch = threading.local()
         self._launch = launch
@@ -432,11 +433,23 @@ class Runtime:
         self._shared_allowed[handle] = nbytes
 
     def launch(self, kernel, geometry: Geometry, *args) -> None:
-        self.allow_shared(kernel, geometry.shared_bytes)
+        # One lookup per launch: the kernel's shared-memory opt-in and the
+        # launch configuration are settled the first time this pair launches.
+        config = self._ready.get((kernel, geometry))
+        if config is None:
+            config = self._ready_to_launch(kernel, geometry)
         try:
-            self._launch(self.stream, self._config(geometry), kernel, *args)
+            self._launch(self.stream, config, kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
+
+    def _ready_to_launch(self, kernel, geometry: Geometry):
+        """geometry's launch configuration, kernel allowed its shared memory."""
+        self.allow_shared(kernel, geometry.shared_bytes)
+        if len(self._ready) > 4096:  # many distinct shapes: keep the cache bounded
+            self._ready.clear()
+        config = self._ready[kernel, geometry] = self._config(geometry)
+        return config
 
     def _config(self, geometry: Geometry):
         config = self._configs.get(geometry)
