@@ -129,6 +129,49 @@ def test_a_sort_whose_tiles_all_fit_runs_resident_and_a_larger_one_onesweep():
 
 
 @needs_gpu
+def test_a_cooperative_grid_too_large_to_be_resident_is_refused_by_name():
+    # histkit makes cooperative launches itself (Runtime._launch_cooperative):
+    # the driver must still refuse a grid whose blocks cannot all be resident,
+    # and the call after it must run.
+    from dataclasses import replace
+
+    from histkit.gpu.device import runtime
+    from histkit.gpu.errors import CudaError
+    from histkit.gpu.launch import resident as launch_resident
+    from histkit.gpu.launch.common import Keys
+
+    rt = runtime()
+    if not rt.cooperative:
+        pytest.skip("no cooperative launches here")
+    keys = rt.to_device(make_keys("uniform", 1 << 12, 256, seed=1))
+    shape = launch_resident.resident_shape(rt, Keys(keys.ptr, 1 << 12, np.dtype(np.int32)), 256)
+    too_many = replace(shape.geometry, grid=rt.sm_count * 64)
+    with pytest.raises(CudaError, match="COOPERATIVE_LAUNCH_TOO_LARGE"):
+        rt.launch(shape.kernel, too_many, *[0] * 10)
+    host = make_keys("uniform", 5000, 300, seed=2)
+    np.testing.assert_array_equal(gpu.counting_sort(host, 300)[1],
+                                  oracles.counting_sort(host, 300)[1])
+
+
+@needs_gpu
+def test_calls_from_another_thread_equal_the_oracle():
+    import threading
+
+    host = make_keys("uniform", 5000, 300, seed=3)
+    got = {}
+
+    def work():
+        got["sort"] = gpu.counting_sort(host, 300)[1]
+        got["histogram"] = gpu.histogram(host, 300)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    np.testing.assert_array_equal(got["sort"], oracles.counting_sort(host, 300)[1])
+    np.testing.assert_array_equal(got["histogram"], oracles.histogram(host, 300))
+
+
+@needs_gpu
 def test_resident_sorts_on_two_streams_at_once_each_equal_the_oracle():
     # Each fills most of the GPU (512 tiles of 2048 keys): together they do not
     # fit at once, and each stream keeps its own barrier scratch.
