@@ -698,3 +698,21 @@ def test_device_values_of_a_dtype_no_gather_moves_are_refused(fake):
     values = FakeCupyArray(4096, np.complex128, 0x800000, stream=CUPY_STREAM)
     with pytest.raises(TypeError, match="values must have a numeric dtype of 1, 2, 4 or 8"):
         api.radix_sort(cupy_keys(), values)
+
+
+def test_each_thread_makes_the_devices_context_current_once_before_its_first_call():
+    import threading
+
+    from histkit.gpu.device import Runtime
+
+    rt = Runtime.__new__(Runtime)  # no device: only the per-thread binding
+    made_current = []
+    rt.device = types.SimpleNamespace(set_current=lambda: made_current.append(
+        threading.get_ident()))
+    rt._scratch = threading.local()
+    for _ in range(3):
+        rt.bind_to_this_thread()
+    worker = threading.Thread(target=lambda: [rt.bind_to_this_thread() for _ in range(3)])
+    worker.start()
+    worker.join()
+    assert made_current == [threading.get_ident(), worker.ident]

@@ -38,9 +38,6 @@ from histkit.gpu.errors import CudaError, DeviceMemoryError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS if driver is not None else None
-# A kernel argument's C type, by its Python type (a plain int is a pointer).
-_ARGUMENT_C_TYPES = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64,
-                     np.int32: ctypes.c_int32, np.uint32: ctypes.c_uint32}
 
 
 def check(result, call: str):
@@ -358,9 +355,9 @@ class Runtime:
         self._static_shared: dict[int, int] = {}  # kernel handle -> static bytes
         self._configs: dict = {}
         self._ready: dict = {}  # (kernel, geometry) -> its launch configuration
-        self._cooperative_launches: dict = {}  # (kernel, geometry, stream) -> launch
         self._plans: dict = {}
         self._scratch = threading.local()
+        self._scratch.bound = True  # the context is current on this thread (above)
         self._launch = launch
         self._views: dict[int, Runtime] = {}
         self._base = self
@@ -385,6 +382,14 @@ class Runtime:
         except (TypeError, CudaError):  # an older cuda.core: no is_cooperative
             return False
         return True
+
+    def bind_to_this_thread(self) -> None:
+        """Make the device's context current on this thread, once per thread:
+        a CUDA context is current per thread, and Runtime() made it so only on
+        the thread that built it (a call from a worker thread then failed)."""
+        if not getattr(self._scratch, "bound", False):
+            self.device.set_current()
+            self._scratch.bound = True
 
     # --- streams -----------------------------------------------------------
     def on(self, handle: int | None) -> Runtime:
@@ -442,47 +447,10 @@ class Runtime:
         config = self._ready.get((kernel, geometry))
         if config is None:
             config = self._ready_to_launch(kernel, geometry)
-        if geometry.cooperative:
-            self._launch_cooperative(kernel, geometry, args)
-            return
         try:
             self._launch(self.stream, config, kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
-
-    def _launch_cooperative(self, kernel, geometry: Geometry, args: tuple) -> None:
-        """The launch cuda.core makes for a cooperative config (cuLaunchKernelEx
-        with the cooperative attribute), made here without the occupancy query
-        cuda.core's launch() repeats on every cooperative launch (about 4 us
-        of a small sort's call on the H200): each cooperative geometry was
-        sized from Runtime.resident_blocks, and the driver still refuses a grid
-        that cannot be resident at once (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)."""
-        found = self._cooperative_launches.get((kernel, geometry, self.handle))
-        if found is None:
-            found = self._cooperative_launch_for(kernel, geometry, args)
-        function, config, types = found
-        check(driver.cuLaunchKernelEx(config, function, (tuple(map(int, args)), types), 0),
-              f"launching {geometry}")
-
-    def _cooperative_launch_for(self, kernel, geometry: Geometry, args: tuple):
-        """(function, CUlaunchConfig on this stream, argument C types) of a
-        cooperative launch, made once per kernel, geometry and stream."""
-        config = driver.CUlaunchConfig()
-        config.gridDimX, config.gridDimY, config.gridDimZ = geometry.grid, 1, 1
-        config.blockDimX, config.blockDimY, config.blockDimZ = geometry.block, 1, 1
-        config.sharedMemBytes = geometry.shared_bytes
-        config.hStream = self.stream.handle
-        attribute = driver.CUlaunchAttribute()
-        attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-        attribute.value.cooperative = 1
-        config.attrs = [attribute]
-        config.numAttrs = 1
-        types = tuple(_ARGUMENT_C_TYPES.get(type(arg), ctypes.c_void_p) for arg in args)
-        found = (driver.CUfunction(int(kernel.handle)), config, types)
-        if len(self._cooperative_launches) > 4096:  # keep the cache bounded
-            self._cooperative_launches.clear()
-        self._cooperative_launches[kernel, geometry, self.handle] = found
-        return found
 
     def _ready_to_launch(self, kernel, geometry: Geometry):
         """geometry's launch configuration, kernel allowed its shared memory."""
@@ -824,8 +792,17 @@ def foreign_stream(handle: int):
 
 
 @cache
-def runtime() -> Runtime:
+def _the_runtime() -> Runtime:
     return Runtime()
+
+
+def runtime() -> Runtime:
+    """The process's runtime, its device's context current on the calling
+    thread (a driver call from a thread with none fails with
+    CUDA_ERROR_INVALID_CONTEXT)."""
+    rt = _the_runtime()
+    rt.bind_to_this_thread()
+    return rt
 
 
 def gpu_unavailable_reason() -> str | None:
