@@ -21,6 +21,9 @@ uint64 device array in which the kernels leave the first bad index
 into the error later. Bad keys are never counted, nor written anywhere. With
 ``out=`` and ``first_bad=`` given, a histogram call allocates nothing, so a
 loop of calls can be captured in a CUDA graph and replayed.
+
+Threads. Calls may come from any thread (a Dask worker's, a server's): the
+first call on a thread makes histkit's device's CUDA context current there.
 """
 
 from __future__ import annotations
