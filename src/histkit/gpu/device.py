@@ -461,9 +461,8 @@ class Runtime:
         return config
 
     def _config(self, geometry: Geometry):
-        config = self._configs.get(geometry)
-        if config is not None:
-            return config
+        """The LaunchConfig of a launch shape, shared by every kernel launched so
+        (Runtime.launch keeps each (kernel, geometry) pair's in _ready)."""
         shape = (geometry.grid, geometry.block, geometry.shared_bytes, geometry.cooperative)
         config = self._configs.get(shape)
         if config is None:
@@ -475,7 +474,6 @@ class Runtime:
             config = self._configs[shape] = LaunchConfig(
                 grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes,
                 **options)
-        self._configs[geometry] = config
         return config
 
     def plan(self, shape: tuple, make):
