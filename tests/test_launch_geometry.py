@@ -87,7 +87,7 @@ def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once()
     from histkit.gpu.geometry import Geometry
 
     rt = Runtime.__new__(Runtime)  # no device: only the launch bookkeeping
-    rt.stream, rt._ready, rt._configs = "stream", {}, {}
+    rt.stream, rt._ready = "stream", {}
     opted, launched = [], []
     rt.allow_shared = lambda kernel, nbytes: opted.append((kernel, nbytes))
     rt._config = lambda geometry: ("config", geometry.grid)

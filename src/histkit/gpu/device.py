@@ -353,7 +353,6 @@ class Runtime:
         self._shared_allowed: dict[int, int] = {}  # kernel handle -> bytes allowed
         self._resident: dict = {}
         self._static_shared: dict[int, int] = {}  # kernel handle -> static bytes
-        self._configs: dict = {}
         self._ready: dict = {}  # (kernel, geometry) -> its launch configuration
         self._plans: dict = {}
         self._scratch = threading.local()
@@ -460,21 +459,15 @@ class Runtime:
         config = self._ready[kernel, geometry] = self._config(geometry)
         return config
 
-    def _config(self, geometry: Geometry):
-        """The LaunchConfig of a launch shape, shared by every kernel launched so
-        (Runtime.launch keeps each (kernel, geometry) pair's in _ready)."""
-        shape = (geometry.grid, geometry.block, geometry.shared_bytes, geometry.cooperative)
-        config = self._configs.get(shape)
-        if config is None:
-            from cuda.core import LaunchConfig
+    @staticmethod
+    def _config(geometry: Geometry):
+        """geometry's LaunchConfig (made once per kernel and geometry: Runtime.launch
+        keeps it in _ready)."""
+        from cuda.core import LaunchConfig
 
-            if len(self._configs) > 4096:  # many distinct shapes: keep the cache bounded
-                self._configs.clear()
-            options = {"is_cooperative": True} if geometry.cooperative else {}
-            config = self._configs[shape] = LaunchConfig(
-                grid=geometry.grid, block=geometry.block, shmem_size=geometry.shared_bytes,
-                **options)
-        return config
+        options = {"is_cooperative": True} if geometry.cooperative else {}
+        return LaunchConfig(grid=geometry.grid, block=geometry.block,
+                            shmem_size=geometry.shared_bytes, **options)
 
     def plan(self, shape: tuple, make):
         """make()'s result for this launch shape, made once (launch wrappers keep
