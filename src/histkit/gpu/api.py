@@ -273,11 +273,8 @@ def _allocate(call: _Call, n: int, dtype, what: str, *details) -> _Out:
         if call.framework == "cupy":
             import cupy
 
-            if call.framework_stream == call.rt.handle:  # CuPy's current stream already
+            with _framework_stream(call):
                 array = cupy.empty(n, dtype)
-            else:
-                with _framework_stream(call):
-                    array = cupy.empty(n, dtype)
             return _Out(array.data.ptr, n, dtype, array)
         if call.framework == "torch":
             import torch
