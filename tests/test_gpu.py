@@ -823,3 +823,34 @@ def test_a_user_kernel_that_hangs_costs_two_fail_cells_and_seconds_not_the_run(t
     assert not report.passed and len(hangs) == MAX_HANGS
     assert all(cell.status != "FAIL" for case, cell, _ in report.cells if case.n <= 64)
     assert time.perf_counter() - start < 20 + 10 + 60  # two timeouts and the other cases
+
+
+@needs_gpu
+def test_a_kernel_of_ours_that_never_ends_fails_its_cell_and_the_matrix_stops(tmp_path):
+    # a planted bug that hangs: the atomic kernel's grid-stride step made an
+    # assignment (`i = hk_thread_count()`), judged on the quick matrix with
+    # waits bounded at 5 s: a FAIL naming the hang, the run stopped, the
+    # process gone in seconds (its exit skips the driver's teardown, which
+    # would wait for the kernel), not a judge that never ends
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from histkit.conformance import mutagen, mutation
+    from histkit.gpu.compiler import kernel_dir
+
+    mutant = next(m for m in mutagen.generate(kernel_dir(), ["atomic_histogram.cu"])
+                  if "accumulate-made-assign" in m.id and "hk_thread_count" in m.find)
+    mutation.apply(mutant, kernel_dir(), tmp_path / "cuda")
+    env = {**os.environ, "HISTKIT_CUDA_DIR": str(tmp_path / "cuda"),
+           "HISTKIT_CACHE_DIR": str(tmp_path / "cache"), "HISTKIT_WAIT_LIMIT_S": "5"}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "histkit.conformance.mutation", "judge",
+                           "quick", "atomic"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    took = time.perf_counter() - start
+    output = done.stdout + done.stderr
+    assert done.returncode == mutation.EXIT_CAUGHT, output[-3000:]
+    assert "DeviceHang" in output and "did not finish within 5 s" in output, output[-3000:]
+    assert "cases not run" in output and took < 200, (took, output[-3000:])

@@ -129,12 +129,11 @@ def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tm
                       f'why = "listed for the test: changes nothing"\n')
     verdicts = {sample[1].id: "survived", sample[2].id: "broken"}
 
-    def judged(mutant, cuda_dir, timeout, env, unmutated_seconds=None):
+    def judged(mutant, cuda_dir, timeout, env):
         return mutation.Outcome(mutant.id, mutant.file, mutant.needs,
                                 verdicts.get(mutant.id, "caught"), "", 0.0)
 
     monkeypatch.setattr(mutation, "run_one", judged)
-    monkeypatch.setattr(mutation, "unmutated_judge_seconds", lambda *args: None)
     out = tmp_path / "generated.json"
     status = mutation.run(Path("unused.toml"), ROOT / "cuda", 2, 1.0, out, None, None,
                           generated=True, sample=12, seed=4, equivalent_table=listed)
@@ -154,7 +153,7 @@ def test_judge_on_quick_judges_full_mutants_on_the_quick_matrix(tmp_path, monkey
     narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id][:3]
     seen = []
 
-    def judged(mutant, cuda_dir, timeout, env, unmutated_seconds=None):
+    def judged(mutant, cuda_dir, timeout, env):
         seen.append((mutant.id, mutant.needs))
         return mutation.Outcome(mutant.id, mutant.file, mutant.needs, "caught", "", 0.0)
 
@@ -169,7 +168,6 @@ def test_a_judge_past_its_time_is_a_hang_only_for_the_quick_matrix(needs, verdic
     # the quick matrix's judges end in seconds: past the limit a kernel hangs;
     # a judge of the 2^31-key cases can outrun the limit unmutated, so there
     # running out of time is no verdict at all, never a catch
-    import dataclasses
     import subprocess
 
     def too_slow(*args, **kwargs):
@@ -268,7 +266,6 @@ def test_a_launcher_modules_mutants_judge_only_the_rows_that_launch_its_kernels(
 def test_a_host_mutant_is_imported_in_place_of_its_module_by_every_importer(tmp_path):
     import os
     import subprocess
-    import sys
 
     m = next(m for m in HOST if m.file == "gpu/policy.py")
     path = mutation.apply(m, mutation.package_dir(), tmp_path, copy=False)
@@ -293,57 +290,3 @@ def test_the_public_calls_mutants_are_judged_by_the_tests_that_call_them_not_by_
     assert command[2:4] == ["histkit._mutant_loader", "pytest"]
     assert command[4:] == list(mutation.TEST_JUDGED["gpu/api.py"])
     assert "tests/test_gpu.py" in command
-
-
-# --- timeouts of the full judge (cases past 2^31 keys) --------------------------------
-
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]
-
-
-def _full_mutant():
-    return dataclasses.replace(GENERATED[0], needs="full")
-
-
-def test_a_full_judge_outrunning_the_unmutated_one_of_its_rows_is_a_caught_hang(monkeypatch):
-    monkeypatch.setattr(mutation, "_judge_command", lambda mutant, cuda_dir=None: SLEEPER)
-    monkeypatch.setattr(mutation, "HANG_MARGIN_S", 0.5)
-    outcome = mutation.run_one(_full_mutant(), ROOT / "cuda", timeout=60, env={},
-                               unmutated_seconds=0.2)
-    assert outcome.verdict == "caught" and outcome.seconds < 10
-    assert "unmutated judge of the same rows took 0 s" in outcome.how
-
-
-def test_a_full_judge_outrunning_only_the_fixed_limit_stays_unjudged(monkeypatch):
-    monkeypatch.setattr(mutation, "_judge_command", lambda mutant, cuda_dir=None: SLEEPER)
-    # no unmutated time, or one so long that the fixed limit comes first
-    for unmutated_seconds in (None, 100.0):
-        outcome = mutation.run_one(_full_mutant(), ROOT / "cuda", timeout=1, env={},
-                                   unmutated_seconds=unmutated_seconds)
-        assert outcome.verdict == "unjudged", outcome.how
-
-
-@pytest.mark.parametrize("exit_code,timed", [(0, True), (1, False)])
-def test_only_an_unmutated_judge_that_passes_gives_a_time(monkeypatch, exit_code, timed):
-    command = [sys.executable, "-c", f"raise SystemExit({exit_code})"]
-    monkeypatch.setattr(mutation, "_rows_judge_command", lambda needs, rows: command)
-    seconds = mutation.unmutated_judge_seconds(["sort-stable"], ROOT / "cuda", 60, env={})
-    assert (seconds is not None) == timed
-
-
-def test_a_run_times_the_unmutated_judge_once_per_row_set_for_its_full_mutants(tmp_path,
-                                                                             monkeypatch):
-    narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id
-                and m.file == "counting_sort.cu"][:4]
-    timed, handed = [], []
-    monkeypatch.setattr(mutation, "unmutated_judge_seconds",
-                        lambda rows, cuda_dir, timeout, env: timed.append(tuple(rows)) or 42.0)
-
-    def judged(mutant, cuda_dir, timeout, env, unmutated_seconds=None):
-        handed.append(unmutated_seconds)
-        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, "caught", "", 0.0)
-
-    monkeypatch.setattr(mutation, "run_one", judged)
-    mutation.run(Path("unused.toml"), ROOT / "cuda", 1, 1.0, tmp_path / "r.json",
-                 [m.id for m in narrowed], None, generated=True)
-    row_sets = {tuple(mutation.rows_for(m, ROOT / "cuda")) for m in narrowed}
-    assert sorted(timed) == sorted(row_sets) and handed == [42.0] * len(narrowed)

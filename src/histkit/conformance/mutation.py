@@ -5,11 +5,12 @@
 ``cuda/``, applies the bug, and runs, in a fresh process pointed at the copy
 by ``HISTKIT_CUDA_DIR``, the conformance rows that compile the mutated file
 (``registry.rows_reaching``), stopping at the first FAIL. A FAIL, a crash or
-a hang (timeout) is "caught"; a compile error makes the mutant "broken" (it
-tests nothing); a clean run is "survived" and names a missing case. A judge
-of the cases past 2^31 keys (``needs = "full"``) takes minutes unmutated, so
-its timeout is a hang only when it outruns the unmutated judge of the same
-rows, timed in the same run (``HANG_FACTOR``); otherwise it is "unjudged".
+a hang is "caught"; a compile error makes the mutant "broken" (it tests
+nothing); a clean run is "survived" and names a missing case. A kernel that
+never ends is a FAIL of the judge itself (the matrix bounds every wait on the
+device: runner.WAIT_LIMIT_S); a judge that outruns the run's time limit is a
+hang for the quick matrix, and "unjudged" for the cases past 2^31 keys, whose
+judges take minutes unmutated.
 
 ``run --generated`` plants mutagen's slips at every site of ``cuda/``;
 ``run --host`` plants them in the launch layer's Python (grid, tile, scratch
@@ -39,14 +40,6 @@ from pathlib import Path
 NEEDS = ("quick", "full", "racecheck", "synccheck")
 EXIT_SURVIVED, EXIT_CAUGHT, EXIT_BROKEN = 0, 1, 3
 COMPILE_FAILED = "NVRTC failed to compile"
-# A judge of the cases past 2^31 keys takes minutes unmutated (its answers are
-# counts and sorts of 2^31 keys on the host), so outrunning a fixed limit says
-# nothing about a mutant. Outrunning the unmutated judge of the same rows,
-# timed in the same run, HANG_FACTOR times over and HANG_MARGIN_S more (the
-# mutant's own builds compile; the unmutated ones come from the cache), does:
-# its kernel hangs (a loop bound that wrapped past 2^31), which is caught.
-HANG_FACTOR = 3
-HANG_MARGIN_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -187,28 +180,7 @@ def _judge_command(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
         return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
                 "--error-exitcode", str(EXIT_CAUGHT), sys.executable, "-m",
                 "histkit.conformance.sanitize", mutant.needs, *rows]
-    return _rows_judge_command(mutant.needs, rows)
-
-
-def _rows_judge_command(needs: str, rows: list[str]) -> list[str]:
-    """The judge of rows on the cases `needs` names, in a fresh process."""
-    return [sys.executable, "-m", "histkit.conformance.mutation", "judge", needs, *rows]
-
-
-def unmutated_judge_seconds(rows: list[str], cuda_dir: Path, timeout: float,
-                            env: dict) -> float | None:
-    """Wall time of the full judge of rows on the unmutated sources; None when it
-    does not pass within timeout (then no mutant of those rows is taken for a
-    hang by its time alone)."""
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(_rows_judge_command("full", rows),
-                              env={**env, "HISTKIT_CUDA_DIR": str(cuda_dir),
-                                   "PYTHONUNBUFFERED": "1"},
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None
-    return time.perf_counter() - start if done.returncode == EXIT_SURVIVED else None
+    return [sys.executable, "-m", "histkit.conformance.mutation", "judge", mutant.needs, *rows]
 
 
 @dataclass
@@ -225,18 +197,8 @@ def _last_lines(text: str, count: int = 6) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
-def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict,
-            unmutated_seconds: float | None = None) -> Outcome:
-    """One mutant's verdict. unmutated_seconds: how long the unmutated full
-    judge of the same rows took in this run (a full judge that outruns it
-    HANG_FACTOR times over, and HANG_MARGIN_S more, hangs)."""
+def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcome:
     start = time.perf_counter()
-    hang_after = (None if unmutated_seconds is None
-                  else HANG_FACTOR * unmutated_seconds + HANG_MARGIN_S)
-    if hang_after is not None and hang_after < timeout:
-        timeout = hang_after
-    else:
-        hang_after = None  # the fixed limit comes first: outrunning it proves nothing
     with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
         if is_host(mutant):
             mutated = apply(mutant, package_dir(), Path(tmp), copy=False)
@@ -250,11 +212,6 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict,
                                   capture_output=True,
                                   text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            if mutant.needs == "full" and hang_after is not None:
-                return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
-                               f"hang: no verdict within {timeout:.0f} s, where the unmutated "
-                               f"judge of the same rows took {unmutated_seconds:.0f} s",
-                               time.perf_counter() - start)
             if mutant.needs == "full":
                 # A judge past 2^31 keys (the oracles sort 2^31 keys on the host)
                 # can outrun any fixed limit unmutated: no verdict, not a catch.
@@ -344,17 +301,8 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for outcome in pool.map(lambda m: run_one(m, cuda_dir, timeout, env), light):
             report(outcome)
-    unmutated: dict[tuple, float | None] = {}  # rows -> their unmutated full judge's seconds
     for mutant in heavy:
-        rows = tuple(rows_for(mutant, cuda_dir))
-        if not is_host(mutant) and rows not in unmutated:
-            seconds = unmutated[rows] = unmutated_judge_seconds(list(rows), cuda_dir,
-                                                                timeout * 3, env)
-            print(f"unmutated full judge of {' '.join(rows)}: "
-                  + (f"{seconds:.0f} s" if seconds is not None else
-                     f"no pass within {timeout * 3:.0f} s (its mutants' timeouts stay "
-                     f"unjudged)"), flush=True)
-        report(run_one(mutant, cuda_dir, timeout * 3, env, unmutated.get(rows)))
+        report(run_one(mutant, cuda_dir, timeout * 3, env))
     if progress:
         progress.close()
     caught = sum(o.verdict == "caught" for o in outcomes)

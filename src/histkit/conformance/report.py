@@ -36,6 +36,8 @@ def print_report(console: Console, report, seconds: float | None = None) -> None
         if len(findings) > SHOWN_FINDINGS:
             console.print(f"  ... and {len(findings) - SHOWN_FINDINGS} more findings of "
                           f"{escape(name)} (in the JSON report)")
+    if report.stopped:
+        console.print(f"[bold red]{escape(report.stopped)}[/]", soft_wrap=True)
     counts = {s: sum(r.cell.status == s for r in report.results) for s in STYLE}
     took = f" in {seconds:.1f} s" if seconds is not None else ""
     console.print("totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + took)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,13 @@ NARROW_WAVE_MAX_N = 1 << 17
 # Variant columns (forced layouts, small tiles, ...) skip the 2^28-key cases:
 # they exist to reach paths, which smaller cases do. Past 2^31 all run again.
 VARIANT_MAX_N = 1 << 24
+# A host wait on the device longer than this in the matrix is a hang: the
+# kernel never ends (a loop bound that wrapped, a look-back that waits for a
+# tile nobody publishes). The longest wait of an unmutated matrix, a stable
+# sort of 2^31 + 17 keys and its 18 GiB read back, takes a few seconds on an
+# H200. HISTKIT_WAIT_LIMIT_S sets another (0: unbounded, as under
+# compute-sanitizer, which slows kernels by orders of magnitude).
+WAIT_LIMIT_S = 60.0
 POISON = 0xA5  # sort outputs start as this byte: an unwritten slot shows
 COUNTS_GUARD = 0x5A  # the byte after a scan's input counts
 
@@ -74,6 +82,8 @@ class Result:
 @dataclass
 class Report:
     results: list[Result] = field(default_factory=list)
+    # Why the run ended before its last case (a kernel that never ended), if it did.
+    stopped: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -88,6 +98,7 @@ class Report:
             "histkit": __version__,
             "host": platform.node(),
             "passed": self.passed,
+            "stopped": self.stopped,
             "results": [result_json(r) for r in self.results],
         }
 
@@ -365,8 +376,29 @@ def too_large_here(rt: Runtime, case: Case) -> str | None:
     return None
 
 
+def wait_limit_s() -> float | None:
+    """The matrix's bound on a host wait on the device (WAIT_LIMIT_S, or
+    HISTKIT_WAIT_LIMIT_S; None: unbounded)."""
+    text = os.environ.get("HISTKIT_WAIT_LIMIT_S", "").strip()
+    if not text:
+        return WAIT_LIMIT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"HISTKIT_WAIT_LIMIT_S must be a number of seconds (0: unbounded), "
+                         f"not {text!r}") from None
+    return seconds if seconds > 0 else None
+
+
+def _not_run_after_hang(rt: Runtime) -> Cell:
+    return Cell("skip", f"not run: the GPU is still running a kernel that never ended "
+                        f"({rt.hung})")
+
+
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     selected = selected or columns()
+    if rt.hung is not None:
+        return [Result(case, name, _not_run_after_hang(rt)) for name, _, _ in selected]
     if not any(judges(case, kernel.kind) for _, kernel, _ in selected):
         # (nothing to build: a scan's 2^31 counts are 16 GiB, and no histogram takes them)
         cell = Cell("skip", not_judged_because(case))
@@ -384,6 +416,9 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
         return [Result(case, name, cell) for name, _, _ in selected]
     results = []
     for name, kernel, variant in selected:
+        if rt.hung is not None:  # an earlier column's kernel still holds the GPU
+            results.append(Result(case, name, _not_run_after_hang(rt)))
+            continue
         start = time.perf_counter()
         skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
         try:
@@ -392,8 +427,8 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
                 cell, geometry = run.judge(kernel, variant)
         except Exception as error:  # a crash is a failure of that cell, reported in full
             cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
-        try:  # and nothing was written around it
-            overruns = rt.scratch_overruns()
+        try:  # and nothing was written around it (not readable behind a hang)
+            overruns = rt.scratch_overruns() if rt.hung is None else []
         except Exception as error:
             overruns = [f"reading the scratch guards failed: {type(error).__name__}: {error}"]
         if overruns and cell.status != "FAIL":
@@ -412,11 +447,16 @@ def run_conformance(console: Console | None = None, quick: bool = False,
                     json_path: str | Path | None = "conformance-results.json",
                     cases: list[Case] | None = None, rows=None,
                     stop_at_first_fail: bool = False,
-                    progress_path: str | Path | None = None) -> Report:
+                    progress_path: str | Path | None = None,
+                    bounded_waits: bool = True) -> Report:
     """The matrix: every case x every column (of `rows`, default all).
 
     With progress_path, each result is appended there (one JSON line) as soon
     as its case is done: a run that is cut off or killed keeps what it judged.
+    With bounded_waits, every host wait on the device is bounded
+    (wait_limit_s()): a kernel that never ends is a FAIL of its cell, and the
+    run stops there, since its launch holds the GPU until the process exits
+    (Report.stopped says so).
     """
     console = console or Console()
     rt = runtime()
@@ -427,9 +467,11 @@ def run_conformance(console: Console | None = None, quick: bool = False,
                   f"{len(cases)} cases x {len(selected)} kernel columns")
     start = time.perf_counter()
     progress_log = open(progress_path, "w") if progress_path else None  # noqa: SIM115
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
+    limit = wait_limit_s() if bounded_waits else None
+    with (Progress(console=console, transient=True, disable=not console.is_terminal)
+          as progress, rt.bounded_waits(limit)):
         task = progress.add_task("conformance", total=len(cases))
-        for case in cases:
+        for number, case in enumerate(cases):
             progress.update(task, description=case.name)
             results = run_case(rt, case, selected)
             report.results += results
@@ -438,6 +480,10 @@ def run_conformance(console: Console | None = None, quick: bool = False,
                                         for r in results)
                 progress_log.flush()
             progress.advance(task)
+            if rt.hung is not None:
+                report.stopped = (f"stopped after case {case.name}: a kernel never ended "
+                                  f"({rt.hung}); {len(cases) - number - 1} cases not run")
+                break
             if stop_at_first_fail and not report.passed:
                 break
     if progress_log:

@@ -18,10 +18,14 @@ pinned host word (no allocation, no pageable copy).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import ctypes
+import os
+import sys
 import threading
+import time
 from dataclasses import dataclass
 from functools import cache
 
@@ -34,10 +38,30 @@ except ImportError:  # pragma: no cover - exercised on hosts without the extra
 
 from histkit.gpu import contract
 from histkit.gpu.compiler import compile_cubin
-from histkit.gpu.errors import CudaError, DeviceMemoryError, GpuUnavailableError
+from histkit.gpu.errors import CudaError, DeviceHang, DeviceMemoryError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS if driver is not None else None
+_NOT_READY = driver.CUresult.CUDA_ERROR_NOT_READY if driver is not None else None
+
+
+def _exit_without_teardown() -> None:
+    """At exit after a hang (registered then): the driver's teardown of the
+    context would wait for the kernel that never ends, so the process leaves
+    without it, with status 1 (the run it ends has failed)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(1)
+
+
+class WaitBound:
+    """How long a host wait on the device may take (None: unbounded), and
+    the wait that outlasted it, once one has (Runtime.bounded_waits)."""
+
+    def __init__(self):
+        self.limit_s: float | None = None
+        self.hung: str | None = None
 
 
 def check(result, call: str):
@@ -366,6 +390,7 @@ class Runtime:
         self.poison = ScratchPoison()
         self.skew = ScheduleSkew()
         self._barrier_scratch = None
+        self.waits = WaitBound()  # shared with every stream view (copy.copy)
 
     def _can_launch_cooperatively(self) -> bool:
         """Whether the device takes cooperative launches (every block resident
@@ -503,10 +528,62 @@ class Runtime:
         return self._resident[key]
 
     def sync(self, what: str) -> None:
+        if self.waits.limit_s is None and self.waits.hung is None:
+            try:
+                self.stream.sync()
+            except Exception as error:
+                raise CudaError(f"{what}: {error}") from error
+            return
+        self._bounded_sync(what)
+
+    @contextlib.contextmanager
+    def bounded_waits(self, limit_s: float | None):
+        """Within: a host wait on the device (a sync, or a copy to or from
+        pageable host memory, which waits for the stream inside the driver)
+        that outlasts limit_s raises DeviceHang, so that a kernel that never
+        ends is a failure with a name, not a process that never ends (the
+        conformance matrix; public calls wait unbounded, as CUDA does)."""
+        saved = self.waits.limit_s
+        self.waits.limit_s = limit_s
         try:
-            self.stream.sync()
-        except Exception as error:
-            raise CudaError(f"{what}: {error}") from error
+            yield
+        finally:
+            self.waits.limit_s = saved
+
+    @property
+    def hung(self) -> str | None:
+        """The wait that outlasted its bound in this process, if one did."""
+        return self.waits.hung
+
+    def _bounded_sync(self, what: str) -> None:
+        # Polled, not a blocking cuStreamSynchronize: the limit is checked
+        # between queries, on this thread, whatever the driver call does with
+        # the GIL.
+        if self.waits.hung is not None:
+            raise DeviceHang(f"{what}: not waited for: the GPU is still running a launch "
+                             f"that never finished ({self.waits.hung})")
+        limit, start, pause = self.waits.limit_s, time.perf_counter(), 1e-5
+        while True:
+            (status,) = driver.cuStreamQuery(self.handle)
+            if status == _SUCCESS:
+                return
+            if status != _NOT_READY:
+                check((status,), f"{what}: cuStreamQuery")
+            waited = time.perf_counter() - start
+            if waited > limit:
+                self.waits.hung = f"{what}: no answer in {waited:.0f} s"
+                atexit.register(_exit_without_teardown)
+                raise DeviceHang(f"{what}: the GPU did not finish within {limit:.0f} s: a "
+                                 f"kernel that never ends (hangs); its launch holds the GPU "
+                                 f"until this process exits")
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
+
+    def _wait_before_pageable_copy(self, what: str) -> None:
+        """A copy to or from pageable host memory waits for the stream inside
+        the driver, where no bound applies: in a bounded run, wait here first."""
+        if self.waits.limit_s is not None or self.waits.hung is not None:
+            self._bounded_sync(f"waiting for the GPU before {what}")
 
     # --- memory ----------------------------------------------------------
     def capturing(self) -> bool:
@@ -685,6 +762,7 @@ class Runtime:
         host = np.ascontiguousarray(host)
         array = self.empty(len(host), host.dtype)
         if host.nbytes:
+            self._wait_before_pageable_copy("copying inputs to the device")
             check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,
                                            self.stream.handle), "cuMemcpyHtoDAsync")
         return array
@@ -696,6 +774,7 @@ class Runtime:
         array = DeviceArray(FencedBuffer(self.device.device_id, host.nbytes), len(host),
                             host.dtype)
         if host.nbytes:
+            self._wait_before_pageable_copy("copying inputs to the device")
             check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,
                                            self.stream.handle), "cuMemcpyHtoDAsync")
         return array
@@ -703,6 +782,7 @@ class Runtime:
     def copy_to_host(self, ptr: int, host: np.ndarray) -> np.ndarray:
         """Copy into a contiguous host array and wait for it."""
         if host.nbytes:
+            self._wait_before_pageable_copy("copying results to the host")
             check(driver.cuMemcpyDtoHAsync(host.ctypes.data, ptr, host.nbytes,
                                            self.stream.handle), "cuMemcpyDtoHAsync")
         self.sync("copying results to the host")

@@ -31,6 +31,12 @@ class CudaError(RuntimeError):
     """A CUDA call failed; the message names the call and the CUDA error."""
 
 
+class DeviceHang(CudaError):
+    """A host wait on the device outlasted the limit a bounded run set
+    (Runtime.bounded_waits): a kernel that never ends. Its launch holds the
+    GPU until the process exits, so later waits in the process fail at once."""
+
+
 class DeviceMemoryError(MemoryError):
     """A device allocation did not fit; carries the bytes asked for and free."""
 
