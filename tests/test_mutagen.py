@@ -5,6 +5,7 @@ equivalent ones names only mutants that exist. No GPU needed."""
 import dataclasses
 import json
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -163,20 +164,28 @@ def test_judge_on_quick_judges_full_mutants_on_the_quick_matrix(tmp_path, monkey
     assert status == 0 and sorted(seen) == sorted((m.id, "quick") for m in narrowed)
 
 
+# A judge that waits forever, in a function of its own, asked for its stacks as
+# mutation.judge is (faulthandler on SIGUSR1).
+WAITS_FOREVER = [sys.executable, "-c",
+                 "import faulthandler, signal, time\n"
+                 "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+                 "def waits_for_the_gpu():\n    time.sleep(60)\n"
+                 "waits_for_the_gpu()\n"]
+
+
 @pytest.mark.parametrize("needs, verdict", [("quick", "caught"), ("full", "unjudged")])
 def test_a_judge_past_its_time_is_a_hang_only_for_the_quick_matrix(needs, verdict, monkeypatch):
     # the quick matrix's judges end in seconds: past the limit a kernel hangs;
     # a judge of the 2^31-key cases can outrun the limit unmutated, so there
-    # running out of time is no verdict at all, never a catch
-    import subprocess
-
-    def too_slow(*args, **kwargs):
-        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
-
-    monkeypatch.setattr(subprocess, "run", too_slow)
+    # running out of time is no verdict at all, never a catch. Either way the
+    # outcome says where the judge was waiting.
+    monkeypatch.setattr(mutation, "_judge_command", lambda mutant, cuda_dir=None: WAITS_FOREVER)
     mutant = dataclasses.replace(GENERATED[0], needs=needs)
-    outcome = mutation.run_one(mutant, ROOT / "cuda", 5.0, {})
-    assert outcome.verdict == verdict and "5 s" in outcome.how
+    start = time.perf_counter()
+    outcome = mutation.run_one(mutant, ROOT / "cuda", 1.0, {})
+    assert outcome.verdict == verdict and "within 1 s" in outcome.how
+    assert "waiting in: " in outcome.how and "waits_for_the_gpu" in outcome.how, outcome.how
+    assert time.perf_counter() - start < 30
 
 
 def test_index_narrowed_mutants_are_judged_past_2_31():

@@ -24,10 +24,12 @@ and compiles with NVRTC.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +42,7 @@ from pathlib import Path
 NEEDS = ("quick", "full", "racecheck", "synccheck")
 EXIT_SURVIVED, EXIT_CAUGHT, EXIT_BROKEN = 0, 1, 3
 COMPILE_FAILED = "NVRTC failed to compile"
+STACKS_WAIT_S = 2.0  # how long a judge past its time gets to print its stacks
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,39 @@ def _last_lines(text: str, count: int = 6) -> str:
     return "\n".join(text.strip().splitlines()[-count:])
 
 
+def _run_judge(command: list[str], env: dict, timeout: float) -> tuple[int | None, str, str]:
+    """Run a judge: (exit status, its output, ""), or, past timeout, (None,
+    its output, where it was waiting): asked first (SIGUSR1: the judge's
+    faulthandler prints every thread's stack), then killed. A judge that
+    never answers shows in which call it waits (a driver call no bound
+    reaches, a loop of the host's)."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+            return child.returncode, stdout + stderr, ""
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGUSR1)
+            try:
+                stdout, stderr = child.communicate(timeout=STACKS_WAIT_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                stdout, stderr = child.communicate()
+            child.kill()
+    return None, stdout + stderr, _innermost_frames(stderr)
+
+
+def _innermost_frames(stderr: str, count: int = 4) -> str:
+    """The main thread's innermost frames from a faulthandler dump ("" if none)."""
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", stderr)
+    main = [b for b in blocks if "most recent call first" in b]
+    if not main:
+        return ""
+    frames = [line.strip() for line in main[-1].splitlines()[1:] if line.strip()]
+    return " <- ".join(frames[:count])
+
+
 def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcome:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
@@ -207,36 +243,40 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
         else:
             apply(mutant, cuda_dir, Path(tmp))
             child_env = {**env, "HISTKIT_CUDA_DIR": tmp, "PYTHONUNBUFFERED": "1"}
-        try:
-            done = subprocess.run(_judge_command(mutant, cuda_dir), env=child_env,
-                                  capture_output=True,
-                                  text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            if mutant.needs == "full":
-                # A judge past 2^31 keys (the oracles sort 2^31 keys on the host)
-                # can outrun any fixed limit unmutated: no verdict, not a catch.
-                return Outcome(mutant.id, mutant.file, mutant.needs, "unjudged",
-                               f"no verdict within {timeout:.0f} s (a judge of the cases "
-                               f"past 2^31: not taken for a hang)", time.perf_counter() - start)
-            return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
-                           f"hang: no verdict within {timeout:.0f} s",
+        returncode, output, where = _run_judge(_judge_command(mutant, cuda_dir), child_env,
+                                               timeout)
+    if returncode is None:
+        where = f"; it was waiting in: {where}" if where else ""
+        if mutant.needs == "full":
+            # A judge past 2^31 keys (the oracles sort 2^31 keys on the host)
+            # can outrun any fixed limit unmutated: no verdict, not a catch.
+            return Outcome(mutant.id, mutant.file, mutant.needs, "unjudged",
+                           f"no verdict within {timeout:.0f} s (a judge of the cases "
+                           f"past 2^31: not taken for a hang){where}",
                            time.perf_counter() - start)
-    output = done.stdout + done.stderr
-    if COMPILE_FAILED in output or done.returncode == EXIT_BROKEN:
+        return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
+                       f"hang: no verdict within {timeout:.0f} s{where}",
+                       time.perf_counter() - start)
+    if COMPILE_FAILED in output or returncode == EXIT_BROKEN:
         verdict, how = "broken", "does not compile: " + _last_lines(output, 3)
-    elif done.returncode == EXIT_SURVIVED:
+    elif returncode == EXIT_SURVIVED:
         verdict, how = "survived", "every case passed"
-    elif done.returncode == EXIT_CAUGHT:
+    elif returncode == EXIT_CAUGHT:
         verdict, how = "caught", _last_lines(output, 4)
     else:
-        verdict, how = "caught", f"crashed (exit {done.returncode}): " + _last_lines(output, 4)
+        verdict, how = "caught", f"crashed (exit {returncode}): " + _last_lines(output, 4)
     return Outcome(mutant.id, mutant.file, mutant.needs, verdict, how,
                    time.perf_counter() - start)
 
 
 def judge(needs: str, rows: list[str]) -> int:
     """In the mutant's process: the rows on the cases its `needs` names."""
+    import faulthandler
+
     from rich.console import Console
+
+    # Asked where it is (SIGUSR1, _run_judge), it prints every thread's stack.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     from histkit.conformance.cases import all_cases, huge_cases
     from histkit.conformance.runner import run_conformance
