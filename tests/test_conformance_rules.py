@@ -186,7 +186,8 @@ def test_a_bad_key_cases_valid_part_is_its_keys_without_the_bad_ones_made_once()
     valid = expected.valid_part()
     assert valid is expected.valid_part() and np.array_equal(valid.keys, [3, 1, 0, 3])
     assert np.array_equal(valid.exact, np.bincount([3, 1, 0, 3], minlength=4))
-    assert np.array_equal(expected.valid_positions(), [0, 2, 4, 5])
+    assert np.array_equal(expected.bad_positions(), [1, 3])
+    assert expected.bad_positions() is expected.bad_positions()
 
 
 def test_a_case_judged_by_some_kinds_names_them_to_the_others():
@@ -330,6 +331,26 @@ def test_stable_sort_front_holds_the_valid_keys_sort_with_original_indices():
     written_bad = np.concatenate([order[:-1], [2], tail])  # the bad key's index placed
     cell = _judged("stable-sort", sorted_keys=keys, original_index=written_bad)
     assert cell.status == "FAIL" and "holds index 2, not a valid key's" in cell.detail
+    for outside in (-1, 8):  # no key's index at all
+        cell = _judged("stable-sort", sorted_keys=keys,
+                       original_index=np.concatenate([order[:-1], [outside], tail]))
+        assert cell.status == "FAIL" and f"holds index {outside}," in cell.detail
+
+
+def test_a_sort_past_several_bad_keys_is_judged_on_the_valid_keys_own_positions():
+    keys = np.array([9, 2, 0, 9, 9, 1, 2, 9, 0], np.int64)  # K = 4: four bad keys
+    valid = np.flatnonzero(keys < 4)
+    order = valid[np.argsort(keys[valid], kind="stable")]
+    tail = np.full(4, -7)
+    expected = checks.Expected(keys, 4)
+    got = checks.Outcome(first_bad=0, sorted_keys=np.concatenate([keys[order], tail]),
+                         original_index=np.concatenate([order, tail]))
+    assert checks.judge("stable-sort", expected, got, skips_bad_keys=True).status == "pass"
+    swapped = order.copy()
+    swapped[[1, 2]] = swapped[[2, 1]]  # two valid keys' indices swapped
+    got.original_index = np.concatenate([swapped, tail])
+    cell = checks.judge("stable-sort", checks.Expected(keys, 4), got, skips_bad_keys=True)
+    assert cell.status == "FAIL" and "on the valid keys" in cell.detail
 
 
 def test_atomic_cursor_sort_on_the_valid_keys_keeps_its_stability_finding():
@@ -480,5 +501,3 @@ def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch)
     assert np.array_equal(checks.bad_positions(keys, 4), want)
     assert np.array_equal(checks.Expected(keys, 4).valid_part().keys, np.delete(keys, want))
     assert checks.bad_positions(np.empty(0, np.int8), 4).size == 0
-    assert np.array_equal(checks.bad_positions(keys, 4, bad=False),
-                          np.flatnonzero((keys >= 0) & (keys < 4)))

@@ -136,11 +136,10 @@ class Outcome:
 BAD_SCAN_CHUNK = 1 << 24
 
 
-def bad_positions(keys: np.ndarray, num_bins: int, bad: bool = True) -> np.ndarray:
-    """Where keys lie outside [0, num_bins) (bad=False: inside it), scanned a
-    chunk at a time (past 2^31 keys, whole-array comparisons would make three
-    2 GiB masks)."""
-    found = [np.flatnonzero(((chunk < 0) | (chunk >= num_bins)) == bad) + start
+def bad_positions(keys: np.ndarray, num_bins: int) -> np.ndarray:
+    """Where keys lie outside [0, num_bins), scanned a chunk at a time (past
+    2^31 keys, whole-array comparisons would make three 2 GiB masks)."""
+    found = [np.flatnonzero((chunk < 0) | (chunk >= num_bins)) + start
              for start in range(0, len(keys), BAD_SCAN_CHUNK)
              for chunk in (keys[start:start + BAD_SCAN_CHUNK],)]
     return np.concatenate(found) if found else np.empty(0, np.int64)
@@ -167,6 +166,7 @@ class Expected:
         self._order = None
         self._waves: dict[int, np.ndarray] = {}
         self._valid: Expected | None = None
+        self._bad_positions: np.ndarray | None = None
 
     @property
     def sorted(self):
@@ -181,22 +181,23 @@ class Expected:
             self._order = oracles.argsort(self.keys)
         return self._order
 
+    def bad_positions(self) -> np.ndarray:
+        """Where the bad keys are, ascending (found once)."""
+        if self._bad_positions is None:
+            self._bad_positions = bad_positions(self.keys, self.num_bins)
+        return self._bad_positions
+
     def valid_part(self) -> Expected:
         """The oracles' answers for the valid keys alone (made once: past 2^31
         keys every column of a bad-key case asks for them). The bad keys are
         found and cut out, never the valid ones' positions listed: a case has
         few bad keys, and 2^31 positions are 16 GiB."""
         if self._valid is None:
-            bad = bad_positions(self.keys, self.num_bins)
-            edges = [-1, *bad.tolist(), len(self.keys)]
+            edges = [-1, *self.bad_positions().tolist(), len(self.keys)]
             self._valid = Expected(np.concatenate(
                 [self.keys[a + 1:b] for a, b in zip(edges, edges[1:], strict=False)]),
                 self.num_bins)
         return self._valid
-
-    def valid_positions(self) -> np.ndarray:
-        """Where the valid keys are (a sort's original indices name them)."""
-        return bad_positions(self.keys, self.num_bins, bad=False)
 
     def wave(self, warp_size: int) -> np.ndarray:
         if warp_size not in self._waves:
@@ -329,16 +330,21 @@ def _judge_valid_part(kind: str, expected: Expected, got: Outcome, warp_size: in
     if kind in ("sort", "stable-sort"):
         if got.sorted_keys is None:
             return reported  # not scattered: nothing more to judge
-        positions = expected.valid_positions()
-        n = len(positions)
+        bad = expected.bad_positions()
+        n = len(expected.keys) - len(bad)
         index = np.asarray(got.original_index[:n])
-        # Original indices count every key; the valid part's rule counts valid keys.
-        within = np.clip(np.searchsorted(positions, index), 0, max(n - 1, 0))
-        stray = np.flatnonzero(positions[within] != index) if n else np.array([], int)
+        # Original indices count every key; the valid part's rule counts valid
+        # keys: an index less the bad keys before it. Found through the bad
+        # positions (a case has few), not the valid ones (past 2^31 keys, 16
+        # GiB of positions and a search of 2^31 indices among them: minutes).
+        before = np.searchsorted(bad, index)
+        on_bad = bad[np.minimum(before, max(len(bad) - 1, 0))] == index if len(bad) else False
+        stray = np.flatnonzero(on_bad | (index < 0) | (index >= len(expected.keys)))
         if stray.size:
             return Cell("FAIL", f"bad keys not skipped: slot {stray[0]} holds index "
                                 f"{index[stray[0]]}, not a valid key's")
-        part.sorted_keys, part.original_index = got.sorted_keys[:n], within
+        part.sorted_keys, part.original_index = got.sorted_keys[:n], np.subtract(
+            index, before, out=before)
     elif got.counts is None:
         return reported
     if kind == "privatized":
