@@ -108,10 +108,19 @@ def test_scan_count_cases_sum_past_2_32_and_only_the_scans_take_them():
     assert any(c.scan_counts and c.n == HUGE for c in huge_cases())
 
 
-def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
+def test_the_quick_matrix_goes_past_2_31_keys_with_the_histograms_and_fenced_the_stable_sorts():
     # a key index kept in 32 bits wraps only past 2^31 keys: the quick matrix
-    # has one such case, for the kinds a host counting pass answers
-    from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, cases_for, huge_cases, judges
+    # has such cases for the kinds the host answers without a sort: a counting
+    # pass for the histograms; for the stable sorts, on the fenced case (no bad
+    # key), the closed form of round-robin keys' sort
+    from histkit.conformance.cases import (
+        COUNTED_PAST_2_31,
+        HUGE,
+        SORTED_PAST_2_31,
+        cases_for,
+        huge_cases,
+        judges,
+    )
 
     quick = all_cases(quick=True)
     *bad, clean = [c for c in quick if c.n >= HUGE]
@@ -119,17 +128,19 @@ def test_the_quick_matrix_counts_past_2_31_keys_with_the_histograms_only():
     # the one with no bad key is fenced, and last: a fault spoils the context
     assert clean.fenced and not any(c.fenced for c in bad) and quick[-1] == clean
     assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
+    assert SORTED_PAST_2_31 == ("stable-sort",)
     full = huge_cases()
     for case in (clean, *bad):
+        kinds = set(COUNTED_PAST_2_31) | (set(SORTED_PAST_2_31) if case.fenced else set())
         assert case.dtype == "uint8" and case.num_bins % 2 and case.n % 16 == 1
         # a sample run of 32 keys and 4 x 2^17 threads' vectors fit past 2^31
         assert case.n - 32 >= 2**31 and case.n - 2**31 > 4 * 2**17 * 16
-        assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
+        assert {kind for kind in registry.KINDS if judges(case, kind)} == kinds
         assert "/kinds=histogram+privatized+racy-histogram" in case.name
+        assert case.sorted_in_closed_form == case.fenced  # round-robin, no bad key
         # a user's .cu kernel of those kinds gets it; a Python callable, other kinds do not
         for kind in registry.KINDS:
-            assert (case in cases_for(kind, fenced=True, skewed=True)) == (
-                kind in COUNTED_PAST_2_31)
+            assert (case in cases_for(kind, fenced=True, skewed=True)) == (kind in kinds)
             assert case not in cases_for(kind)
         # the mutation harness's full judge meets it before the keys every kind takes
         assert full.index(case) < min(i for i, c in enumerate(full)
@@ -150,20 +161,32 @@ def test_a_past_2_31_bad_key_is_the_sixth_key_past_2_31_and_needs_that_many_keys
         plant_bad_keys(np.zeros(2**31 + 6, np.uint8), "past-2^32", 10, seed=0)
 
 
-def test_the_full_matrix_counts_past_2_32_keys_with_a_bad_key_past_2_32():
+def test_the_full_matrix_goes_past_2_32_keys_with_a_bad_key_and_fenced_for_the_stable_sorts():
     # an index narrowed to int, then added to an unsigned int, is right
-    # modulo 2^32: only a case past 2^32 keys shows it; the histograms' alone
-    from histkit.conformance.cases import COUNTED_PAST_2_31, HUGE, huge_cases, judges, large_cases
+    # modulo 2^32: only a case past 2^32 keys shows it. The histograms take
+    # one with a bad key past 2^32; they and the stable sorts, a fenced one
+    from histkit.conformance.cases import (
+        COUNTED_PAST_2_31,
+        HUGE,
+        SORTED_PAST_2_31,
+        huge_cases,
+        judges,
+        large_cases,
+    )
 
-    (case,) = [c for c in large_cases() if c.n > 2**32]
-    assert case.bad == "past-2^32" and case.n - (2**32 + 5) > 4 * 2**17 * 16
-    assert case.dtype == "uint8" and case.num_bins % 2 and case.n % 16 == 1
-    assert {kind for kind in registry.KINDS if judges(case, kind)} == set(COUNTED_PAST_2_31)
-    assert case not in all_cases(quick=True) and all_cases(quick=False).count(case) == 1
+    bad, fenced = [c for c in large_cases() if c.n > 2**32]
+    assert bad.bad == "past-2^32" and bad.n - (2**32 + 5) > 4 * 2**17 * 16
+    assert fenced.fenced and not fenced.bad and fenced.n == bad.n
+    assert {kind for kind in registry.KINDS if judges(bad, kind)} == set(COUNTED_PAST_2_31)
+    assert {kind for kind in registry.KINDS if judges(fenced, kind)} == set(
+        COUNTED_PAST_2_31 + SORTED_PAST_2_31)
     full = huge_cases()
-    # the mutation harness's full judge meets it before the cases every kind takes
-    assert full.index(case) < min(i for i, c in enumerate(full)
-                                  if c.kinds is None and not c.scan_counts)
+    for case in (bad, fenced):
+        assert case.dtype == "uint8" and case.num_bins % 2 and case.n % 16 == 1
+        assert case not in all_cases(quick=True) and all_cases(quick=False).count(case) == 1
+        # the mutation harness's full judge meets it before the cases every kind takes
+        assert full.index(case) < min(i for i, c in enumerate(full)
+                                      if c.kinds is None and not c.scan_counts)
     assert all(c.n >= HUGE for c in full)
 
 
@@ -501,3 +524,60 @@ def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch)
     assert np.array_equal(checks.bad_positions(keys, 4), want)
     assert np.array_equal(checks.Expected(keys, 4).valid_part().keys, np.delete(keys, want))
     assert checks.bad_positions(np.empty(0, np.int8), 4).size == 0
+
+
+# --- stable sorts past 2^31, judged in closed form a slice at a time -------------
+
+@pytest.mark.parametrize("n, k", [(0, 3), (1, 251), (5, 7), (100, 7), (1001, 251), (997, 1)])
+def test_the_closed_form_of_a_round_robin_stable_sort_is_the_oracles_and_numpys(n, k):
+    keys = np.arange(n, dtype=np.int64) % k
+    order = np.argsort(keys, kind="stable")  # independent of both
+    oracle_keys, oracle_index = oracles.counting_sort(keys, k)
+    assert np.array_equal(oracle_index, order)
+    for start, stop in ((0, n), (n // 3, 2 * n // 3 + 1), (n // 2, n // 2), (max(0, n - 1), n)):
+        got_keys, got_index = checks.round_robin_stable_sort(start, stop, n, k)
+        assert np.array_equal(got_keys, keys[order][start:stop]), (start, stop)
+        assert np.array_equal(got_index, order[start:stop]), (start, stop)
+
+
+def _read_from(sorted_keys, index):
+    return lambda start, stop: (sorted_keys[start:stop], index[start:stop])
+
+
+def test_a_stable_sort_judged_in_slices_counts_every_difference_across_slices(monkeypatch):
+    monkeypatch.setattr(checks, "SORT_SLICE", 7)  # many slices, a bucket across them
+    n, k = 103, 5
+    keys = np.arange(n) % k
+    order = np.argsort(keys, kind="stable")
+    expected = checks.Expected(keys, k, round_robin=True)
+    good = checks.Outcome(first_bad=None, sorted_slices=_read_from(keys[order], order))
+    assert checks.judge("stable-sort", expected, good).status == "pass"
+    wrong = order.copy()
+    wrong[[20, 21]] = wrong[[21, 20]]  # two equal keys' indices swapped: unstable
+    wrong[90] += 1
+    cell = checks.judge("stable-sort", expected, checks.Outcome(
+        first_bad=None, sorted_slices=_read_from(keys[order], wrong)))
+    assert cell.status == "FAIL" and cell.detail.startswith(
+        f"original indexs differ: 3 differing; first at 20: got {order[21]}, "
+        f"expected {order[20]}")
+    unsorted = keys[order].copy()
+    unsorted[-1] = 0
+    cell = checks.judge("stable-sort", expected, checks.Outcome(
+        first_bad=None, sorted_slices=_read_from(unsorted, order)))
+    assert cell.status == "FAIL" and "sorted keys differ: 1 differing; first at 102" in cell.detail
+
+
+def test_only_round_robin_keys_are_judged_in_closed_form():
+    keys = np.array([2, 0, 1, 1])
+    with pytest.raises(ValueError, match="round-robin"):
+        checks.judge("stable-sort", checks.Expected(keys, 3), checks.Outcome(
+            first_bad=None, sorted_slices=_read_from(keys, keys)))
+
+
+def test_only_round_robin_cases_past_2_31_without_bad_keys_are_sorted_in_closed_form():
+    from histkit.conformance.cases import HUGE, Case
+
+    assert Case("round-robin", HUGE, 251, dtype="uint8").sorted_in_closed_form
+    assert not Case("round-robin", HUGE, 251, dtype="uint8", bad="last").sorted_in_closed_form
+    assert not Case("uniform", HUGE, 251, dtype="uint8").sorted_in_closed_form
+    assert not Case("round-robin", HUGE - 18, 251, dtype="uint8").sorted_in_closed_form

@@ -280,3 +280,72 @@ def test_a_scan_count_case_scans_its_counts_and_fails_offsets_kept_in_32_bits(rt
         skipped, _ = run.judge(histogram, DEFAULT)
     assert cell.status == status, cell.detail
     assert skipped.status == "skip" and "scan's counts" in skipped.detail
+
+
+# --- a stable sort past 2^31 keys: outputs read a slice at a time --------------------
+
+def _sorting_kernel(memory, slip=None):
+    """A stable-sort launcher on host memory; slip(keys, index) may spoil its answer."""
+    from histkit.gpu.registry import Kernel
+
+    def run(rt, keys, num_bins, out_keys, out_index, slot, keep_alive, grid=None,
+            between=None):
+        assert between()
+        host = memory.bytes[keys.ptr:keys.ptr + keys.n * keys.dtype.itemsize].view(keys.dtype)
+        order = np.argsort(host, kind="stable")
+        sorted_keys, index = host[order].copy(), order.astype(np.int64)
+        past = slip(sorted_keys, index) if slip else 0
+        memory.bytes[out_keys.ptr:out_keys.ptr + keys.n * keys.dtype.itemsize] = \
+            sorted_keys.view(np.uint8)
+        memory.bytes[out_index.ptr:out_index.ptr + 8 * keys.n + past] = \
+            np.concatenate([index, np.zeros(1, np.int64)]).view(np.uint8)[:8 * keys.n + past]
+        return []
+
+    return Kernel("sorts.cu", "stable-sort", "sorts.cu", ("sort",), run)
+
+
+@pytest.fixture
+def closed_form_run(rt, monkeypatch):
+    """A round-robin case taken as past 2^31 (the threshold lowered), read back
+    through a recorder of every copy's size."""
+    from histkit.conformance import cases, checks
+
+    monkeypatch.setattr(cases, "HUGE", 1000)
+    monkeypatch.setattr(checks, "SORT_SLICE", 256)
+    copies = []
+    plain = rt.copy_to_host
+    rt.copy_to_host = lambda ptr, host: copies.append(host.nbytes) or plain(ptr, host)
+    with rt.poisoned_scratch():
+        run = CaseRun(rt, Case("round-robin", 3001, 7, seed=1, dtype="uint8"))
+    assert run.expected.round_robin and run.case.sorted_in_closed_form
+    run.copies = copies
+    return run
+
+
+def test_a_stable_sort_past_2_31_is_judged_from_slices_never_whole_on_the_host(closed_form_run):
+    from histkit.gpu.registry import DEFAULT
+
+    cell, _ = closed_form_run.judge(_sorting_kernel(closed_form_run.rt.memory), DEFAULT)
+    assert cell.status == "pass", cell.detail
+    assert max(closed_form_run.copies) <= 256 * 8  # a slice of int64 indices at most
+
+
+def test_a_stable_sort_past_2_31_that_misplaces_an_index_fails_by_position(closed_form_run):
+    from histkit.gpu.registry import DEFAULT
+
+    def swap_two(keys, index):
+        index[[1500, 1501]] = index[[1501, 1500]]
+        return 0
+
+    kernel = _sorting_kernel(closed_form_run.rt.memory, swap_two)
+    cell, _ = closed_form_run.judge(kernel, DEFAULT)
+    assert cell.status == "FAIL" and "original indexs differ: 2 differing; first at 1500" in \
+        cell.detail
+
+
+def test_a_stable_sort_past_2_31_writing_past_its_indices_is_a_guard_violation(closed_form_run):
+    from histkit.gpu.registry import DEFAULT
+
+    kernel = _sorting_kernel(closed_form_run.rt.memory, lambda keys, index: 1)
+    cell, _ = closed_form_run.judge(kernel, DEFAULT)
+    assert cell.status == "FAIL" and "wrote past the end of a 3001-element output" in cell.detail

@@ -97,6 +97,15 @@ class Case:
         return cls("uniform", n, n, seed=seed, dtype="uint64", scan_counts=True, **more)
 
     @property
+    def sorted_in_closed_form(self) -> bool:
+        """Whether a stable sort of this case is judged against its closed
+        form, a slice at a time (checks.stable_sorted_in_slices), rather
+        than the oracle's whole answer: round-robin keys, none bad, past
+        2^31 of them (where the whole answer is 18 GiB or more)."""
+        return (self.distribution == "round-robin" and self.bad is None and self.n >= HUGE
+                and not (self.full_width or self.scan_counts))
+
+    @property
     def name(self) -> str:
         width = ("full-width" if self.full_width else "scan-counts" if self.scan_counts
                  else f"K={self.num_bins}")
@@ -387,6 +396,10 @@ def all_cases(quick: bool = False) -> list[Case]:
 # matrix's past 2^32): a counting pass on the host answers them all (the
 # one-warp "wave" kernel is never run past ONE_WARP_MAX_N keys: not listed).
 COUNTED_PAST_2_31 = ("histogram", "privatized", "racy-histogram")
+# ... and, on the fenced ones (no bad key), the stable sorts: the stable sort
+# of round-robin keys is known in closed form (checks.round_robin_stable_sort)
+# and judged a slice at a time, with no host sort of 2^31 keys.
+SORTED_PAST_2_31 = ("stable-sort",)
 
 
 def _counted_past_2_31_cases() -> list[Case]:
@@ -403,9 +416,9 @@ def _counted_past_2_31_cases() -> list[Case]:
     return [_counted(COUNTED_HUGE, bad=bad) for bad in ("last-vector", "past-2^31")]
 
 
-def _counted(n: int, **more) -> Case:
-    """A histogram-only case past 2^31: n round-robin one-byte keys over K = 251."""
-    return Case("round-robin", n, 251, seed=5, dtype="uint8", kinds=COUNTED_PAST_2_31, **more)
+def _counted(n: int, kinds: tuple[str, ...] = COUNTED_PAST_2_31, **more) -> Case:
+    """A case past 2^31 for some kinds: n round-robin one-byte keys over K = 251."""
+    return Case("round-robin", n, 251, seed=5, dtype="uint8", kinds=kinds, **more)
 
 
 def _fenced_past_2_31_case() -> Case:
@@ -414,9 +427,11 @@ def _fenced_past_2_31_case() -> Case:
     to a negative 32-bit int reads up to 2 GiB before the keys, where the
     unfenced cases' allocation may have a neighbour to read without a fault,
     and the value read may not matter (auto's key sample only picks a
-    kernel). The racy kernel's counts are judged on this case alone. Last in
-    the quick matrix, as every fenced case: a fault spoils the CUDA context."""
-    return _counted(COUNTED_HUGE, fenced=True)
+    kernel). The racy kernel's counts are judged on this case alone, and the
+    stable sorts on it (SORTED_PAST_2_31: in closed form, a slice at a time;
+    about 21 GiB of GPU memory). Last in the quick matrix, as every fenced
+    case: a fault spoils the CUDA context."""
+    return _counted(COUNTED_HUGE, COUNTED_PAST_2_31 + SORTED_PAST_2_31, fenced=True)
 
 
 def _counted_past_2_32_case() -> Case:
@@ -427,16 +442,27 @@ def _counted_past_2_32_case() -> Case:
     return _counted(COUNTED_PAST_2_32, bad="past-2^32")
 
 
+def _fenced_past_2_32_case() -> Case:
+    """The past-2^32 keys, none bad, fenced, for the histograms and the
+    stable sorts (judged in closed form: 4 GiB of keys, 34 GiB of int64
+    indices left on the GPU and read a slice at a time): a sort's index
+    kept in int, then added to an unsigned warp or lane offset, is right
+    modulo 2^32, so only this case shows it."""
+    return _counted(COUNTED_PAST_2_32, COUNTED_PAST_2_31 + SORTED_PAST_2_31, fenced=True)
+
+
 def _counted_huge_cases() -> list[Case]:
-    """Every histogram-only case past 2^31 keys, the cheapest first."""
-    return [*_counted_past_2_31_cases(), _fenced_past_2_31_case(), _counted_past_2_32_case()]
+    """Every round-robin case past 2^31 keys, the cheapest first."""
+    return [*_counted_past_2_31_cases(), _fenced_past_2_31_case(), _counted_past_2_32_case(),
+            _fenced_past_2_32_case()]
 
 
 # Why a case is not run for a kind (judges() is False).
 NEEDS_A_K = "full-width keys have no K: the radix sort's cases"
 NOT_KEYS = "a scan's counts, not keys: the scan kernels' cases"
-ONLY_SOME_KINDS = ("only {}: the cases past 2^31 keys that one counting pass on the host "
-                   "answers (the full matrix's 2^31 + 17-key cases judge every kind)")
+ONLY_SOME_KINDS = ("only {}: the cases past 2^31 keys that one counting pass (or, for a "
+                   "stable sort, a closed form) answers on the host (the full matrix's "
+                   "2^31 + 17-key cases judge every kind)")
 
 
 def judges(case: Case, kind: str) -> bool:
@@ -475,7 +501,7 @@ def large_cases() -> list[Case]:
     cases = [Case(d, LARGE, k, seed=3) for d in DISTRIBUTIONS for k in (256, 65536)]
     cases += [Case("uniform", LARGE, 0, seed=3, dtype=t, full_width=True)
               for t in ("int32", "int64")]
-    return cases + _huge_full_cases() + [_counted_past_2_32_case()]
+    return cases + _huge_full_cases() + [_counted_past_2_32_case(), _fenced_past_2_32_case()]
 
 
 def _huge_full_cases() -> list[Case]:

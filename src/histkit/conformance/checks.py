@@ -7,6 +7,7 @@ stability in the kernels that are meant to show them) or "skip".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,10 @@ class Outcome:
     sample: np.ndarray | None = None
     block: int | None = None
     grid: int | None = None
+    # A sort's outputs left on the device, read a slice at a time:
+    # (start, stop) -> (sorted keys, original indices) of those positions
+    # (sorts of round-robin keys past 2^31: stable_sorted_in_slices).
+    sorted_slices: Callable[[int, int], tuple[np.ndarray, np.ndarray]] | None = None
 
 
 BAD_SCAN_CHUNK = 1 << 24
@@ -149,9 +154,13 @@ class Expected:
     """The oracles' answers for one input, each computed once, on first use."""
 
     def __init__(self, keys: np.ndarray, num_bins: int, full_width: bool = False,
-                 values: np.ndarray | None = None, scan_counts: bool = False):
+                 values: np.ndarray | None = None, scan_counts: bool = False,
+                 round_robin: bool = False):
         self.keys = keys
         self.num_bins = num_bins
+        # keys[i] == i % num_bins (the caller says so): a stable sort's answer
+        # is then known in closed form (round_robin_stable_sort)
+        self.round_robin = round_robin
         self.values = values  # what a radix sort moves with the keys (None: nothing)
         self.bad = None
         self.exact = None
@@ -297,6 +306,8 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         model = expected.privatized_atomics(got.block, got.grid)
         return privatized(np.asarray(got.counts), expected.exact, int(got.global_atomics), model)
     if kind == "stable-sort":
+        if got.sorted_slices is not None:
+            return stable_sorted_in_slices(expected, got.sorted_slices)
         want_keys, want_index = expected.sorted
         cell = equal(got.sorted_keys, want_keys, "sorted key")
         return cell if cell.status != "pass" else equal(got.original_index, want_index,
@@ -305,6 +316,56 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         return atomic_cursor_sort(np.asarray(got.sorted_keys), np.asarray(got.original_index),
                                   expected.keys, expected.sorted[0])
     raise ValueError(f"unknown kind {kind!r}")
+
+
+def round_robin_stable_sort(start: int, stop: int, n: int,
+                            num_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions start .. stop - 1 of the stable sort of n round-robin keys
+    (key i is i % num_bins), in closed form: key v occurs ceil((n - v) / K)
+    times, at original indices v, v + K, v + 2K, ... Past 2^31 keys the
+    oracle's whole answer would be 18 GiB of host memory; this is a slice."""
+    values = np.arange(num_bins, dtype=np.int64)
+    counts = np.maximum(0, (n - values + num_bins - 1) // num_bins)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    keys, index = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    for v in range(int(np.searchsorted(ends, start, side="right")), num_bins):
+        first, last = max(start, int(starts[v])), min(stop, int(ends[v]))
+        if first >= last:  # past stop (the counts only fall: nothing after it)
+            break
+        keys.append(np.full(last - first, v, np.int64))
+        ranks = np.arange(first - starts[v], last - starts[v], dtype=np.int64)
+        index.append(v + num_bins * ranks)
+    return np.concatenate(keys), np.concatenate(index)
+
+
+SORT_SLICE = 1 << 25  # positions a sort judged in slices reads at a time
+
+
+def stable_sorted_in_slices(expected: Expected,
+                            read: Callable[[int, int], tuple[np.ndarray, np.ndarray]]) -> Cell:
+    """A stable sort of round-robin keys, read a slice at a time from where
+    it left its outputs and judged against round_robin_stable_sort: neither
+    answer is ever whole on the host (past 2^31 keys, 18 GiB each)."""
+    if not expected.round_robin:
+        raise ValueError("a sort is judged in slices only on round-robin keys "
+                         "(Expected(round_robin=True)), whose answer has a closed form")
+    n, num_bins = len(expected.keys), expected.num_bins
+    wrong: dict[str, list] = {"sorted key": [0, ""], "original index": [0, ""]}
+    for start in range(0, n, SORT_SLICE):
+        stop = min(n, start + SORT_SLICE)
+        got = read(start, stop)
+        want = round_robin_stable_sort(start, stop, n, num_bins)
+        for tally, got_part, want_part in zip(wrong.values(), got, want, strict=True):
+            where = np.flatnonzero(got_part != want_part)
+            if where.size and not tally[0]:
+                i = int(where[0])
+                tally[1] = f"first at {start + i}: got {got_part[i]}, expected {want_part[i]}"
+            tally[0] += where.size
+    for what, (count, first) in wrong.items():
+        if count:
+            return Cell("FAIL", f"{what}s differ: {count} differing; {first}")
+    return Cell("pass")
 
 
 def radix_sorted(expected: Expected, got: Outcome) -> Cell:

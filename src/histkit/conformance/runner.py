@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import platform
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +24,11 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.progress import Progress
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: huge cases are not serialised across processes
+    fcntl = None
 
 from histkit import __version__
 from histkit.conformance import checks
@@ -134,7 +140,8 @@ class CaseRun:
             self.keys = Keys(self.device_array.ptr + case.offset * dtype.itemsize, case.n,
                              dtype)
         self.expected = checks.Expected(self.host, case.num_bins, case.full_width,
-                                        radix_values(case), case.scan_counts)
+                                        radix_values(case), case.scan_counts,
+                                        round_robin=case.sorted_in_closed_form)
 
     # --- device buffers, each between GUARD elements on either side -------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
@@ -151,15 +158,37 @@ class CaseRun:
         size = array.dtype.itemsize
         whole = self.rt.copy_to_host(array.ptr - GUARD * size,
                                      np.empty(GUARD + array.n + GUARD, array.dtype))
-        before = np.flatnonzero(whole[:GUARD].view(np.uint8) != fill)
-        if before.size:
-            raise GuardViolation(f"wrote before the start of a {array.n}-element output "
-                                 f"(element {int(before[0]) // size - GUARD})")
-        after = np.flatnonzero(whole[GUARD + array.n:].view(np.uint8) != fill)
-        if after.size:
-            raise GuardViolation(f"wrote past the end of a {array.n}-element output "
-                                 f"(element {array.n + int(after[0]) // size})")
+        self._check_guards(array, whole[:GUARD], whole[GUARD + array.n:], fill)
         return whole[GUARD:GUARD + array.n]
+
+    def read_in_slices(self, array: DeviceArray, fill: int = 0):
+        """array's guards checked now (as read() does), its elements read
+        later, a slice at a time: (start, stop) -> those elements (a sort's
+        outputs past 2^31 keys, never whole on the host)."""
+        size = array.dtype.itemsize
+        if array.ptr not in self.fenced:
+            before = self.rt.copy_to_host(array.ptr - GUARD * size, np.empty(GUARD, array.dtype))
+            after = self.rt.copy_to_host(array.ptr + array.n * size,
+                                         np.empty(GUARD, array.dtype))
+            self._check_guards(array, before, after, fill)
+
+        def elements(start: int, stop: int) -> np.ndarray:
+            return self.rt.copy_to_host(array.ptr + start * size,
+                                        np.empty(stop - start, array.dtype))
+        return elements
+
+    @staticmethod
+    def _check_guards(array: DeviceArray, before: np.ndarray, after: np.ndarray,
+                      fill: int) -> None:
+        size = array.dtype.itemsize
+        wrong = np.flatnonzero(before.view(np.uint8) != fill)
+        if wrong.size:
+            raise GuardViolation(f"wrote before the start of a {array.n}-element output "
+                                 f"(element {int(wrong[0]) // size - GUARD})")
+        wrong = np.flatnonzero(after.view(np.uint8) != fill)
+        if wrong.size:
+            raise GuardViolation(f"wrote past the end of a {array.n}-element output "
+                                 f"(element {array.n + int(wrong[0]) // size})")
 
     def guarded_input(self, host: np.ndarray, fill: int) -> DeviceArray:
         """host on the device between GUARD elements of the byte fill: a kernel
@@ -233,7 +262,13 @@ class CaseRun:
                                 slot, [], grid=self.case.grid, between=between,
                                 **variant.options)
         outcome = checks.Outcome(first_bad=self.reported_bad(slot))
-        if (self.expected.bad is None) == (outcome.first_bad is None):
+        if (self.expected.bad is None) == (outcome.first_bad is None) and (
+                self.case.sorted_in_closed_form):
+            keys_at = self.read_in_slices(out_keys, fill=POISON)  # guards checked here
+            index_at = self.read_in_slices(out_index, fill=POISON)
+            outcome.sorted_slices = lambda start, stop: (
+                keys_at(start, stop), index_at(start, stop).astype(np.int64, copy=False))
+        elif (self.expected.bad is None) == (outcome.first_bad is None):
             outcome.sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
             # (int64 indices are used as read: past 2^31 keys a copy is 16 GiB more)
             outcome.original_index = self.read(out_index, fill=POISON).astype(np.int64,
@@ -351,6 +386,12 @@ def host_bytes_needed(case: Case) -> int:
     if case.scan_counts:
         return 4 * (case.n + 2 * GUARD) * 8
     itemsize = np.dtype(case.dtype).itemsize
+    if case.sorted_in_closed_form:
+        # the keys, their padded copy (unless fenced), and a slice of the
+        # answer, read and expected, at a time
+        copies = 1 + (not case.fenced)
+        return (copies * (case.n + case.offset + 2 * GUARD) * itemsize
+                + 2 * checks.SORT_SLICE * 2 * (itemsize + 8))
     if not sorted_by_a_column(case):
         # the keys, their padded copy (a fenced case uploads them as they are),
         # and the valid ones of a bad-key case
@@ -403,6 +444,32 @@ def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
         # (nothing to build: a scan's 2^31 counts are 16 GiB, and no histogram takes them)
         cell = Cell("skip", not_judged_because(case))
         return [Result(case, name, cell) for name, _, _ in selected]
+    with one_huge_case_at_a_time(rt, case):
+        return _judge_case(rt, case, selected)
+
+
+@contextlib.contextmanager
+def one_huge_case_at_a_time(rt: Runtime, case: Case):
+    """Past 2^31 keys a case holds up to tens of GiB: histkit processes on one
+    machine (a mutation run's parallel judges, two runs of verify) take such
+    cases in turn, under an exclusive lock on a file in the temp directory,
+    so that none finds the memory another holds and skips the case. The
+    device syncs before the lock goes: the driver's memory pool hands freed
+    memory back at a synchronisation."""
+    if case.n < HUGE or fcntl is None:
+        yield
+        return
+    with open(Path(tempfile.gettempdir()) / "histkit-huge-case.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if rt.hung is None:  # (the case's arrays are gone: _judge_case returned)
+                rt.device.sync()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _judge_case(rt: Runtime, case: Case, selected) -> list[Result]:
     reason = too_large_here(rt, case)
     if reason is not None:
         return [Result(case, name, Cell("skip", reason)) for name, _, _ in selected]
