@@ -318,25 +318,29 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def round_robin_stable_sort(start: int, stop: int, n: int,
-                            num_bins: int) -> tuple[np.ndarray, np.ndarray]:
+def round_robin_stable_sort(start: int, stop: int, n: int, num_bins: int,
+                            key_dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
     """Positions start .. stop - 1 of the stable sort of n round-robin keys
     (key i is i % num_bins), in closed form: key v occurs ceil((n - v) / K)
     times, at original indices v, v + K, v + 2K, ... Past 2^31 keys the
     oracle's whole answer would be 18 GiB of host memory; this is a slice."""
+    stop = min(stop, n)
     values = np.arange(num_bins, dtype=np.int64)
     counts = np.maximum(0, (n - values + num_bins - 1) // num_bins)
     ends = np.cumsum(counts)
     starts = ends - counts
-    keys, index = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+    keys = np.empty(max(0, stop - start), key_dtype)
+    index = np.empty(max(0, stop - start), np.int64)
     for v in range(int(np.searchsorted(ends, start, side="right")), num_bins):
         first, last = max(start, int(starts[v])), min(stop, int(ends[v]))
         if first >= last:  # past stop (the counts only fall: nothing after it)
             break
-        keys.append(np.full(last - first, v, np.int64))
-        ranks = np.arange(first - starts[v], last - starts[v], dtype=np.int64)
-        index.append(v + num_bins * ranks)
-    return np.concatenate(keys), np.concatenate(index)
+        keys[first - start:last - start] = v
+        ranks = index[first - start:last - start]  # v + K * rank, made in place
+        ranks[:] = np.arange(first - starts[v], last - starts[v], dtype=np.int64)
+        ranks *= num_bins
+        ranks += v
+    return keys, index
 
 
 SORT_SLICE = 1 << 25  # positions a sort judged in slices reads at a time
@@ -355,10 +359,13 @@ def stable_sorted_in_slices(expected: Expected,
     for start in range(0, n, SORT_SLICE):
         stop = min(n, start + SORT_SLICE)
         got = read(start, stop)
-        want = round_robin_stable_sort(start, stop, n, num_bins)
+        want = round_robin_stable_sort(start, stop, n, num_bins, got[0].dtype)
         for tally, got_part, want_part in zip(wrong.values(), got, want, strict=True):
-            where = np.flatnonzero(got_part != want_part)
-            if where.size and not tally[0]:
+            differs = got_part != want_part
+            if not differs.any():
+                continue
+            where = np.flatnonzero(differs)
+            if not tally[0]:
                 i = int(where[0])
                 tally[1] = f"first at {start + i}: got {got_part[i]}, expected {want_part[i]}"
             tally[0] += where.size
