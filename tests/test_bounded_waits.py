@@ -161,3 +161,21 @@ def test_the_matrix_bound_comes_from_the_environment_when_set(monkeypatch):
     monkeypatch.setenv("HISTKIT_WAIT_LIMIT_S", "soon")
     with pytest.raises(ValueError, match="HISTKIT_WAIT_LIMIT_S.*'soon'"):
         runner.wait_limit_s()
+
+
+def test_a_huge_case_whose_context_a_fault_spoiled_still_ends_its_lock_and_returns(
+        rt, matrix, monkeypatch):
+    # the lock's closing sync meets the sticky error the fault left: the
+    # cells already say so, and the run goes on to write its report
+    from histkit.conformance.cases import HUGE
+
+    def spoiled():
+        raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    rt.device.sync = spoiled
+    monkeypatch.setattr(runner, "too_large_here", lambda rt, case: None)
+    rt.answers = [SUCCESS]
+    faults = Kernel("faults", "histogram", "faults.cu", ("k",), lambda rt: spoiled())
+    case = Case("round-robin", HUGE, 251, dtype="uint8")
+    results = runner.run_case(rt, case, [("faults", faults, DEFAULT)])
+    assert results[0].cell.status == "FAIL" and "ILLEGAL_ADDRESS" in results[0].cell.detail
