@@ -69,6 +69,14 @@ def test_version_and_help_text():
     assert "(default: 256)" in run_histkit("demo", "--help").stdout
 
 
+def test_verify_help_says_a_kernel_that_never_ends_fails_and_where_the_bound_is_set():
+    from histkit.conformance import runner
+
+    help_text = run_histkit("verify", "--help").stdout
+    assert "never ends FAILs its cell" in help_text and "HISTKIT_WAIT_LIMIT_S" in help_text
+    assert "runner.WAIT_LIMIT_S" in help_text and runner.WAIT_LIMIT_S > 0
+
+
 def test_bench_without_its_extra_names_the_extra():
     pytest.importorskip("numpy")
     try:

@@ -90,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser(
         "verify", formatter_class=_Formatter,
-        help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present")
+        help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present",
+        epilog="A kernel that never ends FAILs its cell once a wait on the GPU outlasts\n"
+               "its bound (histkit.conformance.runner.WAIT_LIMIT_S seconds, or\n"
+               "HISTKIT_WAIT_LIMIT_S; 0: none), and the run stops there, naming the\n"
+               "cases it left: the hung launch holds the GPU until the process exits.")
     verify.add_argument("--gpu", choices=("auto", "on", "off"), default="auto",
                         help="auto: run GPU conformance when a GPU is present (a skip is "
                              "reported loudly); on: fail without one; off: CPU checks only")
