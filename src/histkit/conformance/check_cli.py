@@ -59,7 +59,10 @@ def add_check_parser(commands, formatter, handler) -> None:
     check.add_argument("--kind", required=True, choices=tuple(KINDS), help="the rule to judge by")
     mode = check.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="quick", action="store_true", default=True,
-                      help="the quick matrix (cases up to 2^22 keys)")
+                      help="the quick matrix (cases up to 2^22 keys; a .cu histogram, "
+                           "privatized or racy-histogram kernel also gets its cases past "
+                           "2^31 one-byte keys, 2 GiB of GPU memory, and a .cu stable-sort "
+                           "the fenced one, 21 GiB)")
     mode.add_argument("--full", dest="quick", action="store_false",
                       help="add the 2^28 and > 2^31 key cases")
     check.add_argument("--json", help="write the report (every cell, every failure) here")
