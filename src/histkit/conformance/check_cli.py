@@ -64,7 +64,8 @@ def add_check_parser(commands, formatter, handler) -> None:
                            "2^31 one-byte keys, 2 GiB of GPU memory, and a .cu stable-sort "
                            "the fenced one, 21 GiB)")
     mode.add_argument("--full", dest="quick", action="store_false",
-                      help="add the 2^28 and > 2^31 key cases")
+                      help="add the 2^28 and > 2^31 key cases (not the default: "
+                           "quick=%(default)s unless --full is given)")
     check.add_argument("--json", help="write the report (every cell, every failure) here")
     check.add_argument("--define", action="append", type=_define, default=[],
                        metavar="NAME=VALUE", help="a -D define for the .cu compile")
