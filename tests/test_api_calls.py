@@ -67,6 +67,10 @@ class FakeRuntime:
     def capturing(self):
         return False
 
+    def sticky_error(self):
+        """No fault ever spoils the fake's context."""
+        return None
+
     # memory
     def empty(self, n, dtype, pooled=True):
         self.log.append(("empty", n))

@@ -1,9 +1,10 @@
 """A kernel that never ends, on a pretend device: in the conformance matrix
 every host wait on the device is bounded (Runtime.bounded_waits), so a hang
 is a FAIL of its cell with a name, the run stops there (the launch holds the
-GPU until the process exits) and says so, instead of never ending. The
-driver's stream query is faked; the GPU test with a spinning kernel is in
-test_gpu.py."""
+GPU until the process exits) and says so, instead of never ending. So does a
+fault that leaves the context unusable: one FAIL, not every later cell in
+another kernel's name. The driver's stream query is faked; the GPU test with
+a planted hang is in test_gpu.py."""
 
 import io
 import time
@@ -15,6 +16,7 @@ from rich.console import Console
 
 from histkit.conformance import runner
 from histkit.conformance.cases import Case
+from histkit.conformance.checks import Cell
 from histkit.gpu import device
 from histkit.gpu.device import Runtime, WaitBound
 from histkit.gpu.errors import DeviceHang
@@ -49,7 +51,8 @@ def rt(monkeypatch):
         runtime.calls.append("copy")
         return (SUCCESS,)
 
-    fake = SimpleNamespace(cuStreamQuery=query, cuMemcpyDtoHAsync=copy_back)
+    fake = SimpleNamespace(cuStreamQuery=query, cuMemcpyDtoHAsync=copy_back,
+                           cuGetErrorName=lambda status: (SUCCESS, status.encode()))
     monkeypatch.setattr(device, "driver", fake)
     monkeypatch.setattr(device, "_SUCCESS", SUCCESS)
     monkeypatch.setattr(device, "_NOT_READY", NOT_READY)
@@ -179,3 +182,46 @@ def test_a_huge_case_whose_context_a_fault_spoiled_still_ends_its_lock_and_retur
     case = Case("round-robin", HUGE, 251, dtype="uint8")
     results = runner.run_case(rt, case, [("faults", faults, DEFAULT)])
     assert results[0].cell.status == "FAIL" and "ILLEGAL_ADDRESS" in results[0].cell.detail
+
+
+# --- a fault that spoils the context: one FAIL, the rest not run -------------------
+
+def _faults(rt, *args, **kwargs):
+    raise RuntimeError("cuMemcpyDtoHAsync failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+
+
+def _miscounts(rt, *args, **kwargs):
+    return Cell("FAIL", "bins differ"), ""
+
+
+def test_a_fault_that_spoils_the_context_fails_its_cell_and_later_columns_are_not_run(rt,
+                                                                                     matrix):
+    rt.answers = ["CUDA_ERROR_ILLEGAL_ADDRESS"]  # what every call returns after the fault
+    faults = Kernel("faults", "histogram", "faults.cu", ("k",), _faults)
+    spoiled, after = runner.run_case(rt, Case("uniform", 100, 16, seed=1),
+                                     [("faults", faults, DEFAULT), matrix[1]])
+    assert spoiled.cell.status == "FAIL" and "ILLEGAL_ADDRESS" in spoiled.cell.detail
+    assert after.cell.status == "skip" and after.cell.detail == (
+        "not run: a fault left the CUDA context unusable (CUDA_ERROR_ILLEGAL_ADDRESS)")
+
+
+def test_a_run_stops_after_a_fault_that_spoils_the_context(rt, matrix, monkeypatch):
+    rt.answers = ["CUDA_ERROR_ILLEGAL_ADDRESS"]
+    faults = Kernel("faults", "histogram", "faults.cu", ("k",), _faults)
+    monkeypatch.setattr(runner, "columns", lambda rows=None: [("faults", faults, DEFAULT)])
+    cases = [Case("uniform", 100, 16, seed=s) for s in (1, 2, 3, 4)]
+    report = runner.run_conformance(Console(file=io.StringIO(), width=200), cases=cases,
+                                    json_path=None)
+    assert len(report.failures) == 1 and len(report.results) == 1
+    assert "unusable (CUDA_ERROR_ILLEGAL_ADDRESS); 3 cases not run" in report.stopped
+
+
+def test_a_failure_that_leaves_the_context_usable_stops_nothing(rt, matrix):
+    rt.answers = [SUCCESS]  # the context still answers: a wrong count is not a fault
+    ran = []
+    wrong = Kernel("wrong", "histogram", "wrong.cu", ("k",), _miscounts)
+    right = Kernel("right", "histogram", "right.cu", ("k",),
+                   lambda rt: ran.append(1) or (Cell("pass"), ""))
+    results = runner.run_case(rt, Case("uniform", 100, 16, seed=1),
+                              [("wrong", wrong, DEFAULT), ("right", right, DEFAULT)])
+    assert [r.cell.status for r in results] == ["FAIL", "pass"] and ran == [1]

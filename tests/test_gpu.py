@@ -854,3 +854,38 @@ def test_a_kernel_of_ours_that_never_ends_fails_its_cell_and_the_matrix_stops(tm
     assert done.returncode == mutation.EXIT_CAUGHT, output[-3000:]
     assert "DeviceHang" in output and "did not finish within 5 s" in output, output[-3000:]
     assert "cases not run" in output and took < 200, (took, output[-3000:])
+
+
+@needs_gpu
+def test_a_kernel_of_ours_that_faults_fails_once_and_the_matrix_stops(tmp_path):
+    # a planted bug that faults (the atomic kernel's counter 2^40 elements
+    # past its histogram: an illegal address, which leaves the CUDA context
+    # unusable): one FAIL in the atomic kernel's name, and the run stops,
+    # rather than every later cell failing in another kernel's name
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from histkit.gpu.compiler import kernel_dir
+
+    shutil.copytree(kernel_dir(), tmp_path / "cuda")
+    source = tmp_path / "cuda" / "atomic_histogram.cu"
+    text = source.read_text()
+    assert text.count("atomicAdd(&hist[b], 1ULL);") == 1
+    source.write_text(text.replace("atomicAdd(&hist[b], 1ULL);",
+                                   "atomicAdd(&hist[b + (1ULL << 40)], 1ULL);"))
+    code = ("from rich.console import Console\n"
+            "from histkit.conformance.cases import all_cases\n"
+            "from histkit.conformance.runner import run_conformance\n"
+            "report = run_conformance(Console(width=300), cases=all_cases(quick=True)[:20],\n"
+            "                         rows=['atomic', 'fast'], json_path=None)\n"
+            "print('FAILS', len(report.failures), report.failures[0].kernel)\n"
+            "print('STOPPED', report.stopped)\n")
+    env = {**os.environ, "HISTKIT_CUDA_DIR": str(tmp_path / "cuda"),
+           "HISTKIT_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    output = done.stdout + done.stderr
+    assert "FAILS 1 atomic" in output, output[-3000:]
+    assert "a fault left the CUDA context unusable (CUDA_ERROR_" in output, output[-3000:]

@@ -431,15 +431,28 @@ def wait_limit_s() -> float | None:
     return seconds if seconds > 0 else None
 
 
-def _not_run_after_hang(rt: Runtime) -> Cell:
-    return Cell("skip", f"not run: the GPU is still running a kernel that never ended "
-                        f"({rt.hung})")
+def gpu_unusable(rt: Runtime, after_failure: bool) -> str | None:
+    """Why no more work can run on rt's context, if none can: a kernel that
+    never ended still holds the GPU, or (asked only after a FAIL, so that a
+    passing run never depends on the answer) a fault left its sticky error."""
+    if rt.hung is not None:
+        return f"the GPU is still running a kernel that never ended ({rt.hung})"
+    if after_failure:
+        error = rt.sticky_error()
+        if error is not None:
+            return f"a fault left the CUDA context unusable ({error})"
+    return None
+
+
+def _not_run(why: str) -> Cell:
+    return Cell("skip", f"not run: {why}")
 
 
 def run_case(rt: Runtime, case: Case, selected=None) -> list[Result]:
     selected = selected or columns()
     if rt.hung is not None:
-        return [Result(case, name, _not_run_after_hang(rt)) for name, _, _ in selected]
+        why = gpu_unusable(rt, after_failure=False)
+        return [Result(case, name, _not_run(why)) for name, _, _ in selected]
     if not any(judges(case, kernel.kind) for _, kernel, _ in selected):
         # (nothing to build: a scan's 2^31 counts are 16 GiB, and no histogram takes them)
         cell = Cell("skip", not_judged_because(case))
@@ -485,9 +498,10 @@ def _judge_case(rt: Runtime, case: Case, selected) -> list[Result]:
         cell = Cell("FAIL", f"setting up case {case.name} failed: {type(error).__name__}: {error}")
         return [Result(case, name, cell) for name, _, _ in selected]
     results = []
+    unusable = None  # why an earlier column left the GPU unable to run this one
     for name, kernel, variant in selected:
-        if rt.hung is not None:  # an earlier column's kernel still holds the GPU
-            results.append(Result(case, name, _not_run_after_hang(rt)))
+        if unusable is not None:
+            results.append(Result(case, name, _not_run(unusable)))
             continue
         start = time.perf_counter()
         skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
@@ -510,6 +524,7 @@ def _judge_case(rt: Runtime, case: Case, selected) -> list[Result]:
             cell = Cell("FAIL", f"{cell.detail} [case {case.name}, seed {case.seed}, "
                                 f"kernel {name}, geometry {geometry or 'n/a'}]", cell.figures)
         results.append(Result(case, name, cell, geometry, time.perf_counter() - start))
+        unusable = gpu_unusable(rt, after_failure=cell.status == "FAIL")
     return results
 
 
@@ -526,7 +541,8 @@ def run_conformance(console: Console | None = None, quick: bool = False,
     With bounded_waits, every host wait on the device is bounded
     (wait_limit_s()): a kernel that never ends is a FAIL of its cell, and the
     run stops there, since its launch holds the GPU until the process exits
-    (Report.stopped says so).
+    (Report.stopped says so). So it does after a fault that leaves the
+    context unusable: every later cell would FAIL for it, in another's name.
     """
     console = console or Console()
     rt = runtime()
@@ -550,9 +566,10 @@ def run_conformance(console: Console | None = None, quick: bool = False,
                                         for r in results)
                 progress_log.flush()
             progress.advance(task)
-            if rt.hung is not None:
-                report.stopped = (f"stopped after case {case.name}: a kernel never ended "
-                                  f"({rt.hung}); {len(cases) - number - 1} cases not run")
+            why = gpu_unusable(rt, after_failure=any(r.cell.status == "FAIL" for r in results))
+            if why is not None:
+                report.stopped = (f"stopped after case {case.name}: {why}; "
+                                  f"{len(cases) - number - 1} cases not run")
                 break
             if stop_at_first_fail and not report.passed:
                 break

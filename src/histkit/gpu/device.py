@@ -555,6 +555,16 @@ class Runtime:
         """The wait that outlasted its bound in this process, if one did."""
         return self.waits.hung
 
+    def sticky_error(self) -> str | None:
+        """The name of the error a fault left on this context (an illegal
+        address, a trap: every later call on it returns that error), or None
+        while it is usable. Asked of the stream, which returns at once."""
+        (status,) = driver.cuStreamQuery(self.handle)
+        if status in (_SUCCESS, _NOT_READY):
+            return None
+        _, name = driver.cuGetErrorName(status)
+        return name.decode() if isinstance(name, bytes) else str(name)
+
     def _bounded_sync(self, what: str) -> None:
         # Polled, not a blocking cuStreamSynchronize: the limit is checked
         # between queries, on this thread, whatever the driver call does with
