@@ -77,4 +77,3 @@ def _fullest_builds(source: str) -> list[dict]:
 def test_each_mutant_changes_the_machine_code(mutant, module_cache):
     assert not sift.same_machine_code(mutant, ROOT / "cuda"), (
         f"{mutant.id}: every build compiles to the unmutated cubin: it plants nothing")
-

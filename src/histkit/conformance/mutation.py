@@ -214,12 +214,11 @@ def _run_judge(command: list[str], env: dict, timeout: float) -> tuple[int | Non
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGUSR1)
-            try:
+            try:  # (a judge with its stacks printed goes on waiting: killed here)
                 stdout, stderr = child.communicate(timeout=STACKS_WAIT_S)
             except subprocess.TimeoutExpired:
                 child.kill()
                 stdout, stderr = child.communicate()
-            child.kill()
     return None, stdout + stderr, _innermost_frames(stderr)
 
 

@@ -262,18 +262,20 @@ class CaseRun:
                                 slot, [], grid=self.case.grid, between=between,
                                 **variant.options)
         outcome = checks.Outcome(first_bad=self.reported_bad(slot))
-        if (self.expected.bad is None) == (outcome.first_bad is None) and (
-                self.case.sorted_in_closed_form):
+        shape = " + ".join(map(str, geometries))
+        if (self.expected.bad is None) != (outcome.first_bad is None):
+            return outcome, shape  # a wrong bad-key verdict: the rule FAILs it on that alone
+        if self.case.sorted_in_closed_form:
             keys_at = self.read_in_slices(out_keys, fill=POISON)  # guards checked here
             index_at = self.read_in_slices(out_index, fill=POISON)
             outcome.sorted_slices = lambda start, stop: (
                 keys_at(start, stop), index_at(start, stop).astype(np.int64, copy=False))
-        elif (self.expected.bad is None) == (outcome.first_bad is None):
+        else:
             outcome.sorted_keys = self.read(out_keys, fill=POISON)  # guards checked here
             # (int64 indices are used as read: past 2^31 keys a copy is 16 GiB more)
             outcome.original_index = self.read(out_index, fill=POISON).astype(np.int64,
                                                                              copy=False)
-        return outcome, " + ".join(map(str, geometries))
+        return outcome, shape
 
     def run_radix(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         n = self.case.n

@@ -63,6 +63,11 @@ class WaitBound:
         self.limit_s: float | None = None
         self.hung: str | None = None
 
+    @property
+    def active(self) -> bool:
+        """Whether waits go through Runtime._bounded_sync (a bound, or a hang)."""
+        return self.limit_s is not None or self.hung is not None
+
 
 def check(result, call: str):
     """Unpack a cuda.bindings driver result, raising CudaError on failure."""
@@ -528,7 +533,7 @@ class Runtime:
         return self._resident[key]
 
     def sync(self, what: str) -> None:
-        if self.waits.limit_s is None and self.waits.hung is None:
+        if not self.waits.active:
             try:
                 self.stream.sync()
             except Exception as error:
@@ -592,7 +597,7 @@ class Runtime:
     def _wait_before_pageable_copy(self, what: str) -> None:
         """A copy to or from pageable host memory waits for the stream inside
         the driver, where no bound applies: in a bounded run, wait here first."""
-        if self.waits.limit_s is not None or self.waits.hung is not None:
+        if self.waits.active:
             self._bounded_sync(f"waiting for the GPU before {what}")
 
     # --- memory ----------------------------------------------------------
