@@ -472,9 +472,14 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
 // L2 (load_slice<true>, stage_tile<true>), as L1 may hold stale lines of a
 // buffer another block has rewritten since.
 
-// Up to this many tiles, every block sums the tiles' digit counts itself (a
-// column of at most 64 reads per thread) instead of waiting for a scan.
-#define DIRECT_PREFIX_TILES 64
+// Up to this many tiles (contract.RESIDENT_DIRECT_PREFIX_TILES), every block
+// sums the tiles' digit counts itself (a column of at most DIRECT_PREFIX_TILES
+// reads per thread, which a warp makes as 32 reads of different lines)
+// instead of waiting for a scan. Measured on the H200 (bench/NOTES.md,
+// session 19): 1.6x faster than the scan at 16 tiles, 1.3-1.4x slower at 64.
+#ifndef DIRECT_PREFIX_TILES
+#define DIRECT_PREFIX_TILES 32
+#endif
 
 // Every block waits here until all gridDim.x blocks have arrived for the
 // `passed`-th time (arrivals is zeroed by the host before the launch).

@@ -175,6 +175,28 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
     assert shape.scratch_words * 8 >= 8 + (tiles + 1) * policy.MAX_DIGITS * 4
 
 
+def test_the_quick_matrix_sorts_resident_inputs_on_both_sides_of_the_direct_prefix_limit():
+    # resident_sort reaches a tile's digit offsets two ways: every block sums
+    # the tile counts itself up to contract.RESIDENT_DIRECT_PREFIX_TILES
+    # tiles, a column scan and one more grid-wide wait above. Each way must
+    # meet cases, one-pass (K <= 256) and two-pass ones, on an H200 (528
+    # tiles at once), or a slip in it goes unseen.
+    from histkit.conformance import cases
+    from histkit.gpu import contract
+
+    capacity, limit = 132 * 4, contract.RESIDENT_DIRECT_PREFIX_TILES
+    seen = set()
+    for case in cases.all_cases(quick=True):
+        if not cases.judges(case, "stable-sort") or case.full_width or case.n < 2:
+            continue
+        dtype = np.dtype(case.dtype)
+        items = policy.resident_tile_items(case.n, dtype, capacity)
+        tiles = -(-case.n // policy.tile_keys(dtype, items))
+        if tiles <= capacity:
+            seen.add((tiles > limit, case.num_bins > 256))
+    assert seen >= {(False, False), (False, True), (True, False), (True, True)}
+
+
 def test_an_input_too_large_for_any_resident_launch_compiles_no_resident_kernel():
     from test_api_calls import FakeRuntime
 

@@ -85,6 +85,12 @@ WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
 # resident_sort at small N: tiles of 4 or 8 rounds (the smallest whose tiles
 # all fit on the GPU at once), so a call of a few tiles spreads over more SMs.
 RESIDENT_SMALL_TILE_ITEMS = (4, 8)
+# resident_sort: up to this many tiles every block sums each digit's column of
+# tile counts itself; above, the columns are scanned once (one more grid-wide
+# wait). Measured on the H200 (resident-prefix-h200-2026-12-01-session19.log,
+# launch + sync, K = 256 / 65536): the direct sum 22.1 / 32.9 us at 16 tiles
+# against 34.5 / 59.8 for the scan, 33.1 / 54.3 at 64 tiles against 25.1 / 39.3.
+RESIDENT_DIRECT_PREFIX_TILES = 32
 HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
 STAGE_LOADS = 4  # rounds whose original indices a scatter thread loads at once
 MAX_PASSES = 8  # a pass per byte of a 64-bit key
@@ -112,7 +118,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                          "STAGE_LOADS": STAGE_LOADS,
                          "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": WIDE_KEY_ONESWEEP_MIN_BLOCKS,
-                         "MAX_PASSES": MAX_PASSES},
+                         "MAX_PASSES": MAX_PASSES,
+                         "DIRECT_PREFIX_TILES": RESIDENT_DIRECT_PREFIX_TILES},
 }
 
 
