@@ -90,6 +90,26 @@ def test_a_wait_that_ends_inside_the_bound_returns(rt):
     assert rt.calls == ["query"] * 4 and rt.hung is None
 
 
+def test_a_bounded_wait_polls_finely_at_first_and_never_sleeps_past_10_ms(rt, monkeypatch):
+    # A short kernel is waited for in microseconds, not a whole poll period;
+    # a hang is reported within 10 ms of its bound, whatever the bound. On a
+    # clock that only the sleeps move, with a stream that never finishes:
+    clock = SimpleNamespace(now=0.0, pauses=[])
+
+    def sleep(seconds):
+        clock.pauses.append(seconds)
+        clock.now += seconds
+
+    monkeypatch.setattr(device, "time", SimpleNamespace(perf_counter=lambda: clock.now,
+                                                        sleep=sleep))
+    with rt.bounded_waits(2.0), pytest.raises(DeviceHang):
+        rt.sync("a kernel that never ends")
+    assert clock.pauses[0] <= 1e-4 and max(clock.pauses) <= 0.01
+    assert sum(clock.pauses[:8]) < 0.005  # a kernel of a few ms is seen within a doubling
+    assert clock.pauses == sorted(clock.pauses)  # backs off, never speeds up again
+    assert 2.0 < clock.now <= 2.0 + 0.01
+
+
 def test_outside_a_bounded_run_a_wait_is_the_streams_own_sync(rt):
     rt.sync("a public call")
     assert rt.stream.synced == 1 and rt.calls == []

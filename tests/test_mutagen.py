@@ -292,6 +292,30 @@ def test_a_host_mutant_is_imported_in_place_of_its_module_by_every_importer(tmp_
     assert printed[0] == str(path) and printed[-1] == str(path)
 
 
+def test_a_host_mutant_is_what_tests_import_though_pytest_rewrites_histkits_modules(tmp_path):
+    # histkit is a pytest plugin: pytest's assertion-rewriting import hook,
+    # first on the path, loads an installed (non-editable) histkit module
+    # from its own file. The judge imports the mutant before any test runs.
+    import os
+    import subprocess
+
+    module = "histkit.conformance.report"  # imported by no judge before its tests
+    mutant = tmp_path / "report.py"
+    mutant.write_text((mutation.package_dir() / "conformance/report.py").read_text()
+                      + "\nMUTATED = True\n")
+    test = tmp_path / "test_sees_the_mutant.py"
+    test.write_text("from histkit.conformance import report\n\n\n"
+                    "def test_it():\n    assert report.MUTATED\n")
+    code = ("import os, sys, pytest\n"
+            "import histkit._mutant_loader as loader\n"
+            "loader.import_mutant(os.environ['HISTKIT_HOST_MUTANT'])\n"
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', sys.argv[1]]))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(test)], capture_output=True,
+                          text=True, cwd=tmp_path,
+                          env={**os.environ, "HISTKIT_HOST_MUTANT": f"{module}={mutant}"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def test_the_public_calls_mutants_are_judged_by_the_tests_that_call_them_not_by_rows():
     m = next(m for m in HOST if m.file == "gpu/api.py")
     assert mutation.rows_for(m) == []

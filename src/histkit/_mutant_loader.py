@@ -12,6 +12,7 @@ import of that name, from any module, gets the mutant.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.util
 import os
@@ -52,16 +53,26 @@ def install(spec: str) -> str:
     return name
 
 
+def import_mutant(spec: str):
+    """install(spec), then import the mutant at once. histkit is a pytest
+    plugin, so a pytest run marks every histkit module for assertion
+    rewriting, and pytest's import hook, which comes first, loads an
+    installed (non-editable) module from its own file: a module a test
+    imported first would be the unmutated one, and its mutant would survive
+    unjudged. Imported before any test runs, every importer gets the mutant."""
+    return importlib.import_module(install(spec))
+
+
 def main(argv: list[str]) -> int:
-    name = install(os.environ[ENV])
+    mutant = import_mutant(os.environ[ENV])
     from histkit.conformance import mutation
 
     if mutation.host_tests_fail():  # the launch layer's CPU tests, first: seconds
         return mutation.EXIT_CAUGHT
     # a module no row runs is judged by the tests that call it
     status = _tests_judge(argv[1:]) if argv[:1] == ["pytest"] else mutation.main(argv)
-    if name not in sys.modules:  # the rows judged never ran the mutated code
-        print(f"the mutated module {name} was never imported", file=sys.stderr)
+    if sys.modules.get(mutant.__name__) is not mutant:  # the judge ran another copy
+        print(f"{mutant.__name__} was imported again, unmutated", file=sys.stderr)
         return mutation.EXIT_BROKEN
     return status
 
