@@ -794,3 +794,48 @@ def test_work_on_another_stream_is_waited_for_through_one_event_and_none_on_its_
     assert calls == []
     rt.wait_for(0x6000)
     assert calls == [("record", "event", ("stream", 0x6000)), ("wait", 0x7000, "event")]
+
+
+def test_a_runtime_on_another_stream_is_one_view_per_handle_with_its_own_stream(monkeypatch):
+    # The real Runtime.on: work for a caller's stream must go on that stream
+    # (never histkit's own), through one view per handle sharing the caches.
+    import threading
+
+    from histkit.gpu import device
+    from histkit.gpu.device import Runtime
+
+    monkeypatch.setattr(device, "foreign_stream", lambda handle: ("stream", handle))
+    rt = Runtime.__new__(Runtime)
+    rt._scratch, rt._views, rt._plans = threading.local(), {}, {}
+    rt._base, rt.handle, rt.stream, rt._barrier_scratch = rt, 0xA000, "own", "kept"
+    view = rt.on(0x6000)
+    assert view is not rt and view.handle == 0x6000 and view.stream == ("stream", 0x6000)
+    assert view._barrier_scratch is None  # the stream's own, made when first needed
+    assert view._plans is rt._plans  # caches shared
+    assert rt.on(0x6000) is view and view.on(0x6000) is view
+    assert rt.on(None) is rt and view.on(None) is rt and rt.on(0xA000) is rt
+
+
+@pytest.mark.parametrize("result,expected", [((0, 5), 5), ((0, 1, 2), (1, 2)), ((0,), ()),
+                                             (0, ())])
+def test_a_driver_result_that_succeeded_unpacks_to_its_values(monkeypatch, result, expected):
+    from histkit.gpu import device
+
+    monkeypatch.setattr(device, "driver", types.SimpleNamespace(
+        CUresult=types.SimpleNamespace(CUDA_SUCCESS=0)))
+    monkeypatch.setattr(device, "_SUCCESS", 0)
+    assert device.check(result, "cuSomething") == expected
+
+
+@pytest.mark.parametrize("result", [(700, 5), (700,), 700])
+def test_a_driver_result_that_failed_raises_naming_the_call_and_the_error(monkeypatch, result):
+    from histkit.gpu import device
+
+    monkeypatch.setattr(device, "driver", types.SimpleNamespace(
+        CUresult=types.SimpleNamespace(CUDA_SUCCESS=0),
+        cuGetErrorName=lambda status: (0, b"CUDA_ERROR_ILLEGAL_ADDRESS"),
+        cuGetErrorString=lambda status: (0, b"an illegal memory access was encountered")))
+    monkeypatch.setattr(device, "_SUCCESS", 0)
+    with pytest.raises(errors.CudaError, match=r"cuMemcpy failed: CUDA_ERROR_ILLEGAL_ADDRESS "
+                                               r"\(an illegal memory access"):
+        device.check(result, "cuMemcpy")

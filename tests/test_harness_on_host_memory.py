@@ -349,3 +349,74 @@ def test_a_stable_sort_past_2_31_writing_past_its_indices_is_a_guard_violation(c
     kernel = _sorting_kernel(closed_form_run.rt.memory, lambda keys, index: 1)
     cell, _ = closed_form_run.judge(kernel, DEFAULT)
     assert cell.status == "FAIL" and "wrote past the end of a 3001-element output" in cell.detail
+
+
+# --- a fenced input's address space, on a pretend virtual memory API ----------------
+
+GRANULE = 2 << 20
+
+
+class PretendVirtualMemory:
+    """The driver's virtual memory calls, recorded: one reservation, one mapping."""
+
+    def __init__(self):
+        self.reserved = self.mapped = None
+        self.calls = []
+
+    def driver(self):
+        from types import SimpleNamespace
+
+        from histkit.gpu import device
+
+        ok = device._SUCCESS
+
+        def reserve(size, alignment, address, flags):
+            self.reserved = (0x7F00_0000_0000, size)
+            return ok, self.reserved[0]
+
+        def map_(start, size, offset, memory, flags):
+            self.mapped = (start, size)
+            return (ok,)
+
+        def record(name, result=(ok,)):
+            return lambda *args: self.calls.append((name, *args)) or result
+
+        anything = SimpleNamespace(CU_MEM_ALLOCATION_TYPE_PINNED=1, CU_MEM_LOCATION_TYPE_DEVICE=1,
+                                   CU_MEM_ALLOC_GRANULARITY_MINIMUM=0,
+                                   CU_MEM_ACCESS_FLAGS_PROT_READWRITE=3)
+        prop = lambda: SimpleNamespace(type=0, location=SimpleNamespace(type=0, id=0),  # noqa: E731
+                                       flags=0)
+        return SimpleNamespace(
+            CUmemAllocationProp=prop, CUmemAccessDesc=prop, CUmemAllocationType=anything,
+            CUmemLocationType=anything, CUmemAllocationGranularity_flags=anything,
+            CUmemAccess_flags=anything,
+            cuMemGetAllocationGranularity=lambda prop, flags: (ok, GRANULE),
+            cuMemCreate=lambda size, prop, flags: (ok, "memory"),
+            cuMemAddressReserve=reserve, cuMemMap=map_, cuMemSetAccess=record("access"),
+            cuMemUnmap=record("unmap"), cuMemAddressFree=record("free"),
+            cuMemRelease=record("release"), cuCtxSynchronize=record("sync"))
+
+
+@pytest.mark.parametrize("nbytes", [1, GRANULE - 1, GRANULE, GRANULE + 1, 5 * GRANULE + 3])
+@pytest.mark.parametrize("at_start", [False, True])
+def test_a_fenced_input_is_flush_against_unmapped_space_that_spans_it_on_both_sides(
+        monkeypatch, nbytes, at_start):
+    # One element past the input (or before it, at_start) must be unmapped; so
+    # must an access a whole input or FENCE_GRANULES granules away.
+    from histkit.gpu import device
+
+    memory = PretendVirtualMemory()
+    monkeypatch.setattr(device, "driver", memory.driver())
+    fenced = device.FencedBuffer(0, nbytes, at_start=at_start)
+    (base, reserved), (start, mapped) = memory.reserved, memory.mapped
+    assert mapped == -(-nbytes // GRANULE) * GRANULE  # whole granules, no more
+    assert start <= fenced.handle and fenced.handle + nbytes <= start + mapped
+    if at_start:
+        assert fenced.handle == start
+    else:
+        assert fenced.handle + nbytes == start + mapped
+    fence = max(device.FENCE_GRANULES * GRANULE, mapped)
+    assert start - base >= fence and base + reserved - (start + mapped) >= fence
+    del fenced  # freed: what was mapped unmapped, what was reserved given back
+    assert ("unmap", start, mapped) in memory.calls and ("free", base, reserved) in memory.calls
+    assert ("release", "memory") in memory.calls
