@@ -77,3 +77,20 @@ def _fullest_builds(source: str) -> list[dict]:
 def test_each_mutant_changes_the_machine_code(mutant, module_cache):
     assert not sift.same_machine_code(mutant, ROOT / "cuda"), (
         f"{mutant.id}: every build compiles to the unmutated cubin: it plants nothing")
+
+
+def test_the_harness_mutants_name_files_with_mutants_and_tests_that_exist():
+    # mutants/harness_mutants.py judges the suite's own machinery by CPU tests:
+    # a renamed file or test would leave it judging nothing
+    import importlib.util
+
+    from histkit.conformance import mutagen
+
+    spec = importlib.util.spec_from_file_location("harness_mutants",
+                                                  ROOT / "mutants" / "harness_mutants.py")
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    for file, tests in harness.HARNESS_FILES.items():
+        text = (mutation.package_dir() / file).read_text()
+        assert len(mutagen.python_mutants_of(file, text)) > 20, file
+        assert tests and all((ROOT / test).is_file() for test in tests), file

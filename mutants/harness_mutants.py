@@ -1,0 +1,101 @@
+"""Planted bugs in the suite's own machinery: how we know its tests catch them (CPU only).
+
+The conformance suite turns a kernel's slip into a FAIL only through its own
+code: the runner's bookkeeping (every cell kept, a write outside scratch made
+a FAIL, a hang bounded and reported, stop rules), the runtime's harness
+(poisoned and guarded scratch, fenced inputs, the bounded waits, sizes of what
+a kernel is handed) and the rules (checks). A slip there passes wrong kernels
+while every correct one still passes, so no conformance row can judge it.
+This applies mutagen's Python slips (mutagen.python_mutants_of) to those files,
+one at a time, imports the mutated module in place of the installed one
+(histkit._mutant_loader.import_mutant, before any test runs) and runs the CPU
+tests that pin the file (stopping at the first failure): a failure or a hang
+is caught, a clean run survived. A survivor may change only what a GPU shows
+(a driver call's arguments, a size the pretend device does not check),
+speed or memory, or be a real gap. From the repository root:
+
+    python mutants/harness_mutants.py results.jsonl [FILE ...] [-- mutant ids ...]
+
+FILE is one of HARNESS_FILES (default: all). Each verdict is appended to
+results.jsonl as it comes (ids already there are skipped: a run cut short
+resumes). 3-8 s per mutant on 2 cores.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from histkit.conformance import mutagen, mutation
+
+# Each file, and the CPU tests that pin it (on pretend runtimes and devices).
+HARNESS_FILES = {
+    "conformance/runner.py": ("tests/test_bounded_waits.py", "tests/test_runner_report.py",
+                              "tests/test_harness_on_host_memory.py"),
+    "conformance/checks.py": ("tests/test_conformance_rules.py", "tests/test_runner_report.py",
+                              "tests/test_scan_and_sort_oracles.py"),
+    "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
+                      "tests/test_runner_report.py", "tests/test_api_calls.py",
+                      "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
+}
+TIMEOUT_S = 300
+JUDGE = ("import os, sys, pytest\n"
+         "from histkit._mutant_loader import import_mutant\n"
+         "import_mutant(os.environ['HISTKIT_HOST_MUTANT'])\n"
+         "sys.exit(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]]))\n")
+
+
+def judge(mutant, module: str, tests) -> tuple[str, float]:
+    """(caught | survived, seconds) for one mutant of module."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"{mutant.id}-") as tmp:
+        path = mutation.apply(mutant, mutation.package_dir(), Path(tmp), copy=False)
+        env = {**os.environ, "HISTKIT_HOST_MUTANT": f"{module}={path}"}
+        try:
+            done = subprocess.run([sys.executable, "-c", JUDGE, *tests], env=env,
+                                  capture_output=True, timeout=TIMEOUT_S)
+            verdict = "survived" if done.returncode == 0 else "caught"
+        except subprocess.TimeoutExpired:
+            verdict = "caught"  # a hang: the tests did not pass
+    return verdict, time.perf_counter() - start
+
+
+def main(argv: list[str]) -> int:
+    ids = set(argv[argv.index("--") + 1:]) if "--" in argv else set()
+    argv = argv[:argv.index("--")] if "--" in argv else argv
+    if not argv:
+        print(__doc__)
+        return 2
+    results, files = Path(argv[0]), argv[1:] or list(HARNESS_FILES)
+    unknown = [f for f in files if f not in HARNESS_FILES]
+    if unknown:
+        print(f"not a harness file: {', '.join(unknown)}; one of {', '.join(HARNESS_FILES)}")
+        return 2
+    done = set()
+    if results.exists():
+        done = {json.loads(line)["id"] for line in results.read_text().splitlines() if line}
+    counts = {"caught": 0, "survived": 0}
+    with results.open("a") as out:
+        for file in files:
+            module = "histkit." + file.removesuffix(".py").replace("/", ".")
+            text = (mutation.package_dir() / file).read_text()
+            for mutant in mutagen.python_mutants_of(file, text):
+                if mutant.id in done or (ids and mutant.id not in ids):
+                    continue
+                verdict, seconds = judge(mutant, module, HARNESS_FILES[file])
+                counts[verdict] += 1
+                out.write(json.dumps({"id": mutant.id, "file": file, "line": mutant.line,
+                                      "replace": mutant.replace.strip(), "verdict": verdict,
+                                      "seconds": round(seconds, 1)}) + "\n")
+                out.flush()
+                print(f"{verdict:8} {mutant.id} (line {mutant.line}): "
+                      f"{mutant.replace.strip()[:80]}", flush=True)
+    print(f"harness mutants: {counts['caught']} caught, {counts['survived']} survived")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
