@@ -581,3 +581,28 @@ def test_only_round_robin_cases_past_2_31_without_bad_keys_are_sorted_in_closed_
     assert not Case("round-robin", HUGE, 251, dtype="uint8", bad="last").sorted_in_closed_form
     assert not Case("uniform", HUGE, 251, dtype="uint8").sorted_in_closed_form
     assert not Case("round-robin", HUGE - 18, 251, dtype="uint8").sorted_in_closed_form
+
+
+# --- gaps the harness mutants found (mutants/harness_mutants.py, session 19) --------
+
+def test_a_wave_kernel_whose_counts_differ_from_the_wave_model_fails():
+    keys = np.zeros(64, np.int32)  # one bucket: the model loses 31 of each 32-lane wave
+    expected = checks.Expected(keys, 4)
+    model = expected.wave(32)
+    assert checks.judge("wave", expected, checks.Outcome(counts=model)).status == "pass"
+    exact = expected.exact  # an atomic kernel's counts are not the wave model's
+    cell = checks.judge("wave", expected, checks.Outcome(counts=exact))
+    assert cell.status == "FAIL" and "differing" in cell.detail
+
+
+@pytest.mark.parametrize("index", [[0, 1, 2, 4], [-1, 1, 2, 3]])
+def test_an_unstable_sorts_index_outside_the_input_fails_by_name(index):
+    keys = np.array([0, 0, 0, 0])
+    cell = checks.atomic_cursor_sort(keys, np.array(index), keys, keys)
+    assert cell.status == "FAIL" and cell.detail == "original_index out of range"
+
+
+def test_autos_sample_of_one_run_is_the_first_keys_and_of_two_the_ends():
+    keys = np.arange(100, dtype=np.int32)
+    assert checks.auto_sample(keys, 1, width=4).tolist() == [[0, 1, 2, 3]]
+    assert checks.auto_sample(keys, 2, width=4).tolist() == [[0, 1, 2, 3], [96, 97, 98, 99]]

@@ -420,3 +420,106 @@ def test_a_fenced_input_is_flush_against_unmapped_space_that_spans_it_on_both_si
     del fenced  # freed: what was mapped unmapped, what was reserved given back
     assert ("unmap", start, mapped) in memory.calls and ("free", base, reserved) in memory.calls
     assert ("release", "memory") in memory.calls
+
+
+# --- which cells a case runs, skips, or fails for refusing it -------------------------
+
+class Ran(Exception):
+    """Raised by a pretend row's launcher: the cell ran it."""
+
+
+def _runs(*args, **kwargs):
+    raise Ran(kwargs.get("grid"))
+
+
+def _refuses(*args, **kwargs):
+    from histkit.gpu.errors import UnsupportedShape
+
+    raise UnsupportedShape("pretend: this shape is not supported; details")
+
+
+def pretend_row(kind="histogram", run=_runs, **more):
+    from histkit.gpu.registry import Kernel
+
+    return Kernel("pretend", kind, "pretend.cu", ("k",), run, **more)
+
+
+def case_run_of(rt, case):
+    with rt.poisoned_scratch():
+        return CaseRun(rt, case)
+
+
+def test_a_refusal_the_rows_rule_does_not_allow_fails_and_one_it_allows_is_a_skip(rt):
+    from histkit.gpu.registry import DEFAULT
+
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1))
+    cell, _ = run.judge(pretend_row(run=_refuses), DEFAULT)
+    assert cell.status == "FAIL" and "refused a case it must run" in cell.detail
+    allowed = pretend_row(run=_refuses, may_refuse=lambda rt, n, k, dtype, options: True)
+    cell, _ = run.judge(allowed, DEFAULT)
+    assert cell.status == "skip" and cell.detail == "pretend: this shape is not supported"
+
+
+def test_int32_indices_may_be_refused_only_past_2_31_keys():
+    from histkit.conformance.runner import refusal_allowed
+    from histkit.gpu.registry import DEFAULT, INT32_INDEX
+
+    row = pretend_row("stable-sort")
+    assert refusal_allowed(None, row, INT32_INDEX, Case("uniform", 2**31 + 1, 16))
+    assert not refusal_allowed(None, row, INT32_INDEX, Case("uniform", 2**31, 16))
+    assert not refusal_allowed(None, row, DEFAULT, Case("uniform", 2**31 + 1, 16))
+
+
+def test_a_forced_grid_runs_a_row_that_takes_one_and_skips_one_of_fixed_geometry(rt):
+    from histkit.gpu.registry import DEFAULT
+
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1, grid=3))
+    with pytest.raises(Ran, match="3"):
+        run.judge(pretend_row(), DEFAULT)
+    cell, _ = run.judge(pretend_row(takes_grid=False), DEFAULT)
+    assert cell.status == "skip" and "forced grid" in cell.detail
+
+
+def test_a_bad_key_case_runs_every_row_that_reads_keys_and_skips_a_scan(rt):
+    from histkit.gpu.registry import DEFAULT
+
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1, bad="first"))
+    for kind in ("histogram", "racy-histogram", "privatized", "sort", "stable-sort"):
+        with pytest.raises(Ran):
+            run.judge(pretend_row(kind), DEFAULT)
+    cell, _ = run.judge(pretend_row("scan"), DEFAULT)
+    assert cell.status == "skip" and "do not check keys" in cell.detail
+
+
+def test_a_variant_is_skipped_only_between_its_limit_and_the_huge_cases(rt, monkeypatch):
+    from histkit.conformance import runner
+    from histkit.gpu.registry import DEFAULT, Variant
+
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1))
+    variant = Variant("narrow", {}, "a pretend variant")
+    with pytest.raises(Ran):
+        run.judge(pretend_row(), variant)  # 100 keys: under VARIANT_MAX_N
+    monkeypatch.setattr(runner, "VARIANT_MAX_N", 99)
+    cell, _ = run.judge(pretend_row(), variant)
+    assert cell.status == "skip" and "variants reach their paths at small N" in cell.detail
+    with pytest.raises(Ran):
+        run.judge(pretend_row(), DEFAULT)  # the default column runs at every N
+    monkeypatch.setattr(runner, "HUGE", 100)
+    with pytest.raises(Ran):
+        run.judge(pretend_row(), variant)  # past HUGE, every column runs
+
+
+@pytest.mark.parametrize("lanes,limit_name", [(32, "ONE_WARP_MAX_N"), (8, "NARROW_WAVE_MAX_N")])
+def test_a_one_warp_wave_kernel_is_skipped_only_past_its_lanes_limit(rt, monkeypatch, lanes,
+                                                                       limit_name):
+    from histkit.conformance import runner
+    from histkit.gpu.registry import Variant
+
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1))
+    variant = Variant("" if lanes == 32 else "lanes", {"lanes": lanes}, "")
+    monkeypatch.setattr(runner, limit_name, 100)
+    with pytest.raises(Ran):
+        run.judge(pretend_row("wave"), variant)  # N = the limit: still run
+    monkeypatch.setattr(runner, limit_name, 99)
+    cell, _ = run.judge(pretend_row("wave"), variant)
+    assert cell.status == "skip" and "only slow" in cell.detail
