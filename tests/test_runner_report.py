@@ -9,6 +9,7 @@ import io
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -111,3 +112,65 @@ def test_stop_at_first_fail_stops_after_the_failing_case_and_only_then(matrix):
     matrix.verdicts[2] = Cell("FAIL", "counts differ")
     assert statuses(run(stop_at_first_fail=True)) == [(1, "pass"), (2, "FAIL")]
     assert len(run().results) == 3  # without it, the run goes on
+
+
+# --- which huge cases a machine skips for memory ---------------------------------------
+
+GIB = 1 << 30
+
+
+def pretend_machine(monkeypatch, gpu_free, host_available):
+    monkeypatch.setattr(runner, "available_memory", lambda: host_available)
+    return SimpleNamespace(free_bytes=lambda: gpu_free)
+
+
+def test_no_case_of_either_matrix_is_skipped_for_memory_on_an_h200_and_its_host(monkeypatch):
+    # (139 GiB of GPU memory, 128 GiB of host memory less the system's)
+    h200 = pretend_machine(monkeypatch, 139 * GIB, 120 * GIB)
+    from histkit.conformance.cases import all_cases
+
+    too_large = {case.name: runner.too_large_here(h200, case)
+                 for case in all_cases(quick=False)}
+    assert not {name: why for name, why in too_large.items() if why}
+
+
+def test_a_huge_case_is_skipped_naming_the_memory_it_needs_and_what_is_there(monkeypatch):
+    case = Case("uniform", runner.HUGE, 256, dtype="uint8")
+    small_gpu = pretend_machine(monkeypatch, 1 * GIB, 120 * GIB)
+    assert runner.too_large_here(small_gpu, case).endswith("GiB of GPU memory; 1.0 GiB free here")
+    small_host = pretend_machine(monkeypatch, 139 * GIB, 1 * GIB)
+    assert runner.too_large_here(small_host, case).endswith(
+        "GiB of host memory; 1.0 GiB available here")
+    unknown = pretend_machine(monkeypatch, None, None)  # nothing to say: it is tried
+    assert runner.too_large_here(unknown, case) is None
+    small = Case("uniform", runner.HUGE - 18, 256, dtype="uint8")  # not huge: never skipped
+    assert runner.too_large_here(pretend_machine(monkeypatch, 1, 1), small) is None
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+@pytest.mark.parametrize("shape", ["counted", "sorted", "sorted-two-passes", "fenced-sorted",
+                                   "scan-counts"])
+def test_the_memory_estimates_hold_at_least_the_arrays_and_at_most_four_times_them(dtype, shape):
+    # Counted independently of the estimates: the keys, and what the widest
+    # column writes (K counts; a sort's keys and int64 indices, twice over
+    # two digit passes; a scan's offsets), and on the host the keys and the
+    # oracle's answer (a sort's sorted keys and indices).
+    n, itemsize = runner.HUGE, np.dtype(dtype).itemsize
+    if shape == "scan-counts":
+        case = Case.counts(n, seed=1)
+        device_low = host_low = 2 * n * 8
+    elif shape == "counted":
+        case = Case("uniform", n, 256, dtype=dtype, kinds=("histogram",))
+        device_low, host_low = n * itemsize + 256 * 8, n * itemsize
+    else:
+        passes = 2 if shape == "sorted-two-passes" else 1
+        if passes == 2 and itemsize == 1:
+            pytest.skip("one-byte keys sort in one digit pass")
+        bins = 5000 if passes == 2 else 100
+        fenced = shape == "fenced-sorted"
+        case = Case("round-robin" if fenced else "uniform", n, bins, dtype=dtype, fenced=fenced)
+        device_low = n * itemsize + passes * n * (itemsize + 8)
+        host_low = n * itemsize + (0 if case.sorted_in_closed_form else n * (itemsize + 8))
+    device, host = runner.device_bytes_needed(case), runner.host_bytes_needed(case)
+    assert device_low <= device <= 4 * device_low
+    assert host_low <= host <= 4 * host_low
