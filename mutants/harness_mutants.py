@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
     counts = {"caught": 0, "survived": 0}
     with results.open("a") as out:
         for file in files:
-            module = "histkit." + file.removesuffix(".py").replace("/", ".")
+            module = mutation.host_module(file)
             text = (mutation.package_dir() / file).read_text()
             for mutant in mutagen.python_mutants_of(file, text):
                 if mutant.id in done or (ids and mutant.id not in ids):

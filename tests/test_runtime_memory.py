@@ -44,16 +44,17 @@ def rt(monkeypatch):
     return runtime
 
 
-def callers_view(rt):
-    view = Runtime.__new__(Runtime)
-    view.__dict__.update(rt.__dict__)
-    view.handle, view.stream = CALLERS, SimpleNamespace(handle=CALLERS)
-    return view
+def callers_view(rt, monkeypatch):
+    """rt on a caller's stream (Runtime.on, the stream itself pretended)."""
+    from histkit.gpu import device
+
+    monkeypatch.setattr(device, "foreign_stream", lambda handle: SimpleNamespace(handle=handle))
+    return rt.on(CALLERS)
 
 
-def test_an_array_gets_at_least_its_bytes_pooled_or_not(rt):
+def test_an_array_gets_at_least_its_bytes_pooled_or_not(rt, monkeypatch):
     assert rt.empty(10, np.int64).buffer.inner.size >= 80  # pooled: its size class
-    view = callers_view(rt)
+    view = callers_view(rt, monkeypatch)
     view.empty(10, np.int64)
     assert rt.device.allocated[-1] == 80  # a caller's stream: exactly its bytes
     view.empty(0, np.int32)
@@ -80,8 +81,8 @@ def test_a_result_handed_to_a_caller_never_comes_from_or_goes_to_the_pool(rt):
     assert rt.device.allocated[-1] == POOL_MAX_BLOCK + 4 and big.ptr
 
 
-def test_a_callers_stream_pools_nothing(rt):
-    view = callers_view(rt)
+def test_a_callers_stream_pools_nothing(rt, monkeypatch):
+    view = callers_view(rt, monkeypatch)
     for _ in range(2):
         view.empty(1000, np.int32)
     assert len(rt.device.allocated) == 2 and rt.pool.kept == 0

@@ -69,17 +69,24 @@ class WaitBound:
         return self.limit_s is not None or self.hung is not None
 
 
+def _as_text(value) -> str:
+    """A driver's error name or description (bytes in some bindings) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def error_name(status) -> str:
+    """The name of a CUresult status (CUDA_ERROR_ILLEGAL_ADDRESS, ...)."""
+    return _as_text(driver.cuGetErrorName(status)[1])
+
+
 def check(result, call: str):
     """Unpack a cuda.bindings driver result, raising CudaError on failure."""
     if type(result) is tuple and result[0] == _SUCCESS:  # the common case, kept short
         return result[1] if len(result) == 2 else result[1:]
     status, *values = result if isinstance(result, tuple) else (result,)
     if status != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(status)
-        _, text = driver.cuGetErrorString(status)
-        name = name.decode() if isinstance(name, bytes) else name
-        text = text.decode() if isinstance(text, bytes) else text
-        raise CudaError(f"{call} failed: {name} ({text})")
+        text = _as_text(driver.cuGetErrorString(status)[1])
+        raise CudaError(f"{call} failed: {error_name(status)} ({text})")
     return values[0] if len(values) == 1 else tuple(values)
 
 
@@ -567,8 +574,7 @@ class Runtime:
         (status,) = driver.cuStreamQuery(self.handle)
         if status in (_SUCCESS, _NOT_READY):
             return None
-        _, name = driver.cuGetErrorName(status)
-        return name.decode() if isinstance(name, bytes) else str(name)
+        return error_name(status)
 
     def _bounded_sync(self, what: str) -> None:
         # Polled, not a blocking cuStreamSynchronize: the limit is checked
