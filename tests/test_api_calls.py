@@ -244,9 +244,38 @@ def test_a_checked_histogram_waits_exactly_once(fake):
 
 
 def test_check_false_queues_the_work_and_waits_for_nothing(fake):
-    counts, first_bad = api.histogram(cupy_keys(), 256, check=False)
+    counts, first_bad = api.histogram(cupy_keys(1 << 20), 256, check=False)
     assert not fake.kinds("sync")
-    assert first_bad.memsets == [(0xFF, 8)] and counts.memsets == [(0, 256 * 8)]
+    assert first_bad.memsets == [(0xFF, 8)]
+    # the launcher zeroes the counts it adds into, on the call's stream, before its launch
+    assert fake.log.index(("memset", 0, 256 * 8)) < fake.log.index(("launch", "fast_histogram"))
+
+
+def test_a_call_on_no_keys_hands_back_zeroed_counts_without_a_launch(fake):
+    counts, _ = api.histogram(cupy_keys(0), 256, check=False)
+    assert counts.memsets == [(0, 256 * 8)] and not fake.kinds("launch")
+
+
+def fast_launch_args(fake):
+    """(overwrite flag, counts pointer) of the last fast_histogram launch."""
+    name, _, args = fake.launched[-1]
+    assert name == "fast_histogram"
+    *_, overwrite, hist_ptr, _first_bad = args
+    return int(overwrite), hist_ptr
+
+
+def test_a_one_block_call_with_every_bin_shared_stores_its_counts_instead_of_zeroing_them(fake):
+    counts, _ = api.histogram(cupy_keys(4096), 256, check=False)
+    assert fast_launch_args(fake) == (1, counts.data.ptr)
+    assert not fake.kinds("memset") and not counts.memsets
+
+
+@pytest.mark.parametrize("n, num_bins", [(1 << 20, 256), (4096, 1 << 20)],
+                         ids=["many-blocks", "bins-past-shared-memory"])
+def test_a_call_whose_blocks_add_into_the_counts_zeroes_them_first(fake, n, num_bins):
+    counts, _ = api.histogram(cupy_keys(n), num_bins, check=False)
+    assert fast_launch_args(fake) == (0, counts.data.ptr)
+    assert ("memset", 0, num_bins * 8) in fake.log
 
 
 def test_with_out_and_first_bad_a_call_allocates_nothing_so_it_can_be_captured(fake):
@@ -616,8 +645,10 @@ def test_an_out_array_still_being_written_on_another_stream_is_waited_for(fake):
 
 def test_results_for_a_stream_cupy_is_not_on_are_zeroed_on_that_stream(fake):
     # CuPy's own memset would run on CuPy's current stream, unordered with ours
-    counts = api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
-    assert counts.memsets == [] and ("memset", 0, 256 * 8) in fake.log
+    counts, word = api.histogram(cupy_keys(1 << 20, stream=0x7000), 256, stream=0x7000,
+                                 check=False)
+    assert counts.memsets == word.memsets == []
+    assert ("memset", 0, 256 * 8) in fake.log and ("memset", 0xFF, 8) in fake.log
 
 
 def test_cupys_out_of_memory_becomes_histkits_error_naming_what_did_not_fit(fake, monkeypatch):

@@ -406,6 +406,22 @@ def test_out_receives_the_counts_and_is_returned():
 
 
 @needs_gpu
+@pytest.mark.parametrize("method", ["auto", "atomic", "privatized", "partitioned"])
+@pytest.mark.parametrize("n, num_bins", [(4096, 256), (4096, 65536), (30_000, 3000),
+                                         (300_000, 256)])
+def test_a_call_overwrites_whatever_out_held_with_the_exact_counts(method, n, num_bins):
+    # one block with every bin shared stores its counts (no zeroing); the
+    # others zero them first: either way nothing of out's old bytes survives
+    cupy = pytest.importorskip("cupy")
+    if method == "privatized" and num_bins > 50_000:
+        pytest.skip("privatized keeps every bin in one block's shared memory")
+    host = make_keys("zipf", n, num_bins, seed=5)
+    out = cupy.full(num_bins, -123456789, dtype=cupy.int64)
+    gpu.histogram(cupy.asarray(host), num_bins, method, out=out)
+    np.testing.assert_array_equal(cupy.asnumpy(out), oracles.histogram(host, num_bins))
+
+
+@needs_gpu
 def test_cupy_calls_run_on_cupys_current_stream_without_a_wait():
     cupy = pytest.importorskip("cupy")
     n = 1 << 24

@@ -261,7 +261,7 @@ def fast_plan_on_fake(num_bins: int, static_bytes: int = 0, narrow: bool = False
 
     rt = FakeRuntime()
     rt.static_shared_bytes = static_bytes
-    _, geometry, _, shared_bins = launch_histogram._fast_plan(
+    _, geometry, _, shared_bins, _ = launch_histogram._fast_plan(
         rt, Keys(0x1000, n, np.dtype(np.int32)), num_bins, False, None, shared_share, "",
         narrow=narrow)
     return geometry, int(shared_bins)
@@ -387,3 +387,22 @@ def test_past_2_32_bins_the_fast_launch_hands_over_to_the_atomic_kernel_under_it
     assert [name for _, name in rt.compiled] == ["atomic_histogram"]
     below = launch_histogram.fast_launch(rt, keys, 2**32 - 1, hist, bad, False, None, None, label)
     assert below.kernel.startswith(label + "fast_histogram")
+
+
+@pytest.mark.parametrize("n, num_bins, blocks, layout, stores", [
+    (4096, 256, 1, policy.FastLayout(32, 256), True),
+    (4096, 256, 2, policy.FastLayout(32, 256), False),  # blocks add into one histogram
+    (4096, 1 << 20, 1, policy.FastLayout(1, 58111), False),  # bins past shared: global atomics
+    (4096, 65536, 1, policy.FastLayout(1, 65536, narrow=True), True),
+    # a 16-bit counter of NARROW_SPILL keys spills into its global bin
+    (0x8000 - 1, 65536, 1, policy.FastLayout(1, 65536, narrow=True), True),
+    (0x8000, 65536, 1, policy.FastLayout(1, 65536, narrow=True), False),
+    (0x8000, 256, 1, policy.FastLayout(32, 256), True),  # 32-bit counters never spill
+])
+def test_the_fast_kernel_stores_its_counts_only_when_one_block_holds_every_keys_count(
+        n, num_bins, blocks, layout, stores):
+    from histkit.gpu import contract
+    from histkit.gpu.launch.histogram import overwrites_counts
+
+    assert contract.FAST_NARROW_SPILL == 0x8000
+    assert overwrites_counts(n, num_bins, blocks, layout) is stores

@@ -36,6 +36,7 @@ from histkit.gpu.contract import KEY_C_TYPES, NO_BAD_KEY
 from histkit.gpu.errors import KernelCompileError, SkewUnavailable
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch import scan as launch_scan
+from histkit.gpu.launch.common import zero_counts
 
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
 
@@ -104,6 +105,7 @@ def _histogram_launcher(impl):
                     f"memory; a block has {rt.max_shared_per_block}")
             extra = (atomics.ptr,)
         geometry = _geometry(impl, entry, keys.n, grid, shared)
+        zero_counts(rt, hist, num_bins)  # the ABI hands a kernel zeroed counts
         rt.launch(kernel, geometry, keys.ptr, np.int64(keys.n), np.uint64(num_bins), hist.ptr,
                   first_bad.ptr, *extra)
         return geometry

@@ -217,12 +217,14 @@ class CaseRun:
 
     # --- one launcher per family of kinds: each returns (Outcome, geometry) ------
     def run_histogram(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
-        hist = self.output(self.case.num_bins, np.dtype(kernel.count_dtype))
+        # Poisoned, not zeroed: a launcher leaves the exact counts whatever
+        # the buffer held (the public calls hand it uninitialised memory).
+        hist = self.output(self.case.num_bins, np.dtype(kernel.count_dtype), fill=POISON)
         slot = self.first_bad_slot()
         extra = {"atomics": self.output(1, np.uint64)} if kernel.kind == "privatized" else {}
         geometry = kernel.run(self.rt, self.keys, self.case.num_bins, hist, slot,
                               grid=self.case.grid, **variant.options, **extra)
-        outcome = checks.Outcome(counts=self.read(hist).astype(np.int64),
+        outcome = checks.Outcome(counts=self.read(hist, fill=POISON).astype(np.int64),
                                  first_bad=self.reported_bad(slot),
                                  block=geometry.block, grid=geometry.grid)
         if extra:

@@ -399,10 +399,11 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     hist = (_allocate(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
             if out is None
             else _borrow(call, out, num_bins, np.int64, "out"))
-    _fill(call, hist, 0, num_bins * 8)
     slot = _first_bad_word(call, check, first_bad)
-    if call.keys.n:
+    if call.keys.n:  # the launcher leaves exact counts in hist, whatever it held
         registry.serving("histogram", method).run(call.rt, call.keys, num_bins, hist, slot)
+    else:  # no keys, no launch: zeros
+        _fill(call, hist, 0, num_bins * 8)
     if check:
         _raise_if_bad(call.rt, slot, call.keys, num_bins)
     # A caller's out= comes back as itself, whatever kind the keys were.

@@ -41,6 +41,9 @@ FAST_BLOCK = 1024
 FAST_VECTORS_PER_THREAD = 4  # 16-byte loads in flight per thread
 # Per-block shared memory the fast kernel aims for: two blocks of FAST_BLOCK per SM.
 FAST_SHARED_BUDGET = 100 * 1024
+# A 16-bit shared counter that reaches this spills it to its global bin (the
+# launcher must then zero the counts: histogram.overwrites_counts).
+FAST_NARROW_SPILL = 0x8000
 
 # partitioned_histogram.cu
 PART_LOW_BITS = 14  # bins per partition = 2^PART_LOW_BITS
@@ -107,7 +110,8 @@ def _shared_defines() -> dict[str, int]:
 
 SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "exclusive_scan.cu": {"SCAN_THREADS": SCAN_THREADS, "SCAN_ITEMS": SCAN_ITEMS},
-    "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD},
+    "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
+                          "NARROW_SPILL": FAST_NARROW_SPILL},
     "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
                                  "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
                                  "COUNT_THREADS": PART_COUNT_THREADS,

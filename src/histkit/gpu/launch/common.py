@@ -29,6 +29,16 @@ def key_args(keys: Keys, num_bins: int):
     return (keys.ptr, np.int64(keys.n), np.uint64(num_bins))
 
 
+def zero_counts(rt: Runtime, hist, num_bins: int) -> None:
+    """Zero a histogram's counts on rt's stream before kernels add into them.
+
+    Every histogram launcher leaves hist holding the exact counts whatever it
+    held before (the public calls do not zero it, and the conformance suite
+    hands launchers poisoned counts), so a launcher whose kernels add calls
+    this first; one whose kernel stores every bin skips it."""
+    rt.memset(hist.ptr, 0, num_bins * hist.dtype.itemsize)
+
+
 def blocks_for(items: int, block: int, cap: int) -> int:
     """Blocks of `block` items each for `items`, at least 1, at most cap."""
     return max(1, min(-(-items // block), cap))

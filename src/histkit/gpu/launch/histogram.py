@@ -7,7 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from histkit.gpu.contract import CHAPTER_BLOCK, FAST_BLOCK, MAX_KEYS_PER_BLOCK, WARP
+from histkit.gpu.contract import (
+    CHAPTER_BLOCK,
+    FAST_BLOCK,
+    FAST_NARROW_SPILL,
+    MAX_KEYS_PER_BLOCK,
+    WARP,
+)
 from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
@@ -16,6 +22,7 @@ from histkit.gpu.launch.common import (
     blocks_for,
     grid_stride_blocks,
     key_args,
+    zero_counts,
 )
 from histkit.gpu.policy import FastLayout, fast_layout
 
@@ -26,6 +33,7 @@ def _one_key_per_thread(rt: Runtime, source: str, name: str, keys: Keys, num_bin
     """The chapter's launch shape: blocks of 256, grid-stride over the keys."""
     kernel = rt.kernel(source, name, keys.defines())
     geometry = Geometry(name, grid_stride_blocks(rt, keys.n, grid), CHAPTER_BLOCK)
+    zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr)
     return geometry
 
@@ -48,6 +56,7 @@ def naive_histogram_one_warp(rt: Runtime, keys: Keys, num_bins: int, hist: Devic
         raise ValueError(f"the one-warp kernel runs waves of 1..{WARP} lanes; got {warp_size}")
     kernel = rt.kernel("naive_histogram.cu", "naive_histogram_one_warp", keys.defines())
     geometry = Geometry("naive_histogram_one_warp", 1, warp_size)
+    zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr)
     return geometry
 
@@ -76,6 +85,7 @@ def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArr
     extra = {"COUNT_GLOBAL_ATOMICS": "1"} if atomics_issued is not None else {}
     kernel = rt.kernel("privatized_histogram.cu", "privatized_histogram",
                        keys.defines(**extra))
+    zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, *key_args(keys, num_bins), hist.ptr, first_bad.ptr,
               atomics_issued.ptr if atomics_issued is not None else 0)
     return geometry
@@ -116,16 +126,30 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow)
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
                                              shared_share, label, narrow))
-    kernel, geometry, n_and_bins, shared_bins = plan
+    kernel, geometry, n_and_bins, shared_bins, overwrite = plan
+    if not overwrite:
+        zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
-              shared_bins, hist.ptr, first_bad.ptr)
+              shared_bins, overwrite, hist.ptr, first_bad.ptr)
     return geometry
+
+
+def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) -> bool:
+    """Whether fast_histogram stores its sums over hist instead of adding them
+    (its OVERWRITE argument), so the launch needs no zeroed counts: one block
+    holds every key's count, which is so when that block is the grid, every
+    bin is shared (no global atomics) and no 16-bit counter can spill to the
+    global bin (a counter of fewer keys than NARROW_SPILL never does). A small
+    call (auto's one block, up to 16384 keys) then skips the memset: one
+    driver call less, about 2-5 us (bench/NOTES.md, session 20)."""
+    return (blocks == 1 and layout.shared_bins == num_bins
+            and (not layout.narrow or n < FAST_NARROW_SPILL))
 
 
 def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
                shared_share: float | None, label: str, narrow: bool = False):
-    """(kernel, geometry, (n, num_bins), shared_bins) of fast_histogram for one
-    shape, the scalars as the kernel takes them."""
+    """(kernel, geometry, (n, num_bins), shared_bins, overwrite) of
+    fast_histogram for one shape, the scalars as the kernel takes them."""
     layout, coalesced, hold, kernel = _fast_build(
         rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow)
     if layout.shared_bytes > rt.max_dynamic_shared(kernel):
@@ -144,7 +168,9 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
     geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow_tag}, "
                         f"shared_bins={layout.shared_bins}, COALESCED={coalesced}, "
                         f"HOLD_RUNS={hold}]", blocks, FAST_BLOCK, shared)
-    return kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(layout.shared_bins)
+    overwrite = np.uint32(overwrites_counts(keys.n, num_bins, blocks, layout))
+    return (kernel, geometry, key_args(keys, num_bins)[1:], np.uint64(layout.shared_bins),
+            overwrite)
 
 
 def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,

@@ -14,6 +14,7 @@ from histkit.gpu.launch.common import (
     Keys,
     blocks_for,
     key_args,
+    zero_counts,
 )
 from histkit.gpu.launch.histogram import fast_launch
 from histkit.gpu.launch.scan import exclusive_scan
@@ -52,6 +53,7 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     positions = rt.empty(entries, np.uint64)
     keep_alive = [low_bins, counts, starts, positions]
     n, bins, parts, tiles = scalars
+    zero_counts(rt, hist, num_bins)
     rt.launch(partition, split, keys.ptr, n, bins, parts, tiles, low_bins.ptr, counts.ptr,
               starts.ptr, first_bad.ptr)
     exclusive_scan(rt, counts.ptr, entries, positions.ptr, keep_alive)

@@ -39,7 +39,7 @@ def atomic_cursor_count(rt: Runtime, keys: Keys, num_bins: int, first_bad: Devic
                         keep_alive: list, grid: int | None = None
                         ) -> tuple[DeviceArray, list[Geometry]]:
     """The chapter's count and scan: per-bin cursors starting at each bin's offset."""
-    hist = rt.zeros(num_bins, np.uint64)
+    hist = rt.empty(num_bins, np.uint64)  # atomic_histogram zeroes it
     cursor = rt.empty(num_bins, np.uint64)
     keep_alive.append(hist)
     geometries = [atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)]
