@@ -523,3 +523,34 @@ def test_a_one_warp_wave_kernel_is_skipped_only_past_its_lanes_limit(rt, monkeyp
     monkeypatch.setattr(runner, limit_name, 99)
     cell, _ = run.judge(pretend_row("wave"), variant)
     assert cell.status == "skip" and "only slow" in cell.detail
+
+
+# --- histogram counts arrive poisoned: a launcher must leave exact counts ----------------
+
+def _host_histogram(memory, zeroes: bool):
+    """A histogram launcher on host memory that counts exactly, and either
+    stores its counts (zeroes) or adds them into what the buffer held."""
+    from histkit.gpu.geometry import Geometry
+
+    def run(rt, keys, num_bins, hist, first_bad, grid=None):
+        host = memory.bytes[keys.ptr:keys.ptr + keys.n * keys.dtype.itemsize].view(keys.dtype)
+        counts = np.bincount(host, minlength=num_bins).astype(np.uint64)
+        window = memory.bytes[hist.ptr:hist.ptr + 8 * num_bins].view(np.uint64)
+        window[:] = counts if zeroes else window + counts
+        return Geometry("host_histogram", 1, 32)
+
+    return run
+
+
+@pytest.mark.parametrize("zeroes, status", [(True, "pass"), (False, "FAIL")],
+                         ids=["stores-its-counts", "adds-into-unzeroed-counts"])
+def test_a_histogram_launcher_that_adds_into_counts_it_never_zeroed_fails(rt, zeroes, status):
+    # the public calls hand launchers uninitialised counts: the suite's are poisoned
+    from histkit.gpu.registry import DEFAULT, Kernel
+
+    with rt.poisoned_scratch():
+        run = CaseRun(rt, Case("uniform", 3_000, 16, seed=1))
+        kernel = Kernel("host-histogram", "histogram", "host.cu", ("histogram",),
+                        _host_histogram(rt.memory, zeroes))
+        cell, _ = run.judge(kernel, DEFAULT)
+    assert cell.status == status, cell.detail
