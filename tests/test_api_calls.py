@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from histkit.gpu import api, errors, policy
+from histkit.gpu import api, errors, policy, registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.launch.common import Keys
 
@@ -249,6 +249,23 @@ def test_check_false_queues_the_work_and_waits_for_nothing(fake):
     assert first_bad.memsets == [(0xFF, 8)]
     # the launcher zeroes the counts it adds into, on the call's stream, before its launch
     assert fake.log.index(("memset", 0, 256 * 8)) < fake.log.index(("launch", "fast_histogram"))
+
+
+HISTOGRAM_ROWS = [k.row for k in registry.KERNELS
+                  if k.kind in ("histogram", "racy-histogram", "wave", "privatized")]
+
+
+@pytest.mark.parametrize("row", HISTOGRAM_ROWS)
+def test_every_histogram_launcher_zeroes_its_counts_before_its_kernels_add_into_them(row):
+    # the public calls and the suite hand launchers counts holding anything
+    rt = FakeRuntime()
+    zeroed = []
+    rt.memset = lambda ptr, byte, nbytes: zeroed.append((ptr, byte, nbytes, len(rt.launched)))
+    kernel = registry.by_row(row)
+    hist = FakeArray(0x5000000, 3000, np.uint64)
+    extra = {"atomics": FakeArray(0x6000000, 1, np.uint64)} if kernel.kind == "privatized" else {}
+    kernel.run(rt, Keys(0x700000, 1 << 20, np.dtype(np.int32)), 3000, hist, rt._slot, **extra)
+    assert rt.launched and (hist.ptr, 0, 3000 * 8, 0) in zeroed
 
 
 def test_a_call_on_no_keys_hands_back_zeroed_counts_without_a_launch(fake):
