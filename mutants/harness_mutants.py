@@ -16,7 +16,10 @@ speed or memory, or be a real gap. From the repository root:
 
     python mutants/harness_mutants.py results.jsonl [FILE ...] [-- mutant ids ...]
 
-FILE is one of HARNESS_FILES (default: all). Each verdict is appended to
+FILE is one of HARNESS_FILES (default: all), or, named explicitly, one of
+LAUNCH_FILES: launch-layer files whose rules CPU tests pin too (the GPU's
+`mutation run --host` is their judge of record; this is a fast first look at
+the lines just written). Each verdict is appended to
 results.jsonl as it comes (ids already there are skipped: a run cut short
 resumes). 3-8 s per mutant on 2 cores.
 """
@@ -40,6 +43,12 @@ HARNESS_FILES = {
     "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
                       "tests/test_runner_report.py", "tests/test_api_calls.py",
                       "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
+}
+# Launch-layer files with CPU-pinned rules (which launches zero their counts;
+# when the fast kernel stores them), and their tests.
+LAUNCH_FILES = {
+    "gpu/launch/histogram.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py"),
+    "gpu/launch/common.py": ("tests/test_api_calls.py",),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"
@@ -70,9 +79,10 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     results, files = Path(argv[0]), argv[1:] or list(HARNESS_FILES)
-    unknown = [f for f in files if f not in HARNESS_FILES]
+    judged_by = {**HARNESS_FILES, **LAUNCH_FILES}
+    unknown = [f for f in files if f not in judged_by]
     if unknown:
-        print(f"not a harness file: {', '.join(unknown)}; one of {', '.join(HARNESS_FILES)}")
+        print(f"not a harness file: {', '.join(unknown)}; one of {', '.join(judged_by)}")
         return 2
     done = set()
     if results.exists():
@@ -85,7 +95,7 @@ def main(argv: list[str]) -> int:
             for mutant in mutagen.python_mutants_of(file, text):
                 if mutant.id in done or (ids and mutant.id not in ids):
                     continue
-                verdict, seconds = judge(mutant, module, HARNESS_FILES[file])
+                verdict, seconds = judge(mutant, module, judged_by[file])
                 counts[verdict] += 1
                 out.write(json.dumps({"id": mutant.id, "file": file, "line": mutant.line,
                                       "replace": mutant.replace.strip(), "verdict": verdict,
