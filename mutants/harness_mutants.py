@@ -47,8 +47,9 @@ HARNESS_FILES = {
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them), and their tests.
 LAUNCH_FILES = {
-    "gpu/launch/histogram.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py"),
-    "gpu/launch/common.py": ("tests/test_api_calls.py",),
+    "gpu/launch/histogram.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py",
+                                "tests/test_launch_geometry.py"),
+    "gpu/launch/common.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"

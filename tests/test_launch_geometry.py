@@ -100,3 +100,33 @@ def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once()
     rt.launch("uint8 build", big, 3)
     assert opted == [("int32 build", 100_000), ("uint8 build", 100_000)]
     assert launched[-1] == ("uint8 build", ("config", 4), (3,)) and len(launched) == 4
+
+
+# 32-bit shared counters: no block may count 2^32 keys, whatever grid is forced.
+PAST_TWO_BLOCKS_OF_KEYS = 2 * (2**32 - 1) + 1
+
+
+def test_a_forced_grid_too_small_for_32_bit_counters_grows_to_ceil_n_over_2_32():
+    rt = FakeRuntime()
+    keys = keys_of(PAST_TWO_BLOCKS_OF_KEYS, np.uint8)
+    assert launch_histogram.privatized_geometry(rt, keys.n, 256, num_blocks=1).grid == 3
+    plan = launch_histogram._fast_plan(rt, keys, 256, False, 1, None, "")
+    assert plan[1].grid == 3
+
+
+def test_the_privatized_kernel_counts_its_global_atomics_only_when_asked():
+    rt = FakeRuntime()
+    hist, slot = rt.empty(256, np.uint64), rt.empty(1, np.uint64)
+    launch_histogram.privatized_histogram(rt, keys_of(10_000), 256, hist, slot)
+    launch_histogram.privatized_histogram(rt, keys_of(10_000), 256, hist, slot,
+                                          atomics_issued=rt.empty(1, np.uint64))
+    counting = [dict(defines).get("COUNT_GLOBAL_ATOMICS") for _, defines in rt.builds]
+    assert counting == [None, "1"]
+
+
+@pytest.mark.parametrize("ptr, n, head", [(0x1000, 100, 0), (0x1004, 100, 3), (0x1004, 2, 2),
+                                          (0x1002, 100, 100)])
+def test_the_fast_kernels_scalar_head_reaches_the_first_aligned_vector_and_no_further(
+        ptr, n, head):
+    # misaligned int32 keys (ptr % 4 != 0) are all read one by one
+    assert launch_histogram._vector_head(Keys(ptr, n, np.dtype(np.int32))) == head
