@@ -42,8 +42,8 @@
 // a sample of the keys.
 //
 // Each block merges its shared counters into the global histogram at the end:
-// atomic adds into counts the launcher zeroed, or, with OVERWRITE, plain stores
-// of every bin, zeros included. The launcher sets OVERWRITE only when this one
+// atomic adds into counts the launcher zeroed, or, with `overwrite` set, plain
+// stores of every bin, zeros included. The launcher sets it only when this one
 // block holds every key's count (a grid of one block, every bin shared, no
 // 16-bit counter able to spill: histogram.overwrites_counts), and then skips
 // zeroing the counts: a small call is one driver call shorter.

@@ -380,7 +380,7 @@ class Runtime:
         self.stream = self.device.create_stream()
         # The raw handle, an int, is what the driver calls below take: cuda.core's
         # Stream.handle makes a new driver object per use (a memset took 4.5 us
-        # through it against 2.6 with the int; H200, twentieth session).
+        # through it against 2.7 with the int; H200, twentieth session).
         self.handle = int(self.stream.handle)
         major, minor = self.device.compute_capability
         self.arch = f"sm_{major}{minor}"

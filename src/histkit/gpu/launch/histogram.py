@@ -136,12 +136,12 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
 
 def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) -> bool:
     """Whether fast_histogram stores its sums over hist instead of adding them
-    (its OVERWRITE argument), so the launch needs no zeroed counts: one block
-    holds every key's count, which is so when that block is the grid, every
-    bin is shared (no global atomics) and no 16-bit counter can spill to the
-    global bin (a counter of fewer keys than NARROW_SPILL never does). A small
-    call (auto's one block, up to 16384 keys) then skips the memset: one
-    driver call less, about 2-5 us (bench/NOTES.md, session 20)."""
+    (its `overwrite` argument), so the launch needs no zeroed counts: one
+    block holds every key's count, which is so when that block is the grid,
+    every bin is shared (no global atomics) and no 16-bit counter can spill to
+    the global bin (a counter of fewer keys than NARROW_SPILL never does). A
+    small call (auto's one block, up to 16384 keys) then skips the memset:
+    5-7 us less a call on the H200 (bench/NOTES.md, session 20)."""
     return (blocks == 1 and layout.shared_bins == num_bins
             and (not layout.narrow or n < FAST_NARROW_SPILL))
 
