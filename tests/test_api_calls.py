@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from histkit.conformance.cuda_abi import HISTOGRAM_KINDS
 from histkit.gpu import api, errors, policy, registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.launch.common import Keys
@@ -251,8 +252,7 @@ def test_check_false_queues_the_work_and_waits_for_nothing(fake):
     assert fake.log.index(("memset", 0, 256 * 8)) < fake.log.index(("launch", "fast_histogram"))
 
 
-HISTOGRAM_ROWS = [k.row for k in registry.KERNELS
-                  if k.kind in ("histogram", "racy-histogram", "wave", "privatized")]
+HISTOGRAM_ROWS = [k.row for k in registry.KERNELS if k.kind in HISTOGRAM_KINDS]
 
 
 @pytest.mark.parametrize("row", HISTOGRAM_ROWS)
