@@ -81,7 +81,7 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #define TILE_WARPS 8
 #endif
 #ifndef TILE_ITEMS
-#define TILE_ITEMS 16  // rounds of 32 keys per warp per tile
+#define TILE_ITEMS 20  // rounds of 32 keys per warp per tile
 #endif
 #ifndef WIDE_KEY_TILE_ITEMS
 #define WIDE_KEY_TILE_ITEMS 12  // 8-byte keys: a tile's staging stays at 48 KiB
@@ -103,13 +103,18 @@ extern "C" __global__ void scatter_atomic_cursor(const hk_key* keys, i64 n, u64 
 #endif
 // onesweep_scatter blocks per SM the registers must allow (8-byte keys: fewer)
 #ifndef ONESWEEP_MIN_BLOCKS
-#define ONESWEEP_MIN_BLOCKS 4
+#define ONESWEEP_MIN_BLOCKS 3
 #endif
 #ifndef WIDE_KEY_ONESWEEP_MIN_BLOCKS
 #define WIDE_KEY_ONESWEEP_MIN_BLOCKS 3
 #endif
+#ifndef RESIDENT_MIN_BLOCKS
+#define RESIDENT_MIN_BLOCKS 4  // resident_sort's blocks per SM (its own tiles: host's choice)
+#endif
 #define KEY_ONESWEEP_MIN_BLOCKS \
     (sizeof(hk_key) == 8 ? WIDE_KEY_ONESWEEP_MIN_BLOCKS : ONESWEEP_MIN_BLOCKS)
+#define KEY_RESIDENT_MIN_BLOCKS \
+    (sizeof(hk_key) == 8 ? WIDE_KEY_ONESWEEP_MIN_BLOCKS : RESIDENT_MIN_BLOCKS)
 #define MAX_DIGITS (1 << DIGIT_BITS)
 #define NO_DIGIT 0xffffffffu
 
@@ -194,10 +199,12 @@ __device__ __forceinline__ void load_slice(const hk_key* keys, i64 n, i64 tile,
     }
 }
 
-static_assert(KEY_TILE_ITEMS * 32 <= 65535, "a warp's count of a digit must fit warp_counts");
+static_assert(TILE_KEYS <= 65535, "a staged slot in a tile must fit warp_counts");
 
 // One tile being ranked, in shared memory: the digits' counts and offsets.
 struct TileStage {
+    // While ranking, warp w's count of digit d; then (offset_digits) the staged
+    // slot of the first key of digit d that warp w holds.
     unsigned short warp_counts[TILE_WARPS][MAX_DIGITS];
     unsigned digit_start[MAX_DIGITS];  // each digit's first slot in the staged tile
     unsigned staged;                   // keys staged in this tile
@@ -256,21 +263,25 @@ __device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS],
     }
 }
 
-// 2. Thread d owns digit d: the warps' counts become offsets within the
-//    digit, and the digits' totals become each digit's start in the tile.
+// 2. Thread d owns digit d: the digits' totals become each digit's start in
+//    the tile, and each warp's count the staged slot of the warp's first key
+//    of the digit (so staging a key reads one counter, not two).
 //    Returns thread d's total: the tile's keys of digit d.
 __device__ __forceinline__ unsigned offset_digits(unsigned num_digits, TileStage& stage) {
     __syncthreads();  // every warp has ranked its slice
     unsigned total = 0;
+    if (threadIdx.x < num_digits)
+        for (int w = 0; w < TILE_WARPS; ++w) total += stage.warp_counts[w][threadIdx.x];
+    const unsigned start = tile_exclusive_sum(total);
     if (threadIdx.x < num_digits) {
+        unsigned slot = start;
         for (int w = 0; w < TILE_WARPS; ++w) {
             const unsigned c = stage.warp_counts[w][threadIdx.x];
-            stage.warp_counts[w][threadIdx.x] = (unsigned short)total;
-            total += c;
+            stage.warp_counts[w][threadIdx.x] = (unsigned short)slot;
+            slot += c;
         }
+        stage.digit_start[threadIdx.x] = start;
     }
-    const unsigned start = tile_exclusive_sum(total);
-    if (threadIdx.x < num_digits) stage.digit_start[threadIdx.x] = start;
     if (threadIdx.x == num_digits - 1) stage.staged = start + total;
     __syncthreads();
     return total;
@@ -304,24 +315,24 @@ __device__ __forceinline__ void stage_tile(const hk_key (&held)[KEY_TILE_ITEMS],
             const int k = first + j;
             if (k >= KEY_TILE_ITEMS || places[k] == NO_PLACE) continue;
             const unsigned digit = PLACE_DIGIT(places[k]);
-            const unsigned local =
-                stage.digit_start[digit] + stage.warp_counts[warp][digit] + PLACE_RANK(places[k]);
+            const unsigned local = stage.warp_counts[warp][digit] + PLACE_RANK(places[k]);
             staged.keys[local] = held[k];
             staged.index[local] = moved[j];
         }
     }
 }
 
-// 4. Each digit's run goes to consecutive output slots from cursor[digit]
-//    (the output slot of this tile's first key of that digit), so
-//    neighbouring threads store to neighbouring addresses.
+// 4. Each digit's run goes to consecutive output slots, so neighbouring
+//    threads store to neighbouring addresses: staged slot p of digit d goes to
+//    output slot p + to_output[d] (unsigned arithmetic, which wraps: the
+//    digit's first output slot minus its first staged slot), one shared read
+//    a key where a cursor and the digit's start were two.
 __device__ __forceinline__ void write_tile(const TileStage& stage, StagedTile staged,
-                                           const u64* cursor, unsigned shift,
+                                           const u64* to_output, unsigned shift,
                                            hk_key* out_keys, hk_index* out_index) {
     for (int p = threadIdx.x; p < (int)stage.staged; p += TILE_THREADS) {
         const hk_key key = staged.keys[p];
-        const unsigned d = digit_of(sort_bin(key), shift);
-        const u64 dst = cursor[d] + (u64)(p - (int)stage.digit_start[d]);
+        const u64 dst = to_output[digit_of(sort_bin(key), shift)] + (u64)p;
         out_keys[dst] = key;
         out_index[dst] = staged.index[p];
     }
@@ -401,13 +412,26 @@ digit_histograms(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes,
     }
 }
 
+// A look-back word as another block published it (0 until then). Relaxed
+// loads at GPU scope: the word carries its own flag, so no ordering with
+// other memory is needed, only a fresh value on every read.
+__device__ __forceinline__ u64 load_lookback(const u64* at) {
+    u64 word;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(at) : "memory");
+    return word;
+}
+
+__device__ __forceinline__ void store_lookback(u64* at, u64 word) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(at), "l"(word) : "memory");
+}
+
 // The keys of digit d in the tiles before `tile` (its word for d is published).
 __device__ u64 keys_in_earlier_tiles(const u64* lookback, i64 tile, unsigned d) {
     u64 before = 0;
     for (i64 t = tile - 1; t >= 0; --t) {
         u64 word;
         do {
-            word = *(const volatile u64*)&lookback[t * MAX_DIGITS + d];
+            word = load_lookback(&lookback[t * MAX_DIGITS + d]);
         } while (word == 0);
         before += word & TILE_COUNT_MASK;
         if (word & TILE_PREFIX) break;
@@ -425,7 +449,7 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
                  const u64* digit_starts, u64* next_tile, u64* lookback, hk_key* out_keys,
                  hk_index* out_index) {
     __shared__ TileStage stage;
-    __shared__ u64 cursor[MAX_DIGITS];  // output slot of this tile's first key of each digit
+    __shared__ u64 to_output[MAX_DIGITS];  // staged slot of digit d + to_output[d] = output slot
     __shared__ i64 taken;
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
@@ -445,16 +469,17 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
         const unsigned total = offset_digits(num_digits, stage);
         u64* mine = lookback + tile * MAX_DIGITS + threadIdx.x;
         if (threadIdx.x < num_digits)  // published early: later tiles may be waiting
-            *(volatile u64*)mine = (tile == 0 ? TILE_PREFIX : TILE_AGGREGATE) | total;
+            store_lookback(mine, (tile == 0 ? TILE_PREFIX : TILE_AGGREGATE) | total);
         stage_tile<false>(held, places, tile_base, in_index, stage, staged);
         if (threadIdx.x < num_digits) {
             const u64 before = keys_in_earlier_tiles(lookback, tile, threadIdx.x);
-            if (tile > 0) *(volatile u64*)mine = TILE_PREFIX | (before + total);
-            cursor[threadIdx.x] = digit_starts[threadIdx.x] + before;
+            if (tile > 0) store_lookback(mine, TILE_PREFIX | (before + total));
+            to_output[threadIdx.x] =
+                digit_starts[threadIdx.x] + before - stage.digit_start[threadIdx.x];
         }
         __syncthreads();
-        write_tile(stage, staged, cursor, shift, out_keys, out_index);
-        __syncthreads();  // every thread has read cursor, taken and the staged tile
+        write_tile(stage, staged, to_output, shift, out_keys, out_index);
+        __syncthreads();  // every thread has read to_output, taken and the staged tile
     }
 }
 
@@ -529,19 +554,20 @@ __device__ void scan_digit_columns(unsigned* tile_counts, unsigned* digit_totals
     }
 }
 
-// One block per tile, all resident (cooperative launch; the launch bounds are
-// onesweep_scatter's, so as many tiles fit: 528 on the H200's 132 SMs, 2^21
+// One block per tile, all resident (cooperative launch; its own launch bounds,
+// KEY_RESIDENT_MIN_BLOCKS, and tiles of the host's choice, at most
+// contract.RESIDENT_TILE_ITEMS rounds: 528 tiles on the H200's 132 SMs, 2^21
 // 4-byte keys). scratch: the arrivals word (zero at the launch, and left
 // zero), then MAX_DIGITS x gridDim.x tile counts, then
 // MAX_DIGITS digit totals. Passes ping-pong between (spare_keys, spare_index)
 // and the outputs so that the last pass writes the outputs. Dynamic shared
 // memory: the staged tile (StagedTile).
-extern "C" __global__ void __launch_bounds__(TILE_THREADS, KEY_ONESWEEP_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(TILE_THREADS, KEY_RESIDENT_MIN_BLOCKS)
 resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64* scratch,
               u64* first_bad, hk_key* spare_keys, hk_index* spare_index, hk_key* out_keys,
               hk_index* out_index) {
     __shared__ TileStage stage;
-    __shared__ u64 cursor[MAX_DIGITS];  // output slot of this tile's first key of each digit
+    __shared__ u64 to_output[MAX_DIGITS];  // staged slot of digit d + to_output[d] = output slot
     __shared__ i64 valid_keys;          // keys the pass wrote: the next pass reads these
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
@@ -559,9 +585,9 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         const unsigned shift = pass * DIGIT_BITS;
         const unsigned num_digits =
             (unsigned)min((u64)MAX_DIGITS, ((num_bins - 1) >> shift) + 1);
-        const bool to_outputs = (num_passes - 1 - pass) % 2 == 0;
-        hk_key* target_keys = to_outputs ? out_keys : spare_keys;
-        hk_index* target_index = to_outputs ? out_index : spare_index;
+        const bool writes_outputs = (num_passes - 1 - pass) % 2 == 0;
+        hk_key* target_keys = writes_outputs ? out_keys : spare_keys;
+        hk_index* target_index = writes_outputs ? out_index : spare_index;
         hk_key held[KEY_TILE_ITEMS];
         unsigned places[KEY_TILE_ITEMS];
         load_slice<true>(source, source_n, tile, held);
@@ -602,10 +628,11 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         }
         // digit d's first slot: the keys of the digits before it, all tiles
         const u64 digit_start = tile_exclusive_sum(digit_total);
-        if (threadIdx.x < MAX_DIGITS) cursor[threadIdx.x] = digit_start + earlier;
+        if (threadIdx.x < MAX_DIGITS)
+            to_output[threadIdx.x] = digit_start + earlier - stage.digit_start[threadIdx.x];
         if (threadIdx.x == MAX_DIGITS - 1) valid_keys = (i64)(digit_start + digit_total);
         __syncthreads();
-        write_tile(stage, staged, cursor, shift, target_keys, target_index);
+        write_tile(stage, staged, to_output, shift, target_keys, target_index);
         source_n = valid_keys;
         source = target_keys;
         source_index = target_index;

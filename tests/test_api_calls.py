@@ -536,9 +536,9 @@ def test_a_2_31_key_case_too_large_for_the_gpu_is_a_named_skip_not_a_fail(monkey
     keys_case = next(c for c in huge_cases() if not c.scan_counts and c.kinds is None)
     results = runner.run_case(rt, keys_case, runner.columns(["atomic", "sort-stable"]))
     assert {r.cell.status for r in results} == {"skip"}  # sort-stable's columns too
-    # 2^31 uint8 keys, one digit pass: keys + sorted keys + int64 indices,
-    # and 2 KiB of look-back words per 4096-key tile.
-    assert "needs about 21.0 GiB of GPU memory; 8.0 GiB free here" in results[0].cell.detail
+    # 2^31 uint8 keys, one digit pass: keys + sorted keys + int64 indices
+    # (20 GiB), and 2 KiB of look-back words per 5120-key tile (0.8 GiB).
+    assert "needs about 20.8 GiB of GPU memory; 8.0 GiB free here" in results[0].cell.detail
     rt.free_bytes = lambda: 24 << 30  # a 24 GiB GPU: the case runs (no skip decided here)
     monkeypatch.setattr(runner, "available_memory", lambda: 100 << 30)
     assert runner.too_large_here(rt, keys_case) is None
@@ -595,21 +595,28 @@ def test_the_quick_cases_past_2_31_keys_need_the_memory_of_their_keys_or_the_sor
     # (the fenced one is uploaded as it is: no padded copy)
     assert clean.fenced and 2 << 30 < runner.host_bytes_needed(clean) - slices < (2 << 30) + (
         1 << 25)
-    assert 21 << 30 < runner.device_bytes_needed(clean) < 22 << 30
+    # keys, sorted keys and int64 indices (10 B a key), and a 2 KiB look-back
+    # row per tile of the sort: 20.96 GiB with 5120-key tiles
+    tiles = -(-clean.n // policy.tile_keys(np.dtype(clean.dtype)))
+    expected = 10 * clean.n + tiles * policy.LOOK_BACK_BYTES_PER_TILE
+    assert expected <= runner.device_bytes_needed(clean) < expected + (1 << 25)
+    assert 20 << 30 < expected < 22 << 30
     for case in bad:  # (a bad-key case also keeps its valid keys, cut out once)
         assert 6 << 30 < runner.host_bytes_needed(case) < (6 << 30) + (1 << 26)
         assert 2 << 30 < runner.device_bytes_needed(case) < (2 << 30) + (1 << 25)
 
 
-def test_the_full_matrix_cases_past_2_32_keys_need_4_or_42_gib_on_the_gpu_and_12_or_5_on_the_host():
+def test_the_full_matrix_cases_past_2_32_keys_need_4_or_41_gib_on_the_gpu_and_12_or_5_on_the_host():
     from histkit.conformance import runner
     from histkit.conformance.cases import large_cases
 
     bad, fenced = [c for c in large_cases() if c.n > 2**32]
     assert 4 << 30 < runner.device_bytes_needed(bad) < (4 << 30) + (1 << 25)
     assert 12 << 30 < runner.host_bytes_needed(bad) < (12 << 30) + (1 << 27)
-    # the stable sorts' keys and int64 indices stay on the GPU, read a slice at a time
-    assert 42 << 30 < runner.device_bytes_needed(fenced) < 43 << 30
+    # the stable sorts' keys and int64 indices stay on the GPU, read a slice at
+    # a time (10 B a key), with 2 KiB of look-back words per 5120-key tile
+    assert 41 << 30 < runner.device_bytes_needed(fenced) < 42 << 30
+    assert fenced.n * 10.4 < runner.device_bytes_needed(fenced) < fenced.n * 10.4 + (1 << 25)
     assert 5 << 30 < runner.host_bytes_needed(fenced) < 6 << 30
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from histkit.distributions import make_keys
-from histkit.gpu import errors, policy
+from histkit.gpu import contract, errors, policy
 from histkit.gpu.launch import resident as launch_resident
 from histkit.gpu.launch import sort as launch_sort
 from histkit.gpu.launch.common import EVERY_KEY, Keys
@@ -162,11 +162,12 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
     shape = launch_resident.resident_shape(rt, Keys(0x1000, n, np.dtype(np.int32)), 256)
     built = [defines.get("TILE_ITEMS") for name, defines in rt.builds
              if name == "resident_sort"]
-    if n > 528 * 4096:  # not even the contract's tile fits: onesweep's job
+    if n > 528 * 4096:  # not even resident_sort's largest tile fits: onesweep's job
         assert shape.geometry is None
         return
     assert shape.geometry is not None and shape.geometry.cooperative
-    assert built[-1] == (None if items is None else str(items))
+    items = items or contract.RESIDENT_TILE_ITEMS  # 16 rounds: 4096 keys a tile
+    assert built[-1] == str(items)
     tile = policy.tile_keys(np.dtype(np.int32), items)
     tiles = shape.geometry.grid
     assert tiles == -(-n // tile) <= 528
@@ -182,7 +183,6 @@ def test_the_quick_matrix_sorts_resident_inputs_on_both_sides_of_the_direct_pref
     # meet cases, one-pass (K <= 256) and two-pass ones, on an H200 (528
     # tiles at once), or a slip in it goes unseen.
     from histkit.conformance import cases
-    from histkit.gpu import contract
 
     capacity, limit = 132 * 4, contract.RESIDENT_DIRECT_PREFIX_TILES
     seen = set()
@@ -190,7 +190,8 @@ def test_the_quick_matrix_sorts_resident_inputs_on_both_sides_of_the_direct_pref
         if not cases.judges(case, "stable-sort") or case.full_width or case.n < 2:
             continue
         dtype = np.dtype(case.dtype)
-        items = policy.resident_tile_items(case.n, dtype, capacity)
+        items = (policy.resident_tile_items(case.n, dtype, capacity)
+                 or contract.resident_tile_items(dtype.itemsize))
         tiles = -(-case.n // policy.tile_keys(dtype, items))
         if tiles <= capacity:
             seen.add((tiles > limit, case.num_bins > 256))

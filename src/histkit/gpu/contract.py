@@ -71,20 +71,31 @@ SCHEDULE_SHARED_POISON = 0xA5
 # from 8 rounds and 4 blocks per SM to 16 rounds and 2 blocks, the radix sort
 # of full-width keys 9.0 -> 12.4 G keys/s, the 8-bit counting sort of uniform
 # keys 41.7 -> 60.4, 16-bit 18.4 -> 25.4 (with the count-then-scatter passes of
-# then); all-equal keys lose 9-17%.
+# then); all-equal keys lose 9-17%. Session 21 (onesweep passes, .dev A/B in
+# one process, sort-ab-h200-2026-12-02-session21.json): 20 rounds at 3 blocks
+# per SM beat 16 at 4 on 22 of 24 rows (int32 and int64 indices), by up to
+# 12% / 22% on round-robin keys; the two others lost 1%.
 TILE_WARPS = 8
-TILE_ITEMS = 16
+TILE_ITEMS = 20
 # 8-byte keys: 12 rounds keep a tile's staged keys and int64 indices at 48 KiB
 # (16 rounds: 64 KiB, fewer blocks per SM); chosen with the passes before onesweep.
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
 # The passes (onesweep_scatter): __launch_bounds__ blocks per SM, chosen by
 # bench/sort_paths.py on the H200 (2^28 keys, sort-paths-h200-2026-11-30-staged-index.json):
-# on 4-byte keys 4 beat 3 by 0-7% (1 of 24 rows the other way, by 1%); on
-# 8-byte keys 3 beat 4 by 7% with int64 indices (4 beat 3 by 6% with int32
-# ones); 2 lost 5-15% everywhere.
-ONESWEEP_MIN_BLOCKS = 4
+# with 16-round tiles of 4-byte keys 4 beat 3 by 0-7%; on 8-byte keys 3 beat 4
+# by 7% with int64 indices (4 beat 3 by 6% with int32 ones); 2 lost 5-15%
+# everywhere. 20-round tiles (session 21, above) take 3: their staged keys and
+# int64 indices are 60 KiB a block.
+ONESWEEP_MIN_BLOCKS = 3
 WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
+# resident_sort keeps the tile and the launch bounds it was measured with
+# (sessions 6 and 19): 16 rounds at 4 blocks per SM (8-byte keys:
+# WIDE_KEY_TILE_ITEMS at WIDE_KEY_ONESWEEP_MIN_BLOCKS), so the tiles the GPU
+# holds at once (528 on the H200) did not shrink when the onesweep passes took
+# 20 rounds at 3 blocks. Its small-N tiles below run at the same bounds.
+RESIDENT_TILE_ITEMS = 16
+RESIDENT_MIN_BLOCKS = 4
 # resident_sort at small N: tiles of 4 or 8 rounds (the smallest whose tiles
 # all fit on the GPU at once), so a call of a few tiles spreads over more SMs.
 RESIDENT_SMALL_TILE_ITEMS = (4, 8)
@@ -102,6 +113,11 @@ MAX_PASSES = 8  # a pass per byte of a 64-bit key
 def tile_items(itemsize: int) -> int:
     """Rounds of 32 keys per warp in one stable-sort tile, for keys of itemsize bytes."""
     return WIDE_KEY_TILE_ITEMS if itemsize == 8 else TILE_ITEMS
+
+
+def resident_tile_items(itemsize: int) -> int:
+    """Rounds of 32 keys per warp in resident_sort's largest tile."""
+    return WIDE_KEY_TILE_ITEMS if itemsize == 8 else RESIDENT_TILE_ITEMS
 
 
 def _shared_defines() -> dict[str, int]:
@@ -122,6 +138,7 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                          "STAGE_LOADS": STAGE_LOADS,
                          "ONESWEEP_MIN_BLOCKS": ONESWEEP_MIN_BLOCKS,
                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": WIDE_KEY_ONESWEEP_MIN_BLOCKS,
+                         "RESIDENT_MIN_BLOCKS": RESIDENT_MIN_BLOCKS,
                          "MAX_PASSES": MAX_PASSES,
                          "DIRECT_PREFIX_TILES": RESIDENT_DIRECT_PREFIX_TILES},
 }

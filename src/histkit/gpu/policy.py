@@ -216,8 +216,9 @@ MAX_THREADS_PER_SM = 2048
 
 def resident_tile_items(n: int, dtype: np.dtype, capacity: int) -> int | None:
     """The smallest of contract.RESIDENT_SMALL_TILE_ITEMS whose tiles of n keys
-    all fit on the GPU at once (capacity blocks), else None: the contract's
-    tile. At small N more, smaller tiles spread a call over more SMs (a tile's
-    latency, not bandwidth, bounds a call of a few tiles)."""
+    all fit on the GPU at once (capacity blocks), else None: resident_sort's
+    largest tile (contract.resident_tile_items). At small N more, smaller
+    tiles spread a call over more SMs (a tile's latency, not bandwidth, bounds
+    a call of a few tiles)."""
     return next((items for items in contract.RESIDENT_SMALL_TILE_ITEMS
                  if -(-n // tile_keys(dtype, items)) <= capacity), None)

@@ -73,9 +73,10 @@ DEFAULT = Variant()
 INT32_INDEX = Variant("int32-index", {"index_dtype": np.dtype(np.int32)},
                       "int32 original indices (index_dtype=np.int32)")
 INT32_INDEX_BUILD = {"INDEX_T": "int"}
-# resident_sort's smaller tiles at small N.
-SMALL_TILE_BUILDS = tuple(resident.tile_defines(items)
-                          for items in contract.RESIDENT_SMALL_TILE_ITEMS)
+# resident_sort's tiles: the smaller ones at small N, and its largest.
+RESIDENT_TILE_BUILDS = tuple(resident.tile_defines(items)
+                             for items in (*contract.RESIDENT_SMALL_TILE_ITEMS,
+                                           contract.RESIDENT_TILE_ITEMS))
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,11 @@ def _bins_past_partitions(rt, n, num_bins, dtype, options) -> bool:
 
 def _tiles_past_one_block_per_sm(rt, n, num_bins, dtype, options) -> bool:
     """resident_sort needs every tile resident at once: one block per SM always
-    fits, so it must take an SM count of the contract's tiles (past that, the
+    fits, so it must take an SM count of its largest tiles (past that, the
     occupancy decides), and it needs cooperative launches."""
-    return not rt.cooperative or n > rt.sm_count * policy.tile_keys(np.dtype(dtype))
+    dtype = np.dtype(dtype)
+    largest = contract.resident_tile_items(dtype.itemsize)
+    return not rt.cooperative or n > rt.sm_count * policy.tile_keys(dtype, largest)
 
 
 def _fast_builds() -> tuple[dict[str, str], ...]:
@@ -264,15 +267,15 @@ KERNELS: tuple[Kernel, ...] = (
     # on the GPU at once (one block per tile: no grid can be forced).
     Kernel("sort-stable-resident", "stable-sort", "counting_sort.cu", ("resident_sort",),
            _resident_sort, takes_grid=False, may_refuse=_tiles_past_one_block_per_sm,
-           builds=({}, INT32_INDEX_BUILD, *SMALL_TILE_BUILDS),
+           builds=({}, INT32_INDEX_BUILD, *RESIDENT_TILE_BUILDS),
            variants=(DEFAULT, INT32_INDEX,
                      Variant("full-tiles", {"full_tiles": True},
-                             "the contract's tile at every N (small N takes smaller ones)"))),
+                             "its largest tile at every N (small N takes smaller ones)"))),
     # What gpu.counting_sort(stable=True) runs: resident when it fits, else onesweep.
     Kernel("sort-stable-auto", "stable-sort", "counting_sort.cu",
            ("resident_sort", "digit_histograms", "onesweep_scatter"), _stable_sort_choice,
            serves=("counting_sort", True),
-           builds=({}, INT32_INDEX_BUILD, *SMALL_TILE_BUILDS)),
+           builds=({}, INT32_INDEX_BUILD, *RESIDENT_TILE_BUILDS)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
            _atomic_cursor_sort, uses=("atomic_histogram.cu", "exclusive_scan.cu"),
            serves=("counting_sort", False), builds=({}, INT32_INDEX_BUILD),

@@ -46,15 +46,12 @@ def tile_defines(items: int) -> dict[str, str]:
     return {"TILE_ITEMS": str(items), "WIDE_KEY_TILE_ITEMS": str(items)}
 
 
-def _resident_build(rt: Runtime, keys: Keys, index_dtype, full_width: bool,
-                    items: int | None):
-    """resident_sort built for these keys with tiles of `items` rounds (None:
-    the contract's tile)."""
+def _resident_build(rt: Runtime, keys: Keys, index_dtype, full_width: bool, items: int):
+    """resident_sort built for these keys with tiles of `items` rounds."""
     defines = keys.defines(**contract.index_defines(index_dtype))
     if full_width:
         defines["RADIX_KEYS"] = "1"
-    if items is not None:
-        defines.update(tile_defines(items))
+    defines.update(tile_defines(items))
     return rt.kernel("counting_sort.cu", "resident_sort", defines)
 
 
@@ -63,22 +60,25 @@ def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
     index_dtype = check_index_dtype(keys.n, index_dtype)
     passes = len(digit_shifts(sort_key_range(keys.dtype, num_bins, full_width)))
     n_and_bins = key_args(keys, EVERY_KEY if full_width else num_bins)[1:]
-    if -(-keys.n // tile_keys(keys.dtype)) > rt.sm_count * (MAX_THREADS_PER_SM // TILE_THREADS):
+    largest = contract.resident_tile_items(keys.dtype.itemsize)
+    if -(-keys.n // tile_keys(keys.dtype, largest)) > rt.sm_count * (MAX_THREADS_PER_SM
+                                                                     // TILE_THREADS):
         # More tiles than any SM count of threads could hold at once: the
         # onesweep passes' job, with no resident kernel compiled to learn it.
         return ResidentShape(None, None, passes, 0, n_and_bins)
-    # How many blocks fit at once, at the contract's tile (smaller tiles fit
-    # at least as many: the launch bounds fix the registers, and they stage less).
-    default = _resident_build(rt, keys, index_dtype, full_width, None)
-    capacity = rt.sm_count * rt.resident_blocks(default, TILE_THREADS,
-                                                staged_tile_bytes(keys.dtype, index_dtype))
-    items = None if full_tiles else resident_tile_items(keys.n, keys.dtype, capacity)
-    kernel = (default if items is None
+    # How many blocks fit at once, at the largest tile (smaller tiles fit at
+    # least as many: the launch bounds fix the registers, and they stage less).
+    default = _resident_build(rt, keys, index_dtype, full_width, largest)
+    capacity = rt.sm_count * rt.resident_blocks(
+        default, TILE_THREADS, staged_tile_bytes(keys.dtype, index_dtype, largest))
+    items = largest if full_tiles else (resident_tile_items(keys.n, keys.dtype, capacity)
+                                        or largest)
+    kernel = (default if items == largest
               else _resident_build(rt, keys, index_dtype, full_width, items))
     tiles = max(1, -(-keys.n // tile_keys(keys.dtype, items)))
     staged = staged_tile_bytes(keys.dtype, index_dtype, items)
     fits = tiles <= rt.sm_count * rt.resident_blocks(kernel, TILE_THREADS, staged)
-    name = "resident_sort" if items is None else f"resident_sort[TILE_ITEMS={items}]"
+    name = "resident_sort" if items == largest else f"resident_sort[TILE_ITEMS={items}]"
     geometry = (Geometry(name, tiles, TILE_THREADS, staged, cooperative=True)
                 if fits and rt.cooperative else None)
     # 32-bit tile counts: MAX_DIGITS per tile, then MAX_DIGITS totals.
@@ -88,7 +88,8 @@ def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
 
 def resident_shape(rt: Runtime, keys: Keys, num_bins: int, index_dtype=np.int64,
                    full_width: bool = False, full_tiles: bool = False) -> ResidentShape:
-    """full_tiles: the contract's tile at every N (else smaller ones at small N)."""
+    """full_tiles: resident_sort's largest tile (contract.resident_tile_items)
+    at every N (else smaller ones at small N)."""
     return rt.plan(("resident", keys.dtype, keys.n, num_bins, np.dtype(index_dtype),
                     full_width, full_tiles),
                    lambda: _resident_shape(rt, keys, num_bins, full_width, index_dtype,
@@ -107,7 +108,7 @@ def resident_sort(rt: Runtime, keys: Keys, num_bins: int, out_keys: DeviceArray,
                   full_tiles: bool = False) -> list[Geometry]:
     """The stable sort in one cooperative launch (resident_sort), for inputs
     whose tiles all fit on the GPU at once: UnsupportedShape otherwise.
-    full_tiles: the contract's tile even at small N (see resident_shape)."""
+    full_tiles: its largest tile even at small N (see resident_shape)."""
     shape = resident_shape(rt, keys, num_bins, index_dtype, full_width, full_tiles)
     if shape.geometry is None:
         raise UnsupportedShape(
