@@ -45,11 +45,13 @@ HARNESS_FILES = {
                       "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
 }
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
-# when the fast kernel stores them), and their tests.
+# when the fast kernel stores them; which tile resident_sort takes), and their tests.
 LAUNCH_FILES = {
     "gpu/launch/histogram.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py",
                                 "tests/test_launch_geometry.py"),
     "gpu/launch/common.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
+    # resident_sort's tile choice (the smallest that all fit, else its largest)
+    "gpu/launch/resident.py": ("tests/test_gpu_layout.py", "tests/test_api_calls.py"),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"

@@ -166,6 +166,9 @@ def test_the_resident_sort_takes_the_smallest_tile_whose_tiles_all_fit(n, items)
         assert shape.geometry is None
         return
     assert shape.geometry is not None and shape.geometry.cooperative
+    # the report names a smaller tile's build; the largest is plain resident_sort
+    assert shape.geometry.kernel == ("resident_sort" if items is None
+                                     else f"resident_sort[TILE_ITEMS={items}]")
     items = items or contract.RESIDENT_TILE_ITEMS  # 16 rounds: 4096 keys a tile
     assert built[-1] == str(items)
     tile = policy.tile_keys(np.dtype(np.int32), items)

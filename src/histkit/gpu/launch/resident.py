@@ -61,8 +61,8 @@ def _resident_shape(rt: Runtime, keys: Keys, num_bins: int, full_width: bool,
     passes = len(digit_shifts(sort_key_range(keys.dtype, num_bins, full_width)))
     n_and_bins = key_args(keys, EVERY_KEY if full_width else num_bins)[1:]
     largest = contract.resident_tile_items(keys.dtype.itemsize)
-    if -(-keys.n // tile_keys(keys.dtype, largest)) > rt.sm_count * (MAX_THREADS_PER_SM
-                                                                     // TILE_THREADS):
+    most_blocks = rt.sm_count * (MAX_THREADS_PER_SM // TILE_THREADS)
+    if -(-keys.n // tile_keys(keys.dtype, largest)) > most_blocks:
         # More tiles than any SM count of threads could hold at once: the
         # onesweep passes' job, with no resident kernel compiled to learn it.
         return ResidentShape(None, None, passes, 0, n_and_bins)
