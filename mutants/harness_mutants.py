@@ -52,6 +52,11 @@ LAUNCH_FILES = {
     "gpu/launch/common.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
     # resident_sort's tile choice (the smallest that all fit, else its largest)
     "gpu/launch/resident.py": ("tests/test_gpu_layout.py", "tests/test_api_calls.py"),
+    # the onesweep passes' shapes, buffers and ping-pong; the policy's sizes
+    "gpu/launch/sort.py": ("tests/test_sort_passes_launch.py", "tests/test_api_calls.py",
+                           "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    "gpu/policy.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py",
+                      "tests/test_launch_geometry.py", "tests/test_narrow_counters.py"),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"

@@ -52,6 +52,8 @@ class FakeRuntime:
         self._next = 0x10000
         self._slot = FakeArray(0x8, 1, np.uint64)
         self.launched: list[tuple] = []  # (kernel name, geometry, arguments)
+        self.allocated: list[FakeArray] = []  # every empty(), in order
+        self.memsets: list[tuple] = []  # (ptr, byte, nbytes), with the launches in `log`
 
     # streams
     def on(self, handle):
@@ -76,7 +78,8 @@ class FakeRuntime:
     def empty(self, n, dtype, pooled=True):
         self.log.append(("empty", n))
         self._next += 1 << 20
-        return FakeArray(self._next, n, dtype)
+        self.allocated.append(FakeArray(self._next, n, dtype))
+        return self.allocated[-1]
 
     def zeros(self, n, dtype):
         array = self.empty(n, dtype)
@@ -95,6 +98,7 @@ class FakeRuntime:
 
     def memset(self, ptr, byte, nbytes):
         self.log.append(("memset", byte, nbytes))
+        self.memsets.append((ptr, byte, nbytes))
 
     def to_device(self, host):
         self.log.append(("to_device", len(host)))

@@ -88,6 +88,19 @@ def test_auto_picks_the_kernel_measured_fastest_for_the_sampled_keys(distributio
     assert policy.auto_choice(runs_of(keys), shared_bins, num_bins) == kernel
 
 
+@pytest.mark.parametrize("n,num_bins,samples", [
+    (1 << 25, 1 << 20, True),   # many keys over many bins: the choice pays for its sample
+    (1 << 26, 256, False),      # few bins: the fast kernel, no sample (no extra sync)
+    (1 << 20, 1 << 20, False),  # few keys: the sample would cost more than it saves
+    (1 << 25, 1 << 22, False),  # past auto's bins: the partitioned kernel alone
+])
+def test_auto_samples_the_keys_only_with_both_many_keys_and_a_partitionable_bin_count(
+        n, num_bins, samples):
+    # (bench/NOTES.md, "How auto chooses"): a sample is a launch and a host
+    # wait, paid by every call it is taken in
+    assert policy.DEFAULT_POLICY.samples(n, num_bins) is samples
+
+
 def test_one_hot_bin_in_shared_memory_does_not_count_as_hot_global():
     runs = runs_of(np.full(64 * 32, 7))
     assert policy.hot_global_share(runs, 1_000, 1 << 20) == 0.0
