@@ -57,6 +57,9 @@ LAUNCH_FILES = {
                            "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
     "gpu/policy.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py",
                       "tests/test_launch_geometry.py", "tests/test_narrow_counters.py"),
+    "gpu/launch/scan.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
+    "gpu/launch/partitioned.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py",
+                                  "tests/test_gpu_layout.py"),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"

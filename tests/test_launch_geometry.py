@@ -10,7 +10,7 @@ the constants they come from.
 
 import numpy as np
 import pytest
-from test_api_calls import FakeRuntime
+from test_api_calls import FakeArray, FakeRuntime
 from test_gpu_layout import fast_plan_on_fake
 
 from histkit.gpu.launch import common, partitioned, scan, sort
@@ -74,12 +74,34 @@ def test_the_partitioned_kernel_tiles_8192_keys_and_counts_in_one_wave(n, tiles,
     assert int(scalars[-1]) == tiles and entries == parts * tiles
 
 
+@pytest.mark.parametrize("num_bins,parts", [((1 << 20) + 1, 65), (3 << 14, 3), (5, 1)])
+def test_the_last_partition_of_bins_is_counted_when_it_is_partial(num_bins, parts):
+    # partitions of 2^14 bins: ceil(K / 2^14) of them, or the top bins' keys
+    # would be partitioned nowhere
+    tiles = 13
+    *_, entries, scalars, _ = partitioned._partitioned_plan(
+        FakeRuntime(), keys_of(100_000), num_bins, None, 14)
+    assert int(scalars[2]) == parts and entries == parts * tiles
+
+
 def test_the_key_sample_is_64_runs_of_32_read_by_8_blocks_of_256():
     rt = FakeRuntime()
     runs = partitioned.sample_runs(rt, keys_of(1 << 26))
     assert runs.shape == (64, 32)
-    (name, geometry, _), = rt.launched
+    (name, geometry, args), = rt.launched
     assert name == "sample_runs" and (geometry.grid, geometry.block) == (8, 256)
+    # the kernel writes 64 x 32 bins: the buffer it is handed holds them all
+    (sample,) = [a for a in rt.allocated if a.ptr == args[-1]]
+    assert sample.n == 64 * 32
+
+
+def test_auto_names_the_kernel_it_chose_in_the_geometry_it_reports():
+    rt = FakeRuntime()
+    rt.capturing = lambda: True  # in a graph capture auto takes the partitioned kernel
+    hist = FakeArray(0x9000, 1 << 20, np.uint64)
+    geometry = partitioned.auto_histogram(rt, keys_of(1 << 26), 1 << 20, hist,
+                                          FakeArray(0x8, 1, np.uint64))
+    assert geometry.kernel.startswith("auto -> partitioned: partition_tiles")
 
 
 def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once():
