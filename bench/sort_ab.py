@@ -8,8 +8,10 @@ timed. Needs a GPU, CuPy, and cuda.compute for the CUB column.
 A variant overrides entries of contract.SOURCE_DEFINES["counting_sort.cu"]
 (TILE_ITEMS also sets contract.TILE_ITEMS, which sizes the launches):
 
-    python bench/sort_ab.py out.json \\
+    python bench/sort_ab.py OUT_DIR \\
         '{"now": {}, "16 rounds": {"TILE_ITEMS": 16, "ONESWEEP_MIN_BLOCKS": 4}}'
+
+writes OUT_DIR/sort-ab-<today>.json.
 
 bench/results/sort-ab-h200-2026-12-02-session21.json is the run that chose
 20-round tiles at 3 blocks per SM (bench/NOTES.md, session 21).
@@ -19,10 +21,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
-from _shared import event_seconds
+from _shared import event_seconds, write_results
 
 INPUTS = ((None, "uniform", "int32"), (None, "uniform", "int64"),
           (256, "uniform", "int32"), (256, "onebin", "int32"), (256, "zipf", "int32"),
@@ -32,7 +33,8 @@ INPUTS = ((None, "uniform", "int32"), (None, "uniform", "int64"),
 N = 1 << 28
 
 
-def main(out: str, variants: dict[str, dict]) -> int:
+def measure(variants: dict[str, dict]) -> dict:
+    """G keys/s of every variant and of CUB's pairs, per input and index width."""
     import cupy
 
     from histkit.gpu import contract
@@ -111,13 +113,10 @@ def main(out: str, variants: dict[str, dict]) -> int:
                 row["G"][label] = f"{type(error).__name__}: {error}"[:200]
         rows.append(row)
         print(row, flush=True)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps({"n": N, "variants": variants, "rows": rows}, indent=1))
-    print(f"wrote {out}")
-    return 0
+    return {"n": N, "variants": variants, "rows": rows}
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    raise SystemExit(main(sys.argv[1], json.loads(sys.argv[2])))
+    write_results(sys.argv[1], "sort-ab", measure(json.loads(sys.argv[2])))

@@ -17,10 +17,9 @@ sort_ab.py's (rows keyed "G").
 from __future__ import annotations
 
 import argparse
-import datetime
-from pathlib import Path
 
 import sort_ab
+from _shared import write_results
 
 MIN_BLOCKS = (2, 3, 4)  # onesweep_scatter's __launch_bounds__ minimum blocks per SM
 
@@ -32,8 +31,8 @@ def main() -> int:
     variants = {f"min blocks {blocks}": {"ONESWEEP_MIN_BLOCKS": blocks,
                                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": blocks}
                 for blocks in MIN_BLOCKS}
-    out = Path(args.out) / f"sort-paths-{datetime.date.today().isoformat()}.json"
-    return sort_ab.main(str(out), variants)
+    write_results(args.out, "sort-paths", sort_ab.measure(variants))
+    return 0
 
 
 if __name__ == "__main__":
