@@ -22,13 +22,12 @@ def sort_on_a_recording_runtime(n, num_bins, dtype=np.int32, full_width=False, g
     rt = FakeRuntime()
     keys = Keys(0x1000, n, np.dtype(dtype))
     out_keys, out_index = FakeArray(0xB000, n, dtype), FakeArray(0xC000, n, np.int64)
-    keep_alive = []
     if full_width:
-        launch_sort.radix_sort(rt, keys, out_keys, out_index, keep_alive, grid)
+        launch_sort.radix_sort(rt, keys, out_keys, out_index, [], grid)
     else:
-        plan = launch_sort.stable_count(rt, keys, num_bins, FIRST_BAD, keep_alive, grid)
+        plan = launch_sort.stable_count(rt, keys, num_bins, FIRST_BAD, [], grid)
         launch_sort.stable_scatter(rt, keys, plan, out_keys, out_index)
-    return rt, keys, out_keys, out_index, keep_alive
+    return rt, keys, out_keys, out_index
 
 
 def events(rt):
@@ -45,7 +44,7 @@ def test_each_pass_reads_what_the_last_wrote_and_the_last_writes_the_outputs(
         num_bins, dtype, full_width):
     tile = policy.tile_keys(np.dtype(dtype))
     n = 3 * tile + 1  # four tiles, the last of one key
-    rt, keys, out_keys, out_index, _ = sort_on_a_recording_runtime(
+    rt, keys, out_keys, out_index = sort_on_a_recording_runtime(
         n, num_bins, dtype, full_width)
     bits = 8 * np.dtype(dtype).itemsize if full_width else int(np.ceil(np.log2(num_bins)))
     passes = -(-bits // 8)  # a pass per 8-bit digit
@@ -73,7 +72,7 @@ def test_each_pass_reads_what_the_last_wrote_and_the_last_writes_the_outputs(
         at = queued.index(("launch", scatters[number]))
         assert queued[at - 1] == ("memset", (lookback.ptr, 0, 8 * lookback.n))
         assert args[0] == source_keys and args[1] == source_index
-        assert int(args[1 + 3]) == 8 * number  # shift
+        assert int(args[4]) == 8 * number  # shift
         assert int(args[6]) == 4  # tiles
         assert args[7] == counters.ptr + 8 * DIGITS * number  # this pass's digit starts
         assert args[8] == counters.ptr + 8 * (passes * DIGITS + number)  # its tile counter
