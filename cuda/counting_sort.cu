@@ -161,16 +161,19 @@ __device__ T tile_exclusive_sum(T value) {
     return exclusive;
 }
 
-// Lanes holding this lane's digit (dead lanes, NO_DIGIT, match only each
-// other): one ballot per digit bit, far cheaper than __match_any_sync.
-__device__ __forceinline__ unsigned same_digit_lanes(unsigned digit) {
-    const unsigned live = __ballot_sync(0xffffffffu, digit != NO_DIGIT);
-    unsigned peers = digit != NO_DIGIT ? live : ~live;
-#pragma unroll
-    for (int bit = 0; bit < DIGIT_BITS; ++bit) {
-        const unsigned set = __ballot_sync(0xffffffffu, (digit >> bit) & 1u);
-        peers &= (digit >> bit) & 1u ? set : ~set;
-    }
+// Lanes holding this lane's digit. Each live lane ORs its bit into its
+// digit's mask word (masks: this warp's MAX_DIGITS words of shared memory, zero
+// on entry), reads the word back, and the digit's lowest lane zeroes it again:
+// a shared atomic and a load a key, where one ballot per digit bit cost about
+// 50 instructions a round of 32 keys (bench/NOTES.md, session 22). A dead
+// lane (NO_DIGIT) has no peers.
+__device__ __forceinline__ unsigned same_digit_lanes(unsigned digit, unsigned* masks) {
+    const unsigned lane = threadIdx.x & 31;
+    if (digit != NO_DIGIT) atomicOr(&masks[digit], 1u << lane);
+    __syncwarp();
+    const unsigned peers = digit != NO_DIGIT ? masks[digit] : 0u;
+    __syncwarp();  // every lane has read its word before it is zeroed
+    if (digit != NO_DIGIT && lane == __ffs(peers) - 1) masks[digit] = 0u;
     return peers;
 }
 
@@ -211,9 +214,14 @@ struct TileStage {
 };
 
 // The tile staged in digit order, in dynamic shared memory: TILE_KEYS keys,
-// then their TILE_KEYS original indices (the host sizes it:
-// policy.staged_tile_bytes). The indices are loaded coalesced with their
-// keys and moved through shared memory like them, not gathered at the write.
+// then their TILE_KEYS original indices. The indices are loaded coalesced with
+// their keys and moved through shared memory like them, not gathered at the
+// write. Before it is staged, the same memory holds each warp's MAX_DIGITS
+// digit masks while the tile is ranked (rank_slice), so its size (the host's
+// policy.staged_tile_bytes) is the larger of the two.
+#define RANK_MASK_BYTES ((u64)TILE_WARPS * MAX_DIGITS * sizeof(unsigned))
+#define STAGED_TILE_BYTES \
+    max((u64)TILE_KEYS * (sizeof(hk_key) + sizeof(hk_index)), RANK_MASK_BYTES)
 struct StagedTile {
     hk_key* keys;
     hk_index* index;
@@ -233,12 +241,18 @@ __device__ __forceinline__ StagedTile staged_tile(u64* words) {
 // 1. Each warp ranks its slice (KEY_TILE_ITEMS rounds of 32 consecutive keys)
 //    in input order: rank = keys of the same digit before it in this warp's
 //    slice. A bad key, or a slot past the tile's tile_n keys, gets NO_PLACE.
+//    The staged tile is free while ranking: its first words hold each warp's
+//    digit masks (same_digit_lanes).
 __device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS], int tile_n,
                                            u64 num_bins, unsigned shift, unsigned num_digits,
-                                           TileStage& stage,
+                                           TileStage& stage, u64* staged_words,
                                            unsigned (&places)[KEY_TILE_ITEMS]) {
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (unsigned d = lane; d < num_digits; d += 32) stage.warp_counts[warp][d] = 0;
+    unsigned* masks = (unsigned*)staged_words + warp * MAX_DIGITS;
+    for (unsigned d = lane; d < num_digits; d += 32) {
+        stage.warp_counts[warp][d] = 0;
+        masks[d] = 0u;
+    }
     __syncwarp();
 #pragma unroll
     for (int k = 0; k < KEY_TILE_ITEMS; ++k) {
@@ -249,7 +263,7 @@ __device__ __forceinline__ void rank_slice(const hk_key (&held)[KEY_TILE_ITEMS],
         // wait for the count's verdict.
         const unsigned digit =
             pos < tile_n && sort_key_valid(bin, num_bins) ? digit_of(bin, shift) : NO_DIGIT;
-        const unsigned peers = same_digit_lanes(digit);
+        const unsigned peers = same_digit_lanes(digit, masks);
         const unsigned leader = __ffs(peers) - 1;
         unsigned before = 0;
         if (digit != NO_DIGIT && lane == leader) {
@@ -454,7 +468,7 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
     hk_skew_warps();
-    hk_require_dynamic_shared(TILE_KEYS * (sizeof(hk_key) + sizeof(hk_index)));
+    hk_require_dynamic_shared(STAGED_TILE_BYTES);
     for (;;) {
         if (threadIdx.x == 0) taken = (i64)atomicAdd(next_tile, 1ULL);
         __syncthreads();
@@ -465,7 +479,7 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
         unsigned places[KEY_TILE_ITEMS];
         load_slice<false>(keys, n, tile, held);
         rank_slice(held, (int)min((i64)TILE_KEYS, n - tile_base), num_bins, shift, num_digits,
-                   stage, places);
+                   stage, staged_words, places);
         const unsigned total = offset_digits(num_digits, stage);
         u64* mine = lookback + tile * MAX_DIGITS + threadIdx.x;
         if (threadIdx.x < num_digits)  // published early: later tiles may be waiting
@@ -572,7 +586,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
     extern __shared__ u64 staged_words[];
     const StagedTile staged = staged_tile(staged_words);
     hk_skew_warps();
-    hk_require_dynamic_shared(TILE_KEYS * (sizeof(hk_key) + sizeof(hk_index)));
+    hk_require_dynamic_shared(STAGED_TILE_BYTES);
     u64* arrivals = scratch;
     unsigned* tile_counts = (unsigned*)(scratch + 1);
     unsigned* digit_totals = tile_counts + (size_t)MAX_DIGITS * gridDim.x;
@@ -592,7 +606,7 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
         unsigned places[KEY_TILE_ITEMS];
         load_slice<true>(source, source_n, tile, held);
         const int tile_n = (int)max((i64)0, min((i64)TILE_KEYS, source_n - tile_base));
-        rank_slice(held, tile_n, num_bins, shift, num_digits, stage, places);
+        rank_slice(held, tile_n, num_bins, shift, num_digits, stage, staged_words, places);
         if (pass == 0) {  // only the input can hold bad keys: report the first
             const i64 slice = tile_base + (threadIdx.x >> 5) * (KEY_TILE_ITEMS * 32) +
                               (threadIdx.x & 31);

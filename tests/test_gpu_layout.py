@@ -49,6 +49,17 @@ def test_int32_indices_halve_the_staged_indices(dtype):
     assert shape.passes[0].shared_bytes == tile * (np.dtype(dtype).itemsize + 4)
 
 
+@pytest.mark.parametrize("items", [4, 8, 20])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64])
+def test_a_staged_tile_also_holds_every_warps_digit_masks_while_it_is_ranked(dtype, items):
+    # counting_sort.cu ranks a tile with each warp's 256 32-bit digit masks in
+    # the staged tile's memory: a small tile of narrow keys gets at least that
+    keys_and_indices = policy.tile_keys(dtype, items) * (np.dtype(dtype).itemsize + 4)
+    masks = 8 * 256 * 4
+    assert policy.staged_tile_bytes(np.dtype(dtype), np.dtype(np.int32), items) == max(
+        keys_and_indices, masks)
+
+
 @pytest.mark.parametrize("num_bins,digits", [(1, (1,)), (256, (256,)), (300, (256, 2)),
                                              (65536, (256, 256)), (70_000, (256, 256, 2))])
 def test_a_stable_sort_pass_sees_only_the_digits_its_bins_can_have(num_bins, digits):

@@ -188,6 +188,27 @@ def test_a_judge_past_its_time_is_a_hang_only_for_the_quick_matrix(needs, verdic
     assert time.perf_counter() - start < 30
 
 
+@pytest.mark.parametrize("module, busy", [("gpu/compiler.py", "compiling"),
+                                          ("conformance/checks.py", "judging on the host")])
+def test_a_judge_past_its_time_in_its_own_work_is_unjudged_not_a_hang(module, busy, tmp_path,
+                                                                      monkeypatch):
+    # a cold compile of many builds, or a host check of 2^31 keys beside other
+    # judges, can outrun the limit whatever the mutant: no verdict, never a
+    # catch (a kernel that never ends is a wait in histkit.gpu: a hang)
+    script = tmp_path / "histkit" / module
+    script.parent.mkdir(parents=True)
+    script.write_text("import faulthandler, signal, time\n"
+                      "faulthandler.register(signal.SIGUSR1, all_threads=True)\n"
+                      "def slow_work():\n    time.sleep(60)\n"
+                      "slow_work()\n")
+    monkeypatch.setattr(mutation, "_judge_command",
+                        lambda mutant, cuda_dir=None: [sys.executable, str(script)])
+    quick = dataclasses.replace(GENERATED[0], needs="quick")
+    outcome = mutation.run_one(quick, ROOT / "cuda", 1.0, {})
+    assert outcome.verdict == "unjudged", outcome.how
+    assert f"still {busy}" in outcome.how and "slow_work" in outcome.how, outcome.how
+
+
 def test_index_narrowed_mutants_are_judged_past_2_31():
     narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id]
     assert narrowed and all(m.needs == "full" for m in narrowed)

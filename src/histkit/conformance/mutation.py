@@ -10,7 +10,8 @@ nothing); a clean run is "survived" and names a missing case. A kernel that
 never ends is a FAIL of the judge itself (the matrix bounds every wait on the
 device: runner.WAIT_LIMIT_S); a judge that outruns the run's time limit is a
 hang for the quick matrix, and "unjudged" for the cases past 2^31 keys, whose
-judges take minutes unmutated.
+judges take minutes unmutated, and for a judge whose stacks show it still
+compiling or checking on the host rather than waiting on the GPU.
 
 ``run --generated`` plants mutagen's slips at every site of ``cuda/``;
 ``run --host`` plants them in the launch layer's Python (grid, tile, scratch
@@ -232,6 +233,23 @@ def _innermost_frames(stderr: str, count: int = 4) -> str:
     return " <- ".join(frames[:count])
 
 
+def _busy_on_the_host(where: str) -> str:
+    """What a judge past its time was doing, when its innermost frame (from
+    _innermost_frames) shows work of its own rather than a wait on the GPU:
+    "compiling" (NVRTC, histkit.gpu.compiler) or "judging on the host" (an
+    oracle or a check, outside histkit.gpu); "" when it may be a hang (the
+    launch layer, a driver call, or no frame at all)."""
+    innermost = re.match(r'File "([^"]+)"', where)
+    if innermost is None:
+        return ""
+    path = Path(innermost.group(1)).as_posix()
+    if path.endswith("/histkit/gpu/compiler.py"):
+        return "compiling"
+    if "/histkit/" in path and "/histkit/gpu/" not in path:
+        return "judging on the host"
+    return ""
+
+
 def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcome:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.id}-") as tmp:
@@ -245,7 +263,15 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
         returncode, output, where = _run_judge(_judge_command(mutant, cuda_dir), child_env,
                                                timeout)
     if returncode is None:
+        busy = _busy_on_the_host(where)
         where = f"; it was waiting in: {where}" if where else ""
+        if busy:
+            # The judge was slow (a cold cache of many builds, a check of 2^31
+            # keys, judges sharing the CPU), not waiting on the mutant's kernel.
+            return Outcome(mutant.id, mutant.file, mutant.needs, "unjudged",
+                           f"no verdict within {timeout:.0f} s: still {busy}, not "
+                           f"taken for a hang (raise --timeout){where}",
+                           time.perf_counter() - start)
         if mutant.needs == "full":
             # A judge past 2^31 keys (the oracles sort 2^31 keys on the host)
             # can outrun any fixed limit unmutated: no verdict, not a catch.

@@ -179,8 +179,11 @@ def tile_keys(dtype: np.dtype, items: int | None = None) -> int:
 
 
 def staged_tile_bytes(dtype: np.dtype, index_dtype: np.dtype, items: int | None = None) -> int:
-    """A sort pass's dynamic shared memory: a tile's keys and their indices."""
-    return tile_keys(dtype, items) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
+    """A sort pass's dynamic shared memory: a tile's keys and their indices,
+    or, when larger, each warp's MAX_DIGITS 32-bit digit masks, which the same
+    memory holds while the tile is ranked (counting_sort.cu: STAGED_TILE_BYTES)."""
+    staged = tile_keys(dtype, items) * (np.dtype(dtype).itemsize + np.dtype(index_dtype).itemsize)
+    return max(staged, contract.TILE_WARPS * MAX_DIGITS * 4)
 
 
 def digit_shifts(num_bins: int) -> tuple[int, ...]:
