@@ -45,6 +45,18 @@ def test_ids_name_the_lines_text_so_moving_lines_keeps_them():
                                           if m.file == "exclusive_scan.cu"][0] + 3
 
 
+def test_a_line_of_the_same_text_added_above_does_not_take_a_listed_id():
+    # ids once counted equal lines in file order, so a new __syncwarp() above
+    # an old one took the old one's id (and its listing as an equivalent)
+    text = "    a[i] = 1;\n    __syncwarp();\n    b[i] = 2;\n    __syncwarp();\n"
+    grown = "    c[i] = 3;\n    __syncwarp();\n" + text
+    dropped = {m.find.strip() + f"@{m.line}": m.id
+               for m in mutagen.mutants_of("x.cu", text) if "barrier" in m.id}
+    grown_ids = {m.id for m in mutagen.mutants_of("x.cu", grown) if "barrier" in m.id}
+    assert len(dropped) == 2 and set(dropped.values()) < grown_ids
+    assert len(grown_ids) == 3
+
+
 def test_slips_leave_templates_comments_and_preprocessor_lines_alone():
     text = ("#define LIMIT (A < B)\n"
             "// if (i < n) out[i] = 0;\n"

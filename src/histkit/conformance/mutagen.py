@@ -16,8 +16,10 @@ Some generated mutants change nothing a caller can observe (``i < n`` made
 ``i <= n`` where a later guard stops the extra round, a fence on a path that
 is already ordered): equivalent mutants. ``mutants/equivalent.toml`` lists
 those found, each with the reason; a generated survivor not listed there is a
-gap in the suite. Ids are made from the file, the slip and the line's text
-(not its number), so an entry stays valid while unrelated lines move.
+gap in the suite. Ids are made from the file, the slip, the line's text and
+the code line before it (not its number), so an entry stays valid while
+unrelated lines move, and a listed id does not slide onto another line of the
+same text (a second ``__syncwarp();``) when one is added above it.
 
     python -m histkit.conformance.mutation run --generated [--sample N]
 """
@@ -116,8 +118,11 @@ def _code(line: str) -> str:
     return line if cut < 0 else line[:cut].rstrip()
 
 
-def _id(file: str, slip: str, line: str, occurrence: int, prefix: str = "gen-") -> str:
-    digest = hashlib.sha1(f"{line.strip()}#{occurrence}".encode()).hexdigest()[:8]
+def _id(file: str, slip: str, line: str, before: str, occurrence: int,
+        prefix: str = "gen-") -> str:
+    """before: the code line above (stripped); occurrence counts the earlier
+    mutants of this slip on the same pair of lines (two matches in one line)."""
+    digest = hashlib.sha1(f"{before}\n{line.strip()}#{occurrence}".encode()).hexdigest()[:8]
     return f"{prefix}{Path(file).stem}-{slip}-{digest}"
 
 
@@ -134,27 +139,31 @@ def _slipped(code: str, slips: tuple[Slip, ...], skipped: list[tuple[int, int]] 
 def mutants_of(file: str, text: str) -> list[Mutant]:
     """Every generated mutant of one kernel file (file: its name in cuda/)."""
     found: list[Mutant] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    before = ""  # the last line with code on it (comments and blank lines skipped)
     for number, line in enumerate(text.splitlines(), start=1):
-        if _SKIPPED_LINE.match(line) or not line.strip():
-            continue
         code = _code(line)
+        if _SKIPPED_LINE.match(line) or not line.strip():
+            if code.strip() and not code.lstrip().startswith(("//", "/*", "*")):
+                before = code.strip()  # a preprocessor line, static_assert, asm
+            continue
         comment = line[len(code):]
         for slip, mutated in _slipped(code, SLIPS):
             found.append(_mutant(file, slip.name, slip.what, line, number, mutated + comment,
-                                 seen, needs=slip.needs))
+                                 seen, before, needs=slip.needs))
         store = _STORE.match(code)
         if store and not _DECLARATION.match(code) and not code.rstrip().endswith("{"):
             found.append(_mutant(file, "store-dropped", "a store dropped", line, number,
-                                 store.group(1) + ";" + comment, seen))
+                                 store.group(1) + ";" + comment, seen, before))
+        before = code.strip()
     return found
 
 
 def _mutant(file: str, slip: str, what: str, line: str, number: int, mutated: str,
-            seen: dict, prefix: str = "gen-", needs: str = "quick") -> Mutant:
-    key = (slip, line.strip())
+            seen: dict, before: str, prefix: str = "gen-", needs: str = "quick") -> Mutant:
+    key = (slip, line.strip(), before)
     occurrence = seen[key] = seen.get(key, -1) + 1
-    return Mutant(id=_id(file, slip, line, occurrence, prefix), file=file, find=line,
+    return Mutant(id=_id(file, slip, line, before, occurrence, prefix), file=file, find=line,
                   replace=mutated,
                   plants=f"{what}, line {number}: {line.strip()}",
                   caught_by="(generated)", needs=needs, line=number)
@@ -233,8 +242,9 @@ def python_mutants_of(file: str, text: str, slips: tuple[Slip, ...] = HOST_SLIPS
     """Every mutant of one Python file: each slip at each match on a code
     line, outside string literals and the line's comment."""
     found: list[Mutant] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str], int] = {}
     lines = text.split("\n")
+    before = ""  # the last code line (docstrings, comments and blank lines skipped)
     for number in sorted(python_code_lines(text)):
         line = lines[number - 1]
         cut = line.find("  #")
@@ -242,7 +252,9 @@ def python_mutants_of(file: str, text: str, slips: tuple[Slip, ...] = HOST_SLIPS
         strings = [m.span() for m in _STRING.finditer(code)]
         for slip, mutated in _slipped(code, slips, strings):
             found.append(_mutant(file, slip.name, slip.what, line, number,
-                                 mutated + line[len(code):], seen, prefix))
+                                 mutated + line[len(code):], seen, before, prefix))
+        if code.strip():
+            before = code.strip()
     return found
 
 
