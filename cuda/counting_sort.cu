@@ -21,8 +21,9 @@
 //   onesweep_scatter  one launch per pass. Blocks take tiles (TILE_KEYS keys)
 //                     in input order from a counter. A tile is ranked stably
 //                     in shared memory (each warp walks its own slice in input
-//                     order, peers found by ballots, then digits are offset
-//                     warp by warp) and each digit's count in it published;
+//                     order, its lanes finding their peers through digit
+//                     masks, then digits are offset warp by warp) and each
+//                     digit's count in it published;
 //                     thread d then walks back over the earlier tiles' words
 //                     for digit d, adding counts until it meets one that holds
 //                     the keys of digit d in all tiles before it (a prefix),

@@ -60,6 +60,12 @@ LAUNCH_FILES = {
     "gpu/launch/scan.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
     "gpu/launch/partitioned.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py",
                                   "tests/test_gpu_layout.py"),
+    # the public calls: argument checks, outputs, streams, the bad-key verdict
+    "gpu/api.py": ("tests/test_bad_input.py", "tests/test_api_calls.py",
+                   "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    # which launcher and build each row and public call takes
+    "gpu/registry.py": ("tests/test_registry.py", "tests/test_api_calls.py",
+                        "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"

@@ -79,6 +79,7 @@ class FakeRuntime:
         self.log.append(("empty", n))
         self._next += 1 << 20
         self.allocated.append(FakeArray(self._next, n, dtype))
+        self.allocated[-1].pooled = pooled
         return self.allocated[-1]
 
     def zeros(self, n, dtype):
@@ -898,3 +899,63 @@ def test_a_driver_result_that_failed_raises_naming_the_call_and_the_error(monkey
     with pytest.raises(errors.CudaError, match=r"cuMemcpy failed: CUDA_ERROR_ILLEGAL_ADDRESS "
                                                r"\(an illegal memory access"):
         device.check(result, "cuMemcpy")
+
+
+# --- device arrays of other frameworks, seen through cuda.core's StridedMemoryView ---
+
+class FakeDlpackArray:
+    """A device array of a framework histkit does not know: DLPack on CUDA.
+    `view` is what StridedMemoryView.from_any_interface makes of it."""
+
+    def __init__(self, n, dtype=np.int32, strides=None):
+        self.view = types.SimpleNamespace(ptr=0x600000, shape=(n,), strides=strides,
+                                          dtype=np.dtype(dtype), device_id=0)
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+
+@pytest.fixture
+def dlpack_views(fake, monkeypatch):
+    import cuda.core.utils
+
+    seen = types.SimpleNamespace(from_any_interface=lambda obj, stream_ptr: obj.view)
+    monkeypatch.setattr(cuda.core.utils, "StridedMemoryView", seen)
+    return fake
+
+
+def test_strided_dlpack_keys_are_refused_naming_the_stride_but_packed_and_single_ones_are_not(
+        dlpack_views):
+    # a strided view read as packed keys would count the wrong elements, silently
+    with pytest.raises(ValueError, match=r"must be contiguous; got strides \(2,\) \(in elements"):
+        api.histogram(FakeDlpackArray(10, strides=(2,)), 4)
+    for packed in (FakeDlpackArray(10, strides=(1,)), FakeDlpackArray(10, strides=None),
+                   FakeDlpackArray(1, strides=(2,))):
+        api.histogram(packed, 4)
+
+
+def test_a_dlpack_call_runs_on_the_stream_passed_else_histkits_and_hands_back_unpooled_memory(
+        dlpack_views):
+    fake = dlpack_views
+    counts = api.histogram(FakeDlpackArray(100), 4, stream=0x7100)
+    assert ("on", 0x7100) in fake.log
+    # the caller keeps the counts: never memory the pool may hand to the next call
+    assert counts.pooled is False
+    fake.log.clear()
+    api.histogram(FakeDlpackArray(100), 4)
+    assert ("on", None) in fake.log  # histkit's own stream: no framework names one
+
+
+def test_raise_if_bad_reads_histkit_device_arrays_at_the_index_they_name(monkeypatch):
+    from histkit.gpu.device import DeviceArray
+
+    memory = {0x8000: 3}  # first_bad holds index 3
+    memory.update({0x5000 + 4 * i: 10 * i for i in range(8)})  # keys[i] = 10 i
+    rt = types.SimpleNamespace(
+        device=types.SimpleNamespace(sync=lambda: None),
+        copy_to_host=lambda ptr, host: np.array([memory[ptr]], dtype=host.dtype))
+    monkeypatch.setattr(api, "runtime", lambda: rt)
+    first_bad = DeviceArray(types.SimpleNamespace(handle=0x8000), 1, np.dtype(np.uint64))
+    keys = DeviceArray(types.SimpleNamespace(handle=0x5000), 8, np.dtype(np.int32))
+    with pytest.raises(ValueError, match=r"index 3 is 30, outside \[0, 4\)"):
+        api.raise_if_bad(first_bad, keys, 4)
