@@ -221,6 +221,21 @@ def test_a_judge_past_its_time_in_its_own_work_is_unjudged_not_a_hang(module, bu
     assert f"still {busy}" in outcome.how and "slow_work" in outcome.how, outcome.how
 
 
+@pytest.mark.parametrize("histkit_frame, busy", [
+    ("histkit/conformance/checks.py", "judging on the host"),
+    ("histkit/gpu/compiler.py", "compiling"),
+    ("histkit/gpu/device.py", ""),  # the runtime: may be waiting on a kernel
+])
+def test_what_a_judge_was_doing_is_read_from_its_innermost_histkit_frame(histkit_frame, busy):
+    # NumPy's own Python frames inside a check say nothing either way
+    stacks = ("Current thread 0x00007f (most recent call first):\n"
+              '  File "/usr/lib/site-packages/numpy/_core/numeric.py", line 9 in array_equal\n'
+              f'  File "/opt/venv/site-packages/{histkit_frame}", line 364 in some_step\n'
+              '  File "/opt/venv/site-packages/histkit/conformance/runner.py", line 331 in judge\n')
+    assert mutation._busy_on_the_host(stacks) == busy
+    assert mutation._busy_on_the_host("") == ""
+
+
 def test_index_narrowed_mutants_are_judged_past_2_31():
     narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id]
     assert narrowed and all(m.needs == "full" for m in narrowed)

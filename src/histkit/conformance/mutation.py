@@ -233,20 +233,21 @@ def _innermost_frames(stderr: str, count: int = 4) -> str:
     return " <- ".join(frames[:count])
 
 
-def _busy_on_the_host(where: str) -> str:
-    """What a judge past its time was doing, when its innermost frame (from
-    _innermost_frames) shows work of its own rather than a wait on the GPU:
-    "compiling" (NVRTC, histkit.gpu.compiler) or "judging on the host" (an
-    oracle or a check, outside histkit.gpu); "" when it may be a hang (the
-    launch layer, a driver call, or no frame at all)."""
-    innermost = re.match(r'File "([^"]+)"', where)
-    if innermost is None:
-        return ""
-    path = Path(innermost.group(1)).as_posix()
-    if path.endswith("/histkit/gpu/compiler.py"):
-        return "compiling"
-    if "/histkit/" in path and "/histkit/gpu/" not in path:
-        return "judging on the host"
+def _busy_on_the_host(output: str) -> str:
+    """What a judge past its time was doing, when the innermost histkit frame
+    of its main thread (its stacks are in output) shows work of its own
+    rather than a wait on the GPU: "compiling" (NVRTC, histkit.gpu.compiler)
+    or "judging on the host" (an oracle or a check, outside histkit.gpu;
+    NumPy frames inside them are skipped); "" when it may be a hang (the launch
+    layer or the runtime, a driver call, or no histkit frame at all)."""
+    for frame in _innermost_frames(output, count=64).split(" <- "):
+        found = re.match(r'File "([^"]+)"', frame)
+        path = Path(found.group(1)).as_posix() if found else ""
+        if "/histkit/" not in path:
+            continue
+        if path.endswith("/histkit/gpu/compiler.py"):
+            return "compiling"
+        return "" if "/histkit/gpu/" in path else "judging on the host"
     return ""
 
 
@@ -263,7 +264,7 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
         returncode, output, where = _run_judge(_judge_command(mutant, cuda_dir), child_env,
                                                timeout)
     if returncode is None:
-        busy = _busy_on_the_host(where)
+        busy = _busy_on_the_host(output)
         where = f"; it was waiting in: {where}" if where else ""
         if busy:
             # The judge was slow (a cold cache of many builds, a check of 2^31
