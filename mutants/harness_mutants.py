@@ -24,6 +24,7 @@ results.jsonl as it comes (ids already there are skipped: a run cut short
 resumes). 3-8 s per mutant on 2 cores.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -66,6 +67,13 @@ LAUNCH_FILES = {
     # which launcher and build each row and public call takes
     "gpu/registry.py": ("tests/test_registry.py", "tests/test_api_calls.py",
                         "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    # the compile cache: its key (source, headers, defines, arch), its checked entries
+    "gpu/compiler.py": tuple(
+        f"tests/test_nvrtc_compile.py::{test}" for test in (
+            "test_compile_cache_returns_the_entry_without_recompiling",
+            "test_a_corrupt_cache_entry_is_rebuilt_not_trusted",
+            "test_the_cache_key_changes_with_defines_arch_and_headers",
+            "test_a_compile_error_carries_the_log_options_and_numbered_source")),
 }
 TIMEOUT_S = 300
 JUDGE = ("import os, sys, pytest\n"
@@ -101,6 +109,13 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"not a harness file: {', '.join(unknown)}; one of {', '.join(judged_by)}")
         return 2
+    # Where NVRTC works unmutated, a mutant that makes it look missing must
+    # fail the judge's tests, not skip every compile test (tests/conftest.py).
+    from histkit.gpu import compiler
+
+    with contextlib.suppress(Exception):
+        compiler.nvrtc_version()
+        os.environ["HISTKIT_REQUIRE_NVRTC"] = "1"
     done = set()
     if results.exists():
         done = {json.loads(line)["id"] for line in results.read_text().splitlines() if line}
