@@ -67,6 +67,8 @@ LAUNCH_FILES = {
     # which launcher and build each row and public call takes
     "gpu/registry.py": ("tests/test_registry.py", "tests/test_api_calls.py",
                         "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    # the command line: its options' ranges, its exit codes, the loud GPU skip
+    "cli.py": ("tests/test_new_user.py", "tests/test_demo_and_cli.py"),
     # the compile cache: its key (source, headers, defines, arch), its checked entries
     "gpu/compiler.py": tuple(
         f"tests/test_nvrtc_compile.py::{test}" for test in (

@@ -1,5 +1,6 @@
 """What a new user hits: each reproducer of the new-user issue, pinned."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -289,3 +290,55 @@ def test_without_proc_meminfo_the_free_memory_comes_from_the_free_page_count(mon
     monkeypatch.setattr("builtins.open", no_meminfo)
     fallback = _inputs.available_memory()
     assert 0.5 < fallback / (free_kib * 1024) < 2
+
+
+@pytest.mark.parametrize("option, cap", [("--n", 2**31 - 1), ("--bins", 2**31 - 1),
+                                         ("--warp-size", 2**31 - 1), ("--block-size", 2**31 - 1),
+                                         ("--seed", 2**63 - 1)])
+def test_one_past_each_demo_cap_is_a_usage_error_naming_the_cap(option, cap, capsys):
+    # in this process (a subprocess would not see a mutated cli module)
+    with pytest.raises(SystemExit) as exit:
+        main(["demo", option, str(cap + 1)])
+    assert exit.value.code == 2 and f", {cap}]; got {cap + 1}" in capsys.readouterr().err
+
+
+def test_a_bounded_option_takes_both_ends_of_its_range_and_nothing_past_them():
+    from histkit.cli import bounded_int
+
+    parse = bounded_int(1, 5)
+    assert parse("1") == 1 and parse("5") == 5 and parse("0x5") == 5
+    for outside in ("0", "6"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"must be in \[1, 5\]"):
+            parse(outside)
+
+
+def test_the_pipe_safe_stdout_flushes_until_the_pipe_closes_then_stays_quiet(tmp_path):
+    from histkit.cli import _PipeSafeStream
+
+    class Pipe:
+        flushes = 0
+        closed = False
+        descriptor = os.open(tmp_path / "pipe", os.O_WRONLY | os.O_CREAT)
+
+        def fileno(self):  # silencing points this descriptor at /dev/null
+            return self.descriptor
+
+        def write(self, text):
+            if self.closed:
+                raise BrokenPipeError
+            return len(text)
+
+        def flush(self):
+            if self.closed:
+                raise BrokenPipeError
+            self.flushes += 1
+
+    pipe = Pipe()
+    stream = _PipeSafeStream(pipe)
+    stream.write("line\n")
+    stream.flush()
+    assert pipe.flushes == 1 and not stream.closed_pipe
+    pipe.closed = True
+    stream.flush()  # the reader went away: silenced, no error
+    assert stream.closed_pipe and stream.write("more\n") == 5
+    os.close(Pipe.descriptor)
