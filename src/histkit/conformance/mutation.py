@@ -223,14 +223,19 @@ def _run_judge(command: list[str], env: dict, timeout: float) -> tuple[int | Non
     return None, stdout + stderr, _innermost_frames(stderr)
 
 
-def _innermost_frames(stderr: str, count: int = 4) -> str:
-    """The main thread's innermost frames from a faulthandler dump ("" if none)."""
+def _main_thread_frames(stderr: str) -> list[str]:
+    """The main thread's frames from a faulthandler dump, innermost first
+    (none if there is no dump)."""
     blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", stderr)
     main = [b for b in blocks if "most recent call first" in b]
     if not main:
-        return ""
-    frames = [line.strip() for line in main[-1].splitlines()[1:] if line.strip()]
-    return " <- ".join(frames[:count])
+        return []
+    return [line.strip() for line in main[-1].splitlines()[1:] if line.strip()]
+
+
+def _innermost_frames(stderr: str, count: int = 4) -> str:
+    """The main thread's innermost frames from a faulthandler dump ("" if none)."""
+    return " <- ".join(_main_thread_frames(stderr)[:count])
 
 
 def _busy_on_the_host(output: str) -> str:
@@ -240,7 +245,7 @@ def _busy_on_the_host(output: str) -> str:
     or "judging on the host" (an oracle or a check, outside histkit.gpu;
     NumPy frames inside them are skipped); "" when it may be a hang (the launch
     layer or the runtime, a driver call, or no histkit frame at all)."""
-    for frame in _innermost_frames(output, count=64).split(" <- "):
+    for frame in _main_thread_frames(output):
         found = re.match(r'File "([^"]+)"', frame)
         path = Path(found.group(1)).as_posix() if found else ""
         if "/histkit/" not in path:
