@@ -38,6 +38,9 @@ def _nvrtc_unavailable() -> str | None:
 
 
 NO_NVRTC = _nvrtc_unavailable()
+# Compile-only tests: they need NVRTC (pip's nvidia-cuda-nvrtc), not a GPU.
+NVRTC_MARKS = [pytest.mark.nvrtc,
+               pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
 # `nox -s tests` installs NVRTC (the gpu extra) and sets HISTKIT_REQUIRE_NVRTC=1:
 # there an NVRTC that cannot be found or asked is a failure of the run, not a
 # quiet skip of every compile test (a slip in the lookup would otherwise pass CI).
@@ -47,9 +50,6 @@ REQUIRE_NVRTC = os.environ.get("HISTKIT_REQUIRE_NVRTC") == "1"
 def pytest_configure(config):
     if REQUIRE_NVRTC and NO_NVRTC is not None:
         raise pytest.UsageError(f"HISTKIT_REQUIRE_NVRTC=1 but NVRTC is unavailable: {NO_NVRTC}")
-# Compile-only tests: they need NVRTC (pip's nvidia-cuda-nvrtc), not a GPU.
-NVRTC_MARKS = [pytest.mark.nvrtc,
-               pytest.mark.skipif(NO_NVRTC is not None, reason=f"NVRTC unavailable: {NO_NVRTC}")]
 
 
 def needs_nvrtc(test):
