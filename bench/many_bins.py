@@ -25,6 +25,7 @@ def histogram_row(cupy, torch, rt, n_log2: int, num_bins: int, distribution: str
     from histkit.distributions import make_keys
     from histkit.gpu import registry
     from histkit.gpu.api import _begin
+    from histkit.gpu.bench import _as_array
 
     host = make_keys(distribution, 1 << n_log2, num_bins, seed=1)
     keys = cupy.asarray(host)
@@ -38,7 +39,7 @@ def histogram_row(cupy, torch, rt, n_log2: int, num_bins: int, distribution: str
 
         def count(kernel=kernel):
             hist.fill(0)
-            kernel.run(call.rt, call.keys, num_bins, hist.data, slot)
+            kernel.run(call.rt, call.keys, num_bins, _as_array(hist), slot)
 
         count()
         if not (hist.get() == expected).all():

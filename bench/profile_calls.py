@@ -62,6 +62,7 @@ def time_steps() -> None:
     from histkit import gpu
     from histkit.gpu import registry
     from histkit.gpu.api import _begin
+    from histkit.gpu.bench import _as_array
     from histkit.gpu.device import runtime
 
     keys = cupy.random.RandomState(0).randint(0, 256, 1 << 12, dtype=cupy.int32)
@@ -72,7 +73,7 @@ def time_steps() -> None:
     slot = crt.bad_key_slot()
     auto = registry.serving("histogram", "auto")
     fast = registry.by_row("fast")
-    auto.run(crt, call.keys, 256, hist.data, slot)
+    auto.run(crt, call.keys, 256, _as_array(hist), slot)
     kernel, geometry, _, shared_bins = next(v for k, v in rt._plans.items() if k[0] == "fast")
     config = crt._config(geometry)
     args = (call.keys.ptr, np.int64(call.keys.n), np.uint64(256), np.int64(0),
@@ -91,16 +92,16 @@ def time_steps() -> None:
         "rt.empty(256, int64)": lambda: crt.empty(256, np.int64),
         "rt.memset(2 KiB)": lambda: crt.memset(hist.data.ptr, 0, 2048),
         "registry.serving": lambda: registry.serving("histogram", "auto"),
-        "auto.run (plan lookup + launch)": lambda: auto.run(crt, call.keys, 256, hist.data,
+        "auto.run (plan lookup + launch)": lambda: auto.run(crt, call.keys, 256, _as_array(hist),
                                                             slot),
-        "fast.run": lambda: fast.run(crt, call.keys, 256, hist.data, slot),
+        "fast.run": lambda: fast.run(crt, call.keys, 256, _as_array(hist), slot),
         "cuda.core launch alone": lambda: crt._launch(crt.stream, config, kernel, *args),
         "cuLaunchKernel, packed once": lambda: driver.cuLaunchKernel(
             function, geometry.grid, 1, 1, geometry.block, 1, 1, geometry.shared_bytes,
             stream, ctypes.addressof(pointers), 0),
         "stream sync, idle": lambda: crt.sync("idle"),
         "read_word (DtoH + sync)": lambda: crt.read_word(slot.ptr),
-        "launch + read_word": lambda: (auto.run(crt, call.keys, 256, hist.data, slot),
+        "launch + read_word": lambda: (auto.run(crt, call.keys, 256, _as_array(hist), slot),
                                        crt.read_word(slot.ptr)),
         "gpu.histogram": lambda: gpu.histogram(keys, 256),
         "gpu.histogram(check=False) + sync": lambda: (gpu.histogram(keys, 256, check=False),
@@ -150,6 +151,7 @@ def take_apart(cupy, keys, num_bins: int, calls: int):
     from histkit import gpu
     from histkit.gpu import registry
     from histkit.gpu.api import _begin
+    from histkit.gpu.bench import _as_array
     from histkit.gpu.device import runtime
 
     auto = registry.serving("histogram", "auto")
@@ -158,12 +160,12 @@ def take_apart(cupy, keys, num_bins: int, calls: int):
     hist = cupy.empty(num_bins, cupy.int64)
     word = cupy.empty(1, cupy.uint64)
     slot = crt.bad_key_slot()
-    geometry = auto.run(crt, device_keys, num_bins, hist.data, slot)
+    geometry = auto.run(crt, device_keys, num_bins, _as_array(hist), slot)
     crt.sync("warm-up")
 
     def fill_and_launch():
         crt.memset(hist.data.ptr, 0, num_bins * 8)
-        auto.run(crt, device_keys, num_bins, hist.data, slot)
+        auto.run(crt, device_keys, num_bins, _as_array(hist), slot)
 
     steps = {
         "call": lambda: gpu.histogram(keys, num_bins),
@@ -171,7 +173,7 @@ def take_apart(cupy, keys, num_bins: int, calls: int):
             gpu.histogram(keys, num_bins, out=hist, first_bad=word, check=False),
             crt.sync("x")),
         "fill+launch+sync": lambda: (fill_and_launch(), crt.sync("x")),
-        "launch+sync": lambda: (auto.run(crt, device_keys, num_bins, hist.data, slot),
+        "launch+sync": lambda: (auto.run(crt, device_keys, num_bins, _as_array(hist), slot),
                                 crt.sync("x")),
         "cupy.empty(K)": lambda: cupy.empty(num_bins, cupy.int64),
     }

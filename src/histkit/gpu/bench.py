@@ -358,8 +358,9 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
 
 
 def _as_array(cupy_array) -> SimpleNamespace:
-    """A CuPy array seen as the kernel wrappers see outputs: something with .ptr."""
-    return SimpleNamespace(ptr=int(cupy_array.data.ptr))
+    """A CuPy array seen as the kernel wrappers see outputs: its address and
+    element type (a launcher that zeroes counts sizes the fill by the dtype)."""
+    return SimpleNamespace(ptr=int(cupy_array.data.ptr), dtype=np.dtype(cupy_array.dtype))
 
 
 def _cub_radix_pairs(cupy, keys, bits: int, index_dtype=np.int32):
