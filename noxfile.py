@@ -13,8 +13,9 @@ LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 @nox.session
 def tests(session: nox.Session) -> None:
     """Build histkit and run the test suite (GPU tests skip without a GPU; the
-    compile tests need the NVRTC the gpu extra installs, and fail without it)."""
-    session.install(".[test,gpu,dask]")
+    compile tests need the NVRTC the gpu extra installs, and fail without it;
+    matplotlib, so the benchmark's plot is drawn in a test rather than skipped)."""
+    session.install(".[test,gpu,dask]", "matplotlib>=3.7")
     session.run("pytest", *session.posargs, env={"HISTKIT_REQUIRE_NVRTC": "1"})
 
 

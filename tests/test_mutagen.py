@@ -371,3 +371,42 @@ def test_the_public_calls_mutants_are_judged_by_the_tests_that_call_them_not_by_
     assert command[2:4] == ["histkit._mutant_loader", "pytest"]
     assert command[4:] == list(mutation.TEST_JUDGED["gpu/api.py"])
     assert "tests/test_gpu.py" in command
+
+
+def test_check_claims_judges_sanitizer_listings_under_their_tool_and_reports_a_wrong_one(
+        tmp_path, monkeypatch, capsys):
+    # a listing "seen_by = racecheck" says the sanitize session sees the slip;
+    # --check-claims judges exactly those listings, each under its tool, and a
+    # survivor is reported as a wrong listing (exit 1), not left out
+    picked = mutagen.sample(GENERATED, 3, seed=5)
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text("".join(
+        f'[[equivalent]]\nid = "{m.id}"\nseen_by = "{seen}"\nwhy = "for the test"\n\n'
+        for m, seen in zip(picked, ("racecheck", "memcheck", "nothing"), strict=True)))
+    seen = []
+
+    def judged(mutant, cuda_dir, timeout, env):
+        seen.append((mutant.id, mutant.needs, mutation._judge_command(mutant)[:3]))
+        verdict = "survived" if mutant.needs == "memcheck" else "caught"
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, verdict, "", 0.0)
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    out = tmp_path / "claims.json"
+    status = mutation.run(Path("unused.toml"), ROOT / "cuda", 1, 1.0, out, None, None,
+                          equivalent_table=listed, check_claims=True)
+    assert sorted(seen) == sorted([
+        (picked[0].id, "racecheck", ["compute-sanitizer", "--tool", "racecheck"]),
+        (picked[1].id, "memcheck", ["compute-sanitizer", "--tool", "memcheck"])])
+    result = json.loads(out.read_text())
+    assert status == 1 and result["survived"] == [picked[1].id] and result["caught"] == 1
+    assert f"wrong listing: {picked[1].id} is listed as seen by memcheck" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tool", mutation.SANITIZERS)
+def test_a_sanitizer_judge_past_its_time_is_unjudged_not_a_hang(tool, monkeypatch):
+    # instrumented kernels run orders of magnitude slower and the sanitize
+    # cases wait without bound: no verdict, never a catch
+    monkeypatch.setattr(mutation, "_judge_command", lambda mutant, cuda_dir=None: WAITS_FOREVER)
+    outcome = mutation.run_one(dataclasses.replace(GENERATED[0], needs=tool), ROOT / "cuda",
+                               1.0, {})
+    assert outcome.verdict == "unjudged" and f"compute-sanitizer {tool}" in outcome.how

@@ -281,7 +281,7 @@ SEEN_BY = ("nothing", "memcheck", "racecheck", "synccheck", "unforced-schedule",
 KNOWN_GAPS = ("unforced-schedule", "beyond-cases")
 
 
-def _listed(table: Path) -> list[dict]:
+def listed(table: Path) -> list[dict]:
     """The entries of mutants/equivalent.toml, each seen_by checked."""
     if not Path(table).exists():
         return []
@@ -294,12 +294,12 @@ def _listed(table: Path) -> list[dict]:
 
 def equivalent(table: Path) -> dict[str, str]:
     """Generated mutant id -> why it survives: every listed one (known gaps too)."""
-    return {entry["id"]: entry["why"] for entry in _listed(table)}
+    return {entry["id"]: entry["why"] for entry in listed(table)}
 
 
 def known_gaps(table: Path) -> dict[str, str]:
     """The listed survivors that are real bugs no case catches (KNOWN_GAPS)."""
-    return {e["id"]: e["why"] for e in _listed(table) if e["seen_by"] in KNOWN_GAPS}
+    return {e["id"]: e["why"] for e in listed(table) if e["seen_by"] in KNOWN_GAPS}
 
 
 # --- which kernel entries reach a line ------------------------------------------

@@ -13,6 +13,10 @@ hang for the quick matrix, and "unjudged" for the cases past 2^31 keys, whose
 judges take minutes unmutated, and for a judge whose stacks show it still
 compiling or checking on the host rather than waiting on the GPU.
 
+``run --check-claims`` judges the generated mutants that
+``mutants/equivalent.toml`` lists as seen only by a compute-sanitizer tool,
+each under that tool: the listing is a claim, and a survivor disproves it.
+
 ``run --generated`` plants mutagen's slips at every site of ``cuda/``;
 ``run --host`` plants them in the launch layer's Python (grid, tile, scratch
 and pass sizes, the kernel choice), each judged with the one mutated module
@@ -40,7 +44,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-NEEDS = ("quick", "full", "racecheck", "synccheck")
+# compute-sanitizer's tools: a mutant that needs one is judged by the sanitize
+# session's small cases run under it (its findings exit EXIT_CAUGHT).
+SANITIZERS = ("memcheck", "racecheck", "synccheck")
+NEEDS = ("quick", "full", *SANITIZERS)
 EXIT_SURVIVED, EXIT_CAUGHT, EXIT_BROKEN = 0, 1, 3
 COMPILE_FAILED = "NVRTC failed to compile"
 STACKS_WAIT_S = 2.0  # how long a judge past its time gets to print its stacks
@@ -180,7 +187,7 @@ def _judge_command(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
             return [sys.executable, "-m", "histkit._mutant_loader", "pytest",
                     *TEST_JUDGED[mutant.file]]
         return [sys.executable, "-m", "histkit._mutant_loader", "judge", mutant.needs, *rows]
-    if mutant.needs in ("racecheck", "synccheck"):
+    if mutant.needs in SANITIZERS:
         return ["compute-sanitizer", "--tool", mutant.needs, "--report-api-errors", "no",
                 "--error-exitcode", str(EXIT_CAUGHT), sys.executable, "-m",
                 "histkit.conformance.sanitize", mutant.needs, *rows]
@@ -285,6 +292,14 @@ def run_one(mutant: Mutant, cuda_dir: Path, timeout: float, env: dict) -> Outcom
                            f"no verdict within {timeout:.0f} s (a judge of the cases "
                            f"past 2^31: not taken for a hang){where}",
                            time.perf_counter() - start)
+        if mutant.needs in SANITIZERS:
+            # Instrumented kernels run orders of magnitude slower, and the
+            # sanitize cases' waits are unbounded: running out of time is no
+            # verdict, not a hang.
+            return Outcome(mutant.id, mutant.file, mutant.needs, "unjudged",
+                           f"no verdict within {timeout:.0f} s under compute-sanitizer "
+                           f"{mutant.needs} (not taken for a hang){where}",
+                           time.perf_counter() - start)
         return Outcome(mutant.id, mutant.file, mutant.needs, "caught",
                        f"hang: no verdict within {timeout:.0f} s{where}",
                        time.perf_counter() - start)
@@ -325,14 +340,17 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
         only: list[str] | None, needs: list[str] | None, generated: bool = False,
         files: list[str] | None = None, sample: int | None = None, seed: int = 0,
         equivalent_table: Path | None = None, host: bool = False,
-        judge_on: str | None = None) -> int:
+        judge_on: str | None = None, check_claims: bool = False) -> int:
     """Run the table's mutants (generated=True: mutagen's, host=True: mutagen's
     of the launch layer's Python; either optionally a seeded sample) and
     report; exit status 0 when every one that changes behaviour was caught
     (generated ones listed as equivalent are left out). judge_on ("quick" or
     "full"): judge every mutant selected on those cases, whatever it needs
-    (how much the quick matrix alone catches of what needs the full one)."""
-    generated = generated or host
+    (how much the quick matrix alone catches of what needs the full one).
+    check_claims: judge instead the generated mutants listed as seen only by a
+    compute-sanitizer tool, each under that tool (claimed_by_sanitizers): a
+    catch confirms the listing, a survivor says the claim is wrong."""
+    generated = generated or host or check_claims
     if generated or host:
         from histkit.conformance import mutagen
 
@@ -343,6 +361,9 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
         gaps = mutagen.known_gaps(equivalent_table) if equivalent_table else {}
     else:
         mutants = load(table)
+        known = gaps = {}
+    if check_claims:
+        mutants = claimed_by_sanitizers(mutants, equivalent_table)
         known = gaps = {}
     mutants = [m for m in mutants if (not only or m.id in only)
                and (not needs or m.needs in needs) and m.id not in known]
@@ -384,12 +405,17 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     rate = caught / judged if judged else 0.0
     plants = {m.id: m.plants for m in mutants}
     for o in outcomes:
-        if o.verdict == "survived" or (o.verdict == "broken" and not generated):
+        if o.verdict == "survived" and check_claims:
+            print(f"  wrong listing: {o.id} is listed as seen by {o.needs}, which saw "
+                  f"nothing: {plants[o.id]}")
+        elif o.verdict == "survived" or (o.verdict == "broken" and not generated):
             print(f"  {o.verdict}: {o.id}: {plants[o.id] if generated else o.how}")
     for mutant_id in unjudged:
         print(f"  unjudged (its judge outran the time limit): {mutant_id}")
     left_out = (f" (not counted); {len(known) - len(gaps)} known equivalent and "
                 f"{len(gaps)} known gaps left out" if generated else "")
+    if check_claims:
+        left_out = " (not counted); each a listing's claim: caught confirms it"
     print(f"mutants: {caught}/{judged} caught ({rate:.0%}); {len(survived)} survived, "
           f"{len(broken)} broken, {len(unjudged)} unjudged" + left_out)
     for mutant_id, why in gaps.items():
@@ -404,6 +430,20 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
                                          "outcomes": [asdict(o) for o in outcomes]}, indent=1))
         print(f"wrote {json_path}")
     return 0 if caught == judged else 1
+
+
+def claimed_by_sanitizers(mutants: list[Mutant], equivalent_table: Path | None) -> list[Mutant]:
+    """The mutants that equivalent_table lists as seen only by a compute-sanitizer
+    tool (seen_by memcheck, racecheck or synccheck), each set to need that tool.
+
+    A listing is a claim about the suite: "`nox -s sanitize` sees this slip".
+    Left unjudged, a wrong claim hides a gap as surely as a missing case.
+    """
+    from histkit.conformance import mutagen
+
+    tools = {e["id"]: e["seen_by"] for e in mutagen.listed(equivalent_table)
+             if e["seen_by"] in SANITIZERS} if equivalent_table else {}
+    return [replace(m, needs=tools[m.id]) for m in mutants if m.id in tools]
 
 
 def sift_command(cuda_dir: Path, files: list[str] | None, only: list[str] | None, jobs: int,
@@ -446,6 +486,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="generated mutants known to change nothing observable (left out)")
     every.add_argument("--judge-on", choices=("quick", "full"),
                        help="judge every selected mutant on these cases, whatever it needs")
+    every.add_argument("--check-claims", action="store_true",
+                       help="judge the generated mutants that --equivalent lists as seen "
+                            "only by memcheck, racecheck or synccheck, each under that "
+                            "compute-sanitizer tool: a survivor is a wrong listing")
     sifter = commands.add_parser(
         "sift", help="find the generated mutants that compile to the unmutated machine "
                      "code (NVRTC, no GPU)")
@@ -468,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.write)
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
                args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent,
-               args.host, args.judge_on)
+               args.host, args.judge_on, args.check_claims)
 
 
 if __name__ == "__main__":

@@ -393,33 +393,73 @@ def _format_row(row: dict, key: str = "TBps", unit: str = "TB/s") -> str:
 
 
 def plot(results: dict, path: Path) -> None:
+    """The histogram rows (TB/s against K, one panel per distribution) and,
+    when the run has them, the sort and radix rows below (G keys/s, bars per
+    distribution or key type, one per implementation)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    distributions = list(dict.fromkeys(r["distribution"] for r in results["histogram"]))
-    fig, axes = plt.subplots(1, len(distributions), figsize=(4 * len(distributions), 4),
-                             sharey=True)
-    for ax, distribution in zip(np.atleast_1d(axes), distributions, strict=False):
-        rows = [r for r in results["histogram"] if r["distribution"] == distribution]
-        names = list(dict.fromkeys(name for r in rows for name in r["TBps"]))
+    histogram = results.get("histogram", [])
+    sorts = [(f"stable sort with indices, K = {k} ({results['N']} keys)",
+              [r for r in results.get("sort", []) if r["K"] == k], "distribution")
+             for k in dict.fromkeys(r["K"] for r in results.get("sort", []))]
+    if results.get("radix"):
+        sorts.append((f"radix sort of full-width keys ({results['N']} keys)", results["radix"],
+                      "K"))
+    distributions = list(dict.fromkeys(r["distribution"] for r in histogram))
+    columns = max(len(distributions), len(sorts), 1)
+    height = int(bool(histogram)) + int(bool(sorts))
+    fig, axes = plt.subplots(height, columns, figsize=(4 * columns, 4.2 * height),
+                             squeeze=False)
+    row = iter(axes)
+    if histogram:
+        _plot_histograms(results, histogram, distributions, next(row))
+    if sorts:
+        _plot_sorts(sorts, next(row))
+    fig.suptitle(f"{results['N']} int32 keys (radix: full-width keys) on {results['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _plot_histograms(results: dict, rows: list[dict], distributions: list[str], axes) -> None:
+    for ax in axes[len(distributions):]:
+        ax.set_visible(False)
+    for ax, distribution in zip(axes, distributions, strict=False):
+        mine = [r for r in rows if r["distribution"] == distribution]
+        names = list(dict.fromkeys(name for r in mine for name in r["TBps"]))
         for name in names:
-            xs = [r["K"] for r in rows if name in r["TBps"]]
-            ys = [r["TBps"][name] for r in rows if name in r["TBps"]]
+            xs = [r["K"] for r in mine if name in r["TBps"]]
+            ys = [r["TBps"][name] for r in mine if name in r["TBps"]]
             ax.plot(xs, ys, marker="o", label=name, linewidth=2.5 if "histkit" in name else 1.2)
         for label, value in (("read roofline", results["roofline"]["read_TBps"]),
                              ("copy roofline", results["roofline"]["copy_TBps"])):
             ax.axhline(value, linestyle="--", color="gray", linewidth=1)
             ax.text(16, value, label, fontsize=7, va="bottom")
         ax.set_xscale("log", base=2)
-        ax.set_title(distribution)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"histogram, {distribution}")
         ax.set_xlabel("bins K")
-    np.atleast_1d(axes)[0].set_ylabel("effective TB/s (4 B x N / time)")
-    np.atleast_1d(axes)[-1].legend(fontsize=7)
-    fig.suptitle(f"Histograms of {results['N']} int32 keys on {results['device']}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    axes[0].set_ylabel("effective TB/s (4 B x N / time)")
+    axes[len(distributions) - 1].legend(fontsize=7)
+
+
+def _plot_sorts(panels: list[tuple[str, list[dict], str]], axes) -> None:
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, rows, group) in zip(axes, panels, strict=False):
+        groups = [str(r[group]) for r in rows]
+        names = list(dict.fromkeys(name for r in rows for name in r["Gkeys_per_s"]))
+        width = 0.8 / max(len(names), 1)
+        for j, name in enumerate(names):
+            ys = [r["Gkeys_per_s"].get(name, 0.0) for r in rows]
+            ax.bar(np.arange(len(rows)) + (j - (len(names) - 1) / 2) * width, ys, width,
+                   label=name, hatch="" if "histkit" in name else "//")
+        ax.set_xticks(np.arange(len(rows)), groups, fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("G keys/s")
+        ax.legend(fontsize=6)
 
 
 def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
@@ -470,7 +510,6 @@ def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
     if only:
         stem += f"-{only}"
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
-    if results["histogram"]:
-        plot(results, out / f"{stem}.png")
-    print(f"wrote {out / stem}.json" + (" and .png" if results["histogram"] else ""))
+    plot(results, out / f"{stem}.png")
+    print(f"wrote {out / stem}.json and .png")
     return 0
