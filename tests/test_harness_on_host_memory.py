@@ -186,6 +186,54 @@ def test_poisoned_scratch_allocates_its_bytes_and_both_guards(rt):
     assert sizes == [400 + 2 * SCRATCH_GUARD_BYTES]
 
 
+@pytest.mark.parametrize("fenced", [False, True])
+def test_memchecks_scratch_is_exactly_its_bytes_poisoned_and_unguarded(rt, fenced):
+    # under compute-sanitizer memcheck (sanitize.py) a read one element past
+    # scratch must leave its allocation: no guards, no size class, no fence
+    asked = []
+    plain = rt._empty
+
+    def recording(n, dtype, pooled=True):
+        asked.append((n, np.dtype(dtype), pooled))
+        return plain(n, dtype, pooled)
+
+    rt._empty, rt.poison.exact = recording, True
+    with rt.poisoned_scratch():
+        rt.poison.new_cell(fenced)
+        scratch = rt.empty(100, np.uint32)
+    assert asked == [(100, np.dtype(np.uint32), False)]
+    first = rt.copy_to_host(scratch.ptr, np.empty(400, np.uint8))
+    assert first[0] in (0x00, 0xFF) and (first == first[0]).all()  # poisoned all through
+    guard = rt.poison.guarded[-1]
+    assert (guard.ptr, guard.nbytes, guard.before, guard.after) == (scratch.ptr, 400, False,
+                                                                      False)
+    rt.memset(scratch.ptr + 400, 0x12, 4)  # outside: memcheck's to see, not the guards'
+    assert rt.scratch_overruns() == []
+
+
+def test_the_memcheck_run_asks_for_exact_scratch_and_the_others_keep_guards(monkeypatch):
+    from histkit.conformance import sanitize
+    from histkit.gpu import device
+
+    seen = {}
+    pretend = Runtime.__new__(Runtime)
+    pretend.poison = ScratchPoison()
+    monkeypatch.setattr(device, "runtime", lambda: pretend)
+
+    class Report:
+        passed = True
+
+    def conformance(console, **options):
+        seen[options["json_path"]] = pretend.poison.exact
+        return Report()
+
+    monkeypatch.setattr(sanitize, "run_conformance", conformance)
+    for tool in ("racecheck", "memcheck"):
+        pretend.poison.exact = False
+        assert sanitize.main(["sanitize", tool, "fast"]) == 0
+    assert seen == {"sanitize-racecheck.json": False, "sanitize-memcheck.json": True}
+
+
 def test_kept_barrier_scratch_in_a_cell_is_poisoned_guarded_and_must_end_zero(rt):
     # resident_sort's arrivals word: outside a cell the stream keeps one
     # scratch whose first word is zero; in a cell it is poisoned scratch like

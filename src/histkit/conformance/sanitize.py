@@ -48,6 +48,12 @@ def main(argv: list[str]) -> int:
     rows = argv[2:] or None
     console = Console()
     console.print(f"compute-sanitizer {tool}: conformance on small cases")
+    if tool == "memcheck":
+        from histkit.gpu.device import runtime
+
+        # Scratch of exactly its size, unguarded: memcheck sees one element
+        # past it (ScratchPoison.exact).
+        runtime().poison.exact = True
     # (unbounded waits: under the sanitizer a kernel runs orders of magnitude slower)
     report = run_conformance(console, json_path=f"sanitize-{tool}.json", cases=sanitizer_cases(),
                              rows=rows, bounded_waits=False)

@@ -337,12 +337,17 @@ class ScratchPoison:
     both canaries (SCRATCH_CANARIES). In a fenced cell (`fenced`) each array
     is also flush against unmapped memory, before it and after it by turns
     (FencedBuffer): a write or read far outside it, past any guard, faults.
-    Shared by a runtime's stream views."""
+    `exact` (compute-sanitizer memcheck's runs, conformance/sanitize.py): each
+    array is instead an allocation of exactly its own bytes, poisoned, with no
+    guards, outside histkit's pool: memcheck then reports a read or write one
+    element outside it, which guards or a pool's size class would hold and
+    hide. Shared by a runtime's stream views."""
 
     def __init__(self):
         self.depth = 0
         self.cells = 0
         self.turn = 0
+        self.exact = False
         self.fenced = False
         self.canary = SCRATCH_CANARIES[0]
         self.guarded: list[GuardedScratch] = []
@@ -650,7 +655,11 @@ class Runtime:
         nbytes = max(1, n * dtype.itemsize)
         guard = SCRATCH_GUARD_BYTES
         canary = self.poison.canary
-        if self.poison.fenced:
+        if self.poison.exact:
+            whole = self._empty(n, dtype, pooled=False).buffer
+            guarded = GuardedScratch(whole, int(whole.handle), nbytes, canary, before=False,
+                                     after=False)
+        elif self.poison.fenced:
             at_start = self.poison.fence_at_start()
             whole = FencedBuffer(self.device.device_id, nbytes + guard, at_start)
             ptr = whole.handle if at_start else whole.handle + guard
