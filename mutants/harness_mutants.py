@@ -44,6 +44,19 @@ HARNESS_FILES = {
     "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
                       "tests/test_runner_report.py", "tests/test_api_calls.py",
                       "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
+    # histkit check's engine (a user's kernel judged): its fast tests, then the
+    # examples' CLI, plugin, hang, fault and no-GPU tests (seconds, not the
+    # examples' whole quick matrices)
+    "conformance/check.py": ("tests/test_check_engine.py", *(
+        f"tests/test_check_examples.py::{test}" for test in (
+            "test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors",
+            "test_the_cli_runs_one_input_given_as_keys",
+            "test_a_radix_sort_input_given_as_keys_needs_no_num_bins",
+            "test_a_hanging_kernel_costs_two_cells_and_is_not_run_further",
+            "test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case",
+            "test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed",
+            "test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone",
+            "test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer"))),
 }
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them; which tile resident_sort takes), and their tests.

@@ -173,7 +173,7 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False):
         distinct, ranks = np.unique(keys, return_inverse=True)
         if len(distinct) < top or distinct[0] != 0:
             yield ranks.astype(keys.dtype), len(distinct)
-        if len(distinct) > 1:
+        if len(distinct) > 2:  # (with two, capping at the second changes nothing)
             yield np.minimum(keys, distinct[1]).astype(keys.dtype), num_bins
     if num_bins > 1 and (len(valid) == 0 or int(valid.max()) < num_bins // 2):
         yield keys, num_bins // 2
@@ -193,9 +193,13 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
         improved = False
         for cand_keys, cand_bins in _candidates(keys, num_bins,
                                                 case.full_width or case.scan_counts):
-            attempts += 1
             candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width,
                                      case.scan_counts)
+            if candidate == best:
+                # The input itself (a scan's counts keep their own length as K):
+                # no smaller, and a FAIL would only repeat the round to the cap.
+                continue
+            attempts += 1
             cell, _ = judge(candidate)
             if len(judge.hung) > hangs_before:  # a smaller input hangs: each try could
                 return best, best_detail

@@ -1,0 +1,323 @@
+"""histkit check's engine on tiny inputs and plain NumPy callables (seconds,
+no GPU): which implementations it accepts, how a crash, a fault or a hang
+counts, how a failing input shrinks, what its report and reproducer say.
+tests/test_check_examples.py runs the full quick matrix on the examples."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from histkit.conformance.cases import Case
+from histkit.conformance.check import (
+    SHRINK_MAX_N,
+    CheckReport,
+    Judge,
+    check,
+    make_impl,
+    reproducer,
+    shrink,
+)
+from histkit.conformance.foreign import CudaFileImpl, PythonImpl
+
+# the module (histkit.conformance's `check` is the function)
+check_module = importlib.import_module("histkit.conformance.check")
+
+
+def first_bad(keys, num_bins):
+    bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
+    return int(bad[0]) if len(bad) else None
+
+
+def exact(keys, num_bins):
+    """Correct: raises on a bad key, naming the first one's index, as the rule asks."""
+    if first_bad(keys, num_bins) is not None:
+        raise ValueError(f"key {keys[first_bad(keys, num_bins)]} at index "
+                         f"{first_bad(keys, num_bins)} is out of range")
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+
+def loses_a_count_from_five_keys(keys, num_bins):
+    counts = exact(keys, num_bins)
+    if len(keys) >= 5:
+        counts[int(keys[0])] -= 1
+    return counts
+
+
+def loses_a_count_past_16_bins(keys, num_bins):
+    counts = exact(keys, num_bins)
+    if num_bins > 16 and len(keys):
+        counts[int(keys[0])] -= 1
+    return counts
+
+
+def crashes(keys, num_bins):
+    raise ZeroDivisionError("a bug in the callable")
+
+
+def small(n, num_bins=8, distribution="uniform"):
+    return Case(distribution, n, num_bins, seed=n)
+
+
+def test_an_unknown_kind_a_cuda_kind_without_an_abi_and_a_non_callable_are_refused():
+    with pytest.raises(ValueError, match="kind must be one of .*histogram"):
+        make_impl(exact, "histogrm")
+    with pytest.raises(ValueError, match="the kernel ABI has no radix-sort kernels"):
+        make_impl("my_kernel.cu", "radix-sort")
+    with pytest.raises(TypeError, match="a .cu path or a callable; got 42"):
+        make_impl(42, "histogram")
+
+
+def test_a_callable_is_judged_on_numpy_keys_and_a_cuda_file_by_its_entries(tmp_path):
+    impl = make_impl(exact, "histogram")
+    assert isinstance(impl, PythonImpl) and impl.inputs == "numpy" and impl.block == 256
+    assert make_impl(exact, "histogram", inputs="cupy").inputs == "cupy"
+    assert make_impl(impl, "scan") is impl  # an implementation is taken as it is
+    kernel = tmp_path / "k.cu"
+    kernel.write_text('extern "C" __global__ void histogram() {}\n')
+    cuda = make_impl(f"{kernel}", "histogram", defines={"B": 2, "A": 1}, block=128, grid=3,
+                     count_bits=64)
+    assert isinstance(cuda, CudaFileImpl) and cuda.defines == (("A", 1), ("B", 2))
+    assert (cuda.block, cuda.grid, cuda.count_bits) == (128, 3, 64)
+
+
+def test_keys_need_num_bins_except_for_full_width_kinds():
+    with pytest.raises(ValueError, match="keys= needs num_bins="):
+        check(exact, "histogram", keys=np.array([1, 2]))
+    report = check(np.argsort, "radix-sort", keys=np.array([3, -1, 2], np.int16))
+    (case,) = [c for c, _, _ in report.cells]
+    assert case.full_width and case.literal == (3, -1, 2) and case.dtype == "int16"
+
+
+def test_a_report_counts_every_cell_and_moves_the_smallest_failure_first():
+    cases = [small(40), small(3), small(20)]
+    seen = []
+    report = check(loses_a_count_from_five_keys, "histogram", cases=cases,
+                   progress=lambda case, cell: seen.append((case.n, cell.status)))
+    assert seen == [(40, "FAIL"), (3, "pass"), (20, "FAIL")]
+    assert report.counts() == {"pass": 1, "FAIL": 2, "finding": 0, "skip": 0}
+    assert not report.passed and [f.case.n for f in report.failures] == [20, 40]
+    assert report.seconds > 0
+    as_json = report.to_json()
+    assert as_json["passed"] is False and as_json["counts"]["FAIL"] == 2
+    assert [f["case"] for f in as_json["failures"]] == [f.case.name for f in report.failures]
+    assert as_json["failures"][0]["shrunk_keys"] == list(report.failures[0].shrunk.literal)
+    assert as_json["failures"][1]["shrunk"] is None  # only the smallest is shrunk
+    assert [c["status"] for c in as_json["cells"]] == ["FAIL", "pass", "FAIL"]
+    assert CheckReport("x", "histogram").passed
+
+
+def test_a_failing_input_shrinks_to_the_fewest_keys_that_still_fail():
+    report = check(loses_a_count_from_five_keys, "histogram", cases=[small(1000, 64)])
+    failure = report.failures[0]
+    assert failure.shrunk.n == 5 and failure.shrunk.distribution == "literal"
+    assert "smallest failing input" in str(failure) and "keys = [" in str(failure)
+    assert "reproduce: " in str(failure) and failure.reproducer.startswith("python -c")
+    again = check(loses_a_count_from_five_keys, "histogram",
+                  keys=np.array(failure.shrunk.literal, failure.shrunk.dtype),
+                  num_bins=failure.shrunk.num_bins)
+    assert not again.passed
+
+
+def test_a_failing_input_shrinks_its_bins_too_but_not_below_what_fails():
+    report = check(loses_a_count_past_16_bins, "histogram", cases=[small(300, 4096)])
+    shrunk = report.failures[0].shrunk
+    assert shrunk.n == 1 and 16 < shrunk.num_bins < 4096
+
+
+def test_a_scan_or_full_width_input_shrinks_only_to_fewer_values():
+    def drops_the_last_of_four(keys):
+        order = np.argsort(keys, kind="stable")
+        if len(keys) >= 4:
+            order = order[:-1]
+        return keys[order], order
+
+    report = check(drops_the_last_of_four, "radix-sort",
+                   cases=[Case("uniform", 300, 0, seed=1, dtype="int32", full_width=True)])
+    shrunk = report.failures[0].shrunk
+    assert shrunk.full_width and shrunk.n == 4
+
+
+def test_an_input_too_large_is_not_shrunk():
+    judge = Judge(make_impl(loses_a_count_from_five_keys, "histogram"), 60)
+    assert shrink(judge, small(SHRINK_MAX_N + 1)) is None
+
+
+def test_a_callable_that_crashes_fails_its_cell_with_the_error():
+    report = check(crashes, "histogram", cases=[small(10)], shrink_failures=False)
+    (failure,) = report.failures
+    assert failure.detail == "ZeroDivisionError: a bug in the callable"
+    assert failure.shrunk is None and failure.reproducer
+
+
+def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_path):
+    literal = Case.of_keys(np.array([3, 1], np.int32), 4)
+    python = make_impl(exact, "histogram")
+    line = reproducer(python, "histogram", literal)
+    assert "keys=np.array([3,1], dtype='int32'), num_bins=4" in line
+    assert "'test_check_engine:exact', 'histogram'" in line
+    sort = reproducer(make_impl(np.argsort, "radix-sort"), "radix-sort",
+                      Case.of_keys(np.array([3, 1], np.int64), 0, full_width=True))
+    assert "num_bins" not in sort and "dtype='int64'" in sort
+    generated = reproducer(python, "histogram", small(10))
+    assert f"cases=[{small(10)!r}]" in generated
+    too_many = Case.of_keys(np.zeros(check_module.INLINE_KEYS + 1, np.int32), 4)
+    assert "cases=[" in reproducer(python, "histogram", too_many)
+    kernel = tmp_path / "k.cu"
+    kernel.write_text("")
+    cuda = make_impl(f"{kernel}:my_hist", "histogram", defines={"X": 1}, block=64,
+                     count_bits=64)
+    line = reproducer(cuda, "histogram", Case.of_keys(np.array([2], np.int8), 3, grid=5))
+    assert line.startswith(f"histkit check {cuda.describe()} --kind histogram --keys '2'")
+    assert ("--dtype int8 --num-bins 3 --define X=1 --block 64 --grid 5 --counts 64"
+            in line)
+    no_grid = reproducer(cuda, "histogram", Case.of_keys(np.array([2], np.int8), 3))
+    assert "--grid" not in no_grid
+
+
+def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
+    # an isolated judge stand-in: hangs or faults on every case past 100 keys
+    class Worker:
+        def __init__(self, outcome):
+            self.outcome, self.hung, self.faulted, self.ran = outcome, [], [], []
+
+        def judge(self, impl, case):
+            from histkit.conformance.checks import Cell
+
+            self.ran.append(case.name)
+            if case.n <= 100:
+                return Cell("pass"), ""
+            getattr(self, self.outcome).append(case.name)
+            return Cell("FAIL", self.outcome), ""
+
+        def close(self):
+            pass
+
+    cases = [small(n) for n in (10, 200, 300, 400, 500, 600, 700, 800, 20)]
+    for outcome, limit, says in (("hung", check_module.MAX_HANGS, "hung on"),
+                                 ("faulted", check_module.MAX_FAULTS, "faulted on")):
+        worker = Worker(outcome)
+        judge = Judge(make_impl(exact, "histogram"), 60)
+        judge._isolated = worker
+        monkeypatch.setattr(check_module, "Judge", lambda impl, timeout, j=judge: j)
+        report = check(exact, "histogram", cases=cases, shrink_failures=False)
+        statuses = [cell.status for _, cell, _ in report.cells]
+        assert statuses == ["pass"] + ["FAIL"] * limit + ["skip"] * (8 - limit), outcome
+        assert all(says in cell.detail for _, cell, _ in report.cells[1 + limit:])
+        assert len(getattr(worker, outcome)) == limit
+
+
+# The shrinker, on inputs whose outcome is worked out by hand from its
+# candidates (check._candidates: halves, then a cut of n // 8 from either end;
+# with every key valid, the bins cut to just past the largest key, the keys'
+# gaps closed up, the values above the second capped to it; with no key past
+# half the bins, half the bins). Each test counts the callable's calls too.
+
+class Counted:
+    """A histogram callable that loses one count exactly when `fails(keys,
+    num_bins)`, and raises on a bad key unless `clips` (the bug of clipping
+    bad keys into the edge bins)."""
+
+    def __init__(self, fails, clips=False):
+        self.fails, self.clips, self.calls = fails, clips, 0
+
+    def __call__(self, keys, num_bins):
+        self.calls += 1
+        if self.clips:
+            keys = np.clip(keys, 0, num_bins - 1)
+        counts = exact(keys, num_bins)
+        if self.fails(keys, num_bins):
+            counts[int(keys[0])] -= 1
+        return counts
+
+
+def shrunk(function, keys, num_bins, dtype=np.int32):
+    found, _ = shrink(Judge(make_impl(function, "histogram"), 60),
+                      Case.of_keys(np.array(keys, dtype), num_bins))
+    return list(found.literal), found.num_bins
+
+
+def test_the_bins_shrink_to_just_past_the_largest_key_that_fails():
+    # [5, 9] K=64: half [5] fails; bins cut to 6; gaps closed ([0], K=1) passes
+    loses_bin_5 = Counted(lambda keys, k: 5 in keys)
+    assert shrunk(loses_bin_5, [5, 9], 64) == ([5], 6) and loses_bin_5.calls == 3
+
+
+def test_gaps_between_keys_close_up_but_an_input_is_never_tried_twice():
+    # [0, 5] K=64: halves and cuts (4 calls) pass; bins cut to 6 fails; four
+    # more pass, then the ranks [0, 1] K=2 fail; four more pass and nothing
+    # smaller is left (capping [0, 1] at 1 is the input itself, not tried)
+    two_values = Counted(lambda keys, k: len(np.unique(keys)) >= 2)
+    assert shrunk(two_values, [0, 5], 64) == ([0, 1], 2) and two_values.calls == 14
+
+
+def test_a_bad_key_stays_bad_while_the_bins_halve():
+    # [0, 8] K=8: the half [8] (a bad key, clipped) fails; with no valid key
+    # the bins halve to 4, 2, 1, each still failing; the bad key stays 8
+    clipped = Counted(lambda keys, k: False, clips=True)
+    assert shrunk(clipped, [0, 8], 8) == ([8], 1) and clipped.calls == 5
+
+
+def test_the_bins_halve_only_while_every_valid_key_stays_valid():
+    # a bug that skips a bad key silently beside two valid ones (and raises as
+    # it should otherwise): [1, 3, 9] K=8: halves and cuts pass (4 calls); the
+    # bins halve to 4 (3 < 4) and fail; four more pass, and halving again
+    # would make the 3 bad: ([1, 3, 9], 4) in 9 calls
+    calls = []
+
+    def skips_a_bad_key_beside_two_valid(keys, num_bins):
+        calls.append(len(keys))
+        valid = keys[(keys >= 0) & (keys < num_bins)]
+        if len(valid) < 2:
+            return exact(keys, num_bins)
+        return np.bincount(valid.astype(np.int64), minlength=num_bins)
+
+    assert shrunk(skips_a_bad_key_beside_two_valid, [1, 3, 9], 8) == ([1, 3, 9], 4)
+    assert len(calls) == 9
+
+
+def test_the_shrinker_stops_at_its_attempts_and_size_limits(monkeypatch):
+    monkeypatch.setattr(check_module, "SHRINK_ATTEMPTS", 2)
+    two_values = Counted(lambda keys, k: len(np.unique(keys)) >= 2)
+    assert shrunk(two_values, [0, 5], 64) == ([0, 5], 64) and two_values.calls == 2
+    monkeypatch.setattr(check_module, "SHRINK_ATTEMPTS", 3)
+    always = Counted(lambda keys, k: True)
+    shrunk(always, list(range(40)), 64)
+    assert always.calls == 3
+    monkeypatch.setattr(check_module, "SHRINK_MAX_N", 40)
+    judge = Judge(make_impl(always, "histogram"), 60)
+    assert shrink(judge, small(40)) is not None and shrink(judge, small(41)) is None
+
+
+def test_a_scans_counts_shrink_to_a_run_of_the_original_counts():
+    def wrong_from_four(counts):
+        out = np.concatenate(([0], np.cumsum(counts, dtype=np.uint64)[:-1])).astype(np.uint64)
+        if len(counts) >= 4:
+            out[-1] += np.uint64(1)
+        return out
+
+    case = Case.counts(300, seed=1)
+    report = check(wrong_from_four, "scan", cases=[case])
+    first = report.failures[0].shrunk
+    original = list(case.keys())
+    found = list(first.literal)
+    assert first.scan_counts and len(found) == 4
+    assert any(original[i:i + 4] == found for i in range(len(original) - 3))
+
+
+def test_a_failure_reads_fail_then_its_smallest_input_keys_shown_up_to_64():
+    base = check_module.Failure(small(10), "1 x 2", "bin 3 is 1, want 2")
+    shown = check_module.SHOWN_KEYS
+    for n, listed in ((shown, True), (shown + 1, False)):
+        base.shrunk = Case.of_keys(np.zeros(n, np.int32), 4)
+        text = str(base)
+        assert text.startswith(f"FAIL on {small(10).name} [1 x 2]: bin 3 is 1, want 2")
+        assert "smallest failing input: " in text and ("keys = [" in text) is listed
+
+
+def test_a_literal_of_inline_keys_is_inlined_one_more_is_named_as_a_case():
+    python = make_impl(exact, "histogram")
+    inline = check_module.INLINE_KEYS
+    at = reproducer(python, "histogram", Case.of_keys(np.zeros(inline, np.int32), 4))
+    past = reproducer(python, "histogram", Case.of_keys(np.zeros(inline + 1, np.int32), 4))
+    assert "keys=np.array([0,0," in at and "cases=[" in past
