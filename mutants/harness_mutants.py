@@ -58,6 +58,8 @@ HARNESS_FILES = {
             "test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone",
             "test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer"))),
 }
+# A user's callable judged (foreign.py): the same fast tests as check.py's engine.
+HARNESS_FILES["conformance/foreign.py"] = HARNESS_FILES["conformance/check.py"]
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them; which tile resident_sort takes), and their tests.
 LAUNCH_FILES = {

@@ -321,3 +321,151 @@ def test_a_literal_of_inline_keys_is_inlined_one_more_is_named_as_a_case():
     at = reproducer(python, "histogram", Case.of_keys(np.zeros(inline, np.int32), 4))
     past = reproducer(python, "histogram", Case.of_keys(np.zeros(inline + 1, np.int32), 4))
     assert "keys=np.array([0,0," in at and "cases=[" in past
+
+
+@pytest.mark.parametrize("spec", ["examples.python_kernels", ":histogram", "histogram:"])
+def test_a_python_kernel_without_module_and_function_is_refused_saying_how(spec):
+    from histkit.conformance.foreign import load_callable
+
+    with pytest.raises(ValueError, match="given as package.module:function"):
+        load_callable(spec)
+
+
+def test_each_input_kind_hands_the_keys_to_its_own_framework(monkeypatch):
+    # (stand-ins for CuPy and PyTorch: this machine may have neither)
+    import sys
+    import types
+
+    from histkit.conformance.foreign import _to_kind
+
+    made = []
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
+        asarray=lambda a: made.append(("cupy", a)) or "cupy array"))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        as_tensor=lambda a, device: made.append(("torch", device)) or "tensor"))
+    keys = np.arange(3)
+    assert _to_kind(keys, "cupy") == "cupy array" and _to_kind(keys, "torch") == "tensor"
+    assert [m[0] for m in made] == ["cupy", "torch"] and made[1][1] == "cuda"
+    copied = _to_kind(keys, "numpy")
+    copied[0] = 7  # the callable may scribble on its copy; the case's keys stay
+    assert keys[0] == 0
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        _to_kind(keys, "jax")
+
+
+def test_a_scans_small_counts_shrink_to_fewer_never_to_other_values():
+    # counts all below their own number could pass for keys: ranking or
+    # capping them would change the values; a scan's input only gets shorter
+    def wrong_from_eight(counts):
+        out = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.uint64)
+        if len(counts) >= 8:
+            out[-1] += np.uint64(1)
+        return out
+
+    counts = np.array([0, 5, 5, 7, 1, 1, 1, 1], np.uint64)
+    case = Case.of_keys(counts, 0, scan_counts=True)
+    found, _ = shrink(Judge(make_impl(wrong_from_eight, "scan"), 60), case)
+    assert found.scan_counts and list(found.literal) == list(counts)
+
+
+def test_the_shrinker_gives_up_after_its_own_faults(monkeypatch):
+    class FaultsEverywhere:
+        def __init__(self):
+            self.hung, self.faulted, self.ran = [], [], []
+
+        def judge(self, impl, case):
+            from histkit.conformance.checks import Cell
+
+            self.ran.append(case.name)
+            self.faulted.append(case.name)
+            return Cell("FAIL", "CUDA_ERROR_ILLEGAL_ADDRESS"), ""
+
+    monkeypatch.setattr(check_module, "SHRINK_MAX_FAULTS", 2)
+    judge = Judge(make_impl(exact, "histogram"), 60)
+    judge._isolated = FaultsEverywhere()
+    found, _ = shrink(judge, small(100))
+    assert len(judge.faulted) == 2 and found.n == 50  # the first fault was a FAIL: taken
+
+
+def test_a_radix_sort_takes_every_key_of_a_bad_key_case_as_a_key():
+    # full-width kinds have no K: keys past it are keys, not bad ones
+    def stable_argsort(keys):
+        order = np.argsort(keys, kind="stable")
+        return keys[order], order
+
+    case = Case("uniform", 100, 10, seed=1, bad="several")
+    assert first_bad(case.keys(), 10) is not None
+    report = check(stable_argsort, "radix-sort", cases=[case])
+    assert report.passed and [cell.status for _, cell, _ in report.cells] == ["pass"]
+
+
+def test_a_privatized_callable_is_told_its_geometry_and_the_report_names_it():
+    seen = []
+
+    def privatized(keys, num_bins, block_size, num_blocks):
+        seen.append((block_size, num_blocks))
+        counts = exact(keys, num_bins)
+        return counts, num_blocks * int(np.count_nonzero(counts))  # an upper bound
+
+    impl = make_impl(privatized, "privatized", block=256)
+    assert [impl.geometry(small(n))[1] for n in (0, 1, 256, 257, 1000)] == [1, 1, 1, 2, 4]
+    assert impl.geometry(Case("uniform", 1000, 8, seed=1, grid=3)) == (256, 3)
+    forced = make_impl(privatized, "privatized", grid=5)
+    assert forced.geometry(small(1000))[1] == 5
+    assert forced.geometry(Case("uniform", 1000, 8, seed=1, grid=3))[1] == 3
+    report = check(privatized, "privatized", cases=[small(1000)], shrink_failures=False)
+    assert seen == [(256, 4)] and report.cells[0][2] == "block_size=256, num_blocks=4"
+    histogram = check(exact, "histogram", cases=[small(1000)])
+    assert histogram.cells[0][2] == ""
+
+
+def test_a_cuda_file_becomes_a_registry_row_of_its_kind(tmp_path):
+    import types
+
+    from histkit.conformance.foreign import DEFAULT_ENTRIES
+
+    def row(kind, **options):
+        return CudaFileImpl(str(tmp_path / "k.cu"), kind, DEFAULT_ENTRIES[kind],
+                            **options).as_kernel()
+
+    assert row("histogram", grid=4).takes_grid and not row("histogram").takes_grid
+    assert not row("scan", grid=4).takes_grid
+    assert row("histogram").count_dtype == "uint32"
+    assert row("histogram", count_bits=64).count_dtype == "uint64"
+    assert row("stable-sort").count_dtype == "uint64" and row("sort").count_dtype == "uint64"
+    # the privatized row may refuse bins past a block's shared memory (4 bytes a bin)
+    refuses = row("privatized").may_refuse
+    tight = types.SimpleNamespace(max_shared_per_block=4000)
+    assert refuses(tight, 10, 1000, np.int32, {}) is False
+    assert refuses(tight, 10, 1001, np.int32, {}) is True
+    wide = row("privatized", count_bits=64).may_refuse
+    assert wide(tight, 10, 500, np.int32, {}) is False and wide(tight, 10, 501, np.int32, {})
+    assert row("histogram").may_refuse is None and not row("histogram").skips_bad_keys
+
+
+def test_a_callable_is_named_for_its_reproducer_when_it_can_be_imported():
+    def local(keys, num_bins):
+        return exact(keys, num_bins)
+
+    assert make_impl(exact, "histogram").describe() == "test_check_engine:exact"
+    assert make_impl(local, "histogram").describe() == local.__qualname__
+    assert ":" not in make_impl(local, "histogram").describe()
+    assert make_impl("examples.python_kernels:histogram", "histogram").describe() == (
+        "examples.python_kernels:histogram")
+
+
+def test_results_come_back_as_numpy_from_any_framework():
+    from histkit.conformance.foreign import to_numpy
+
+    class ArrayLikeWithGet:  # has .get() but is no CuPy array (a pandas Series has one)
+        def __init__(self, values):
+            self.values = values
+
+        def get(self, key, default=None):
+            raise AssertionError("not a CuPy array: .get() must not be called")
+
+        def __array__(self, dtype=None, copy=None):
+            return np.asarray(self.values, dtype)
+
+    assert list(to_numpy(ArrayLikeWithGet([1, 2]))) == [1, 2]
+    assert list(to_numpy([3, 4])) == [3, 4]
