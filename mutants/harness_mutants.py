@@ -60,6 +60,9 @@ HARNESS_FILES = {
 }
 # A user's callable judged (foreign.py): the same fast tests as check.py's engine.
 HARNESS_FILES["conformance/foreign.py"] = HARNESS_FILES["conformance/check.py"]
+# ... and its command line (`histkit check`)
+HARNESS_FILES["conformance/check_cli.py"] = ("tests/test_check_cli.py",
+                                             *HARNESS_FILES["conformance/check.py"])
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them; which tile resident_sort takes), and their tests.
 LAUNCH_FILES = {

@@ -1,0 +1,94 @@
+"""`histkit check`'s command line, in process (seconds, no GPU): its options'
+forms and ranges, what it hands check(), what it prints while it runs, and
+how it re-runs itself under compute-sanitizer."""
+
+import importlib
+
+import pytest
+
+from histkit.cli import main
+from histkit.conformance import check_cli
+
+check_module = importlib.import_module("histkit.conformance.check")
+
+
+@pytest.mark.parametrize("text, parsed", [("X=1", ("X", "1")), ("ITEMS=", ("ITEMS", "")),
+                                          ("_A=b=c", ("_A", "b=c"))])
+def test_a_define_is_name_equals_value(text, parsed):
+    assert check_cli._define(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["X", "1X=2", "=3", "A B=1"])
+def test_a_define_without_an_identifier_and_an_equals_sign_is_refused(text, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "k.cu", "--kind", "histogram", "--define", text])
+    assert stop.value.code == 2 and "--define takes NAME=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, grid", [("auto", None), ("1", 1), ("7", 7)])
+def test_a_grid_is_a_block_count_from_1_or_auto(text, grid):
+    assert check_cli._grid(text) == grid
+
+
+@pytest.mark.parametrize("text, says", [("0", "--grid must be >= 1; got 0"),
+                                        ("-2", "--grid must be >= 1"),
+                                        ("many", "a block count or 'auto'")])
+def test_a_grid_below_1_or_not_a_number_is_refused(text, says, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "k.cu", "--kind", "histogram", "--grid", text])
+    assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def _handed_to_check(monkeypatch, argv):
+    seen = {}
+
+    def fake_check(kernel, kind, **options):
+        seen.update(options, kernel=kernel, kind=kind)
+        return check_module.CheckReport(kernel, kind)
+
+    monkeypatch.setattr(check_module, "check", fake_check)
+    assert main(argv) == 0
+    return seen
+
+
+def test_the_options_reach_check_as_given_and_shrinking_is_on_unless_refused(monkeypatch):
+    seen = _handed_to_check(monkeypatch, [
+        "check", "my.cu", "--kind", "privatized", "--full", "--define", "A=1", "--block",
+        "128", "--grid", "3", "--counts", "64", "--warp-size", "16", "--inputs", "numpy",
+        "--timeout", "5"])
+    assert (seen["kernel"], seen["kind"], seen["quick"]) == ("my.cu", "privatized", False)
+    assert seen["defines"] == {"A": "1"} and (seen["block"], seen["grid"]) == (128, 3)
+    assert (seen["count_bits"], seen["warp_size"], seen["inputs"]) == (64, 16, "numpy")
+    assert seen["timeout"] == 5.0 and seen["shrink_failures"] is True
+    assert seen["keys"] is None and seen["quick"] is False
+    seen = _handed_to_check(monkeypatch, ["check", "my.cu", "--kind", "scan", "--no-shrink"])
+    assert seen["shrink_failures"] is False and seen["quick"] is True and seen["grid"] is None
+
+
+def test_a_failing_case_is_printed_as_it_comes_and_a_passing_one_is_not(capsys):
+    clipped = "examples.python_kernels:histogram_clipped"
+    assert main(["check", clipped, "--kind", "histogram", "--keys", "0,9",
+                 "--num-bins", "4", "--no-shrink"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "FAIL literal/N=2/K=4/int32"  # then the report's lines
+    assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
+                 "--keys", "0,3", "--num-bins", "4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("PASS examples.python_kernels:histogram as histogram: 1 pass, 0 FAIL")
+
+
+@pytest.mark.parametrize("option", [["--sanitize", "racecheck"], ["--sanitize=racecheck"]])
+def test_under_a_sanitizer_the_same_check_runs_without_its_sanitize_option(option,
+                                                                          monkeypatch):
+    commands = []
+
+    class Done:
+        returncode = 1
+
+    monkeypatch.setattr(check_cli.subprocess, "run",
+                        lambda command, env=None: commands.append(command) or Done())
+    assert main(["check", "k.cu", "--kind", "scan", *option, "--grid", "1"]) == 1
+    (command,) = commands
+    assert command[:3] == ["compute-sanitizer", "--tool", "racecheck"]
+    assert command[command.index("histkit") + 1:] == ["check", "k.cu", "--kind", "scan",
+                                                       "--grid", "1"]
