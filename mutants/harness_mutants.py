@@ -63,6 +63,13 @@ HARNESS_FILES["conformance/foreign.py"] = HARNESS_FILES["conformance/check.py"]
 # ... and its command line (`histkit check`)
 HARNESS_FILES["conformance/check_cli.py"] = ("tests/test_check_cli.py",
                                              *HARNESS_FILES["conformance/check.py"])
+# The mutation machinery itself (a slip there can call every mutant caught, or
+# leave some unjudged): its own tests, less the NVRTC compile of a sample
+# (tests/test_mutants.py compiles every table mutant in CI).
+for _machinery in ("conformance/mutation.py", "conformance/mutagen.py"):
+    HARNESS_FILES[_machinery] = (
+        "tests/test_mutagen.py", "--deselect",
+        "tests/test_mutagen.py::test_a_sample_of_generated_mutants_compiles_with_nvrtc")
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them; which tile resident_sort takes), and their tests.
 LAUNCH_FILES = {

@@ -410,3 +410,58 @@ def test_a_sanitizer_judge_past_its_time_is_unjudged_not_a_hang(tool, monkeypatc
     outcome = mutation.run_one(dataclasses.replace(GENERATED[0], needs=tool), ROOT / "cuda",
                                1.0, {})
     assert outcome.verdict == "unjudged" and f"compute-sanitizer {tool}" in outcome.how
+
+
+def test_a_table_mutant_needing_an_unknown_judge_is_refused(tmp_path):
+    table = tmp_path / "mutants.toml"
+    entry = ('[[mutant]]\nid = "m"\nfile = "a.cu"\nfind = "a"\nreplace = "b"\n'
+             'plants = "p"\ncaught_by = "c"\nneeds = "{}"\n')
+    table.write_text(entry.format("racecheck"))
+    assert [m.needs for m in mutation.load(table)] == ["racecheck"]
+    table.write_text(entry.format("eyeballing"))
+    with pytest.raises(ValueError, match="mutant m: needs must be one of"):
+        mutation.load(table)
+
+
+def test_a_planted_find_text_must_occur_exactly_once():
+    assert mutation.plant("a < b;", " < ", " <= ", "m") == "a <= b;"
+    for text, times in (("a > b;", 0), ("a < b < c;", 2)):
+        with pytest.raises(ValueError, match=f"m: its find text occurs {times} times"):
+            mutation.plant(text, " < ", " <= ", "m")
+
+
+def test_a_generated_mutant_plants_at_its_line_first_to_last_and_nowhere_else():
+    text = "first\nmiddle\nlast"
+    assert mutation.plant_at_line(text, 1, "first", "1st", "m") == "1st\nmiddle\nlast"
+    assert mutation.plant_at_line(text, 3, "last", "end", "m") == "first\nmiddle\nend"
+    for line, find in ((0, "last"), (4, "last"), (2, "first")):
+        with pytest.raises(ValueError, match=f"line {line} is not the line it was generated"):
+            mutation.plant_at_line(text, line, find, "x", "m")
+
+
+def test_host_tests_run_from_the_repository_root_and_a_failure_is_a_catch(tmp_path,
+                                                                          monkeypatch):
+    import pytest as pytest_module
+
+    ran = []
+    monkeypatch.setattr(pytest_module, "main", lambda args: ran.append(args) or status)
+    status = 0
+    assert mutation.host_tests_fail() is False  # (run from the root: the files are here)
+    assert ran[-1][:2] == ["-x", "-q"] and list(mutation.HOST_TESTS) == ran[-1][-4:]
+    status = 1
+    assert mutation.host_tests_fail() is True
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="judged from the repository root"):
+        mutation.host_tests_fail()
+
+
+def test_a_slip_right_after_a_string_literal_is_planted_one_inside_it_is_not():
+    mutants = mutagen.python_mutants_of("f.py", 'ok = "a < b" < limit\n')
+    lt = [m for m in mutants if "lt-to-le" in m.id]
+    assert [m.replace for m in lt] == ['ok = "a < b" <= limit']
+
+
+def test_a_sample_of_every_mutant_is_all_of_them_in_their_order():
+    every = GENERATED[:40]
+    assert mutagen.sample(every, len(every), seed=3) == every
+    assert mutagen.sample(every, None) == every
