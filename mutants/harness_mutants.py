@@ -63,6 +63,9 @@ HARNESS_FILES["conformance/foreign.py"] = HARNESS_FILES["conformance/check.py"]
 # ... and its command line (`histkit check`)
 HARNESS_FILES["conformance/check_cli.py"] = ("tests/test_check_cli.py",
                                              *HARNESS_FILES["conformance/check.py"])
+# What a conformance run prints
+HARNESS_FILES["conformance/report.py"] = ("tests/test_conformance_report.py",
+                                          "tests/test_runner_report.py")
 # The mutation machinery itself (a slip there can call every mutant caught, or
 # leave some unjudged): its own tests, less the NVRTC compile of a sample
 # (tests/test_mutants.py compiles every table mutant in CI).
