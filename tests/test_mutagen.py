@@ -7,6 +7,7 @@ import json
 import sys
 import time
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,10 @@ def test_units_and_the_entries_reaching_each_line_follow_calls_templates_and_str
     units = {u.name: u for u in mutagen.units_of(text)}
     assert set(units) == {"Adder", "helper", "first", "second"}
     assert (units["first"].first, units["first"].last, units["first"].entry) == (5, 9, True)
+    # each unit begins on its own header's line, after a `;` or `}` that ends the last
+    assert [(u.name, u.first, u.last, u.entry) for u in mutagen.units_of(text)] == [
+        ("Adder", 1, 1, False), ("helper", 2, 4, False), ("first", 5, 9, True),
+        ("second", 10, 10, True)]
     reach = mutagen.entries_reaching(text)
     assert reach[3] == {"first"} and reach[1] == {"first"} and reach[10] == {"second"}
     assert 11 not in reach  # outside every unit: every entry may see it
@@ -465,3 +470,54 @@ def test_a_sample_of_every_mutant_is_all_of_them_in_their_order():
     every = GENERATED[:40]
     assert mutagen.sample(every, len(every), seed=3) == every
     assert mutagen.sample(every, None) == every
+
+
+@pytest.mark.parametrize("exit_code, printed, verdict, how", [
+    (0, "", "survived", "every case passed"),
+    (1, "FAIL fast on uniform/N=33", "caught", "FAIL fast on uniform/N=33"),
+    (3, "broken build", "broken", "does not compile: "),
+    (1, f"{mutation.COMPILE_FAILED} (log)", "broken", "does not compile: "),
+    (7, "Segmentation fault", "caught", "crashed (exit 7): "),
+])
+def test_a_judges_exit_status_and_output_make_its_verdict(exit_code, printed, verdict, how,
+                                                          monkeypatch):
+    # what a judge prints goes to stdout, what it complains of to stderr: both are read
+    script = (f"import sys; print({printed!r}); print('on stderr', file=sys.stderr); "
+              f"sys.exit({exit_code})")
+    monkeypatch.setattr(mutation, "_judge_command",
+                        lambda mutant, cuda_dir=None: [sys.executable, "-c", script])
+    outcome = mutation.run_one(GENERATED[0], ROOT / "cuda", 60.0, {})
+    assert outcome.verdict == verdict and outcome.how.startswith(how), outcome.how
+    if verdict != "survived":
+        assert "on stderr" in outcome.how and (printed in outcome.how or exit_code == 3)
+
+
+@pytest.mark.parametrize("needs, failures, status", [
+    ("quick", [], mutation.EXIT_SURVIVED),
+    ("full", ["bin 3 is 1, want 2"], mutation.EXIT_CAUGHT),
+    ("quick", [f"{mutation.COMPILE_FAILED}: the log"], mutation.EXIT_BROKEN),
+])
+def test_a_judge_runs_its_needs_cases_stops_at_the_first_fail_and_says_how_it_ended(
+        needs, failures, status, monkeypatch):
+    from histkit.conformance import cases, runner
+
+    monkeypatch.setattr(cases, "all_cases", lambda quick: ["quick cases"] if quick else [])
+    monkeypatch.setattr(cases, "huge_cases", lambda: ["cases past 2^31"])
+    seen = {}
+
+    def conformance(console, **options):
+        seen.update(options)
+        failed = [types.SimpleNamespace(cell=types.SimpleNamespace(detail=d)) for d in failures]
+        return types.SimpleNamespace(failures=failed)
+
+    monkeypatch.setattr(runner, "run_conformance", conformance)
+    assert mutation.judge(needs, ["fast"]) == status
+    assert seen["cases"] == (["cases past 2^31"] if needs == "full" else ["quick cases"])
+    assert seen["rows"] == ["fast"] and seen["stop_at_first_fail"] is True
+
+
+@pytest.mark.parametrize("named", ["sort.py", "gpu/launch/sort.py"])
+def test_host_mutants_of_one_file_are_asked_for_by_its_name_or_its_path(named):
+    package = ROOT / "src" / "histkit"
+    mutants = mutagen.generate_host(package, [named])
+    assert mutants and {m.file for m in mutants} == {"gpu/launch/sort.py"}
