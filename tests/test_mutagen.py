@@ -521,3 +521,19 @@ def test_host_mutants_of_one_file_are_asked_for_by_its_name_or_its_path(named):
     package = ROOT / "src" / "histkit"
     mutants = mutagen.generate_host(package, [named])
     assert mutants and {m.file for m in mutants} == {"gpu/launch/sort.py"}
+
+
+def test_a_judge_of_the_cases_past_2_31_gets_three_times_the_limit(tmp_path, monkeypatch):
+    # its cases hold tens of GB and take minutes unmutated; they run one at a time
+    limits = []
+
+    def judged(mutant, cuda_dir, timeout, env):
+        limits.append((mutant.needs, timeout))
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, "caught", "", 0.0)
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    picked = [m.id for m in GENERATED[:2]]
+    for judge_on in ("quick", "full"):
+        mutation.run(Path("unused.toml"), ROOT / "cuda", 2, 40.0, tmp_path / "r.json", picked,
+                     None, generated=True, judge_on=judge_on)
+    assert limits == [("quick", 40.0)] * 2 + [("full", 120.0)] * 2
