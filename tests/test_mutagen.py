@@ -537,3 +537,11 @@ def test_a_judge_of_the_cases_past_2_31_gets_three_times_the_limit(tmp_path, mon
         mutation.run(Path("unused.toml"), ROOT / "cuda", 2, 40.0, tmp_path / "r.json", picked,
                      None, generated=True, judge_on=judge_on)
     assert limits == [("quick", 40.0)] * 2 + [("full", 120.0)] * 2
+
+
+def test_only_an_extern_c_global_function_is_an_entry():
+    text = ('extern "C" __device__ int helper(int x) { return x; }\n'
+            "template <int N> __global__ void templated(int* out) { out[0] = N; }\n"
+            'extern "C" __global__ void entry(int* out) { out[0] = helper(1); }\n')
+    assert [(u.name, u.entry) for u in mutagen.units_of(text)] == [
+        ("helper", False), ("templated", False), ("entry", True)]
