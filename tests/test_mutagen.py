@@ -404,7 +404,9 @@ def test_check_claims_judges_sanitizer_listings_under_their_tool_and_reports_a_w
         (picked[1].id, "memcheck", ["compute-sanitizer", "--tool", "memcheck"])])
     result = json.loads(out.read_text())
     assert status == 1 and result["survived"] == [picked[1].id] and result["caught"] == 1
-    assert f"wrong listing: {picked[1].id} is listed as seen by memcheck" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"wrong listing: {picked[1].id} is listed as seen by memcheck" in out
+    assert out.count("wrong listing") == 1  # the confirmed one is not listed
 
 
 @pytest.mark.parametrize("tool", mutation.SANITIZERS)
@@ -545,3 +547,32 @@ def test_only_an_extern_c_global_function_is_an_entry():
             'extern "C" __global__ void entry(int* out) { out[0] = helper(1); }\n')
     assert [(u.name, u.entry) for u in mutagen.units_of(text)] == [
         ("helper", False), ("templated", False), ("entry", True)]
+
+
+def test_a_run_lists_survivors_and_a_tables_broken_mutants_never_a_caught_one(tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    picked = GENERATED[:3]
+    verdicts = dict(zip((m.id for m in picked), ("survived", "broken", "caught"), strict=True))
+
+    def judged(mutant, cuda_dir, timeout, env):
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, verdicts[mutant.id],
+                                f"how {mutant.id}", 0.0)
+
+    def listed():
+        return [line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("  ") and not line.startswith("  known gap")]
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    mutation.run(Path("unused.toml"), ROOT / "cuda", 1, 1.0, None, list(verdicts), None,
+                 generated=True)
+    # generated: a survivor by what it plants; broken ones do not compile (no test)
+    assert listed() == [f"  survived: {picked[0].id}: {picked[0].plants}"]
+    table = tmp_path / "mutants.toml"
+    table.write_text("".join(
+        f'[[mutant]]\nid = "{m.id}"\nfile = "{m.file}"\nfind = "x"\nreplace = "y"\n'
+        f'plants = "p"\ncaught_by = "c"\n\n' for m in picked))
+    mutation.run(table, ROOT / "cuda", 1, 1.0, None, None, None)
+    # a table's mutant by how it ended: a broken one is a table entry to fix
+    assert listed() == [f"  survived: {picked[0].id}: how {picked[0].id}",
+                        f"  broken: {picked[1].id}: how {picked[1].id}"]
