@@ -39,7 +39,9 @@ def test_findings_are_sampled_per_column_and_the_rest_counted():
     results = [_result("naive", "finding", f"case{i}", f"lost {i}")
                for i in range(SHOWN_FINDINGS + 2)]
     results.append(_result("racy", "finding", "one", "lost 9"))
+    results += [_result("wave", "finding", f"w{i}", "lost") for i in range(SHOWN_FINDINGS)]
     text = _printed(results)
+    assert "more findings of wave" not in text  # exactly as many as are shown
     shown = [line for line in text.splitlines() if line.strip().startswith("finding naive")]
     assert len(shown) == SHOWN_FINDINGS and "finding naive on case0: lost 0" in text
     assert "... and 2 more findings of naive (in the JSON report)" in text
