@@ -576,3 +576,36 @@ def test_a_run_lists_survivors_and_a_tables_broken_mutants_never_a_caught_one(tm
     # a table's mutant by how it ended: a broken one is a table entry to fix
     assert listed() == [f"  survived: {picked[0].id}: how {picked[0].id}",
                         f"  broken: {picked[1].id}: how {picked[1].id}"]
+
+
+def test_the_command_line_dispatches_each_command_with_its_options(monkeypatch):
+    calls = []
+    monkeypatch.setattr(mutation, "judge", lambda needs, rows: calls.append(
+        ("judge", needs, rows)) or 5)
+    monkeypatch.setattr(mutation, "sift_command", lambda *a: calls.append(("sift", a)) or 6)
+    monkeypatch.setattr(mutation, "run", lambda *a: calls.append(("run", a)) or 7)
+    assert mutation.main(["judge", "full", "fast", "atomic"]) == 5
+    assert mutation.main(["sift", "--files", "scan.cu", "--jobs", "3", "--write"]) == 6
+    assert mutation.main(["run", "--check-claims", "--jobs", "2", "--only", "a"]) == 7
+    assert calls[0] == ("judge", "full", ["fast", "atomic"])
+    (cuda_dir, files, only, jobs, table, write) = calls[1][1]
+    assert (files, only, jobs, write) == (["scan.cu"], None, 3, True)
+    run_args = calls[2][1]
+    assert run_args[2] == 2 and run_args[5] == ["a"] and run_args[-1] is True
+
+
+def test_sift_takes_the_asked_for_mutants_not_yet_listed(tmp_path, monkeypatch):
+    from histkit.conformance import sift
+
+    picked = GENERATED[:3]
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text(f'[[equivalent]]\nid = "{picked[0].id}"\nseen_by = "nothing"\n'
+                      f'why = "listed"\n')
+    handed = []
+    monkeypatch.setattr(sift, "sift", lambda mutants, cuda_dir, jobs: handed.append(
+        [m.id for m in mutants]) or [])
+    mutation.sift_command(ROOT / "cuda", None, [m.id for m in picked[:2]], 1, listed, False)
+    assert handed == [[picked[1].id]]  # asked for 0 and 1; 0 is listed
+    everything = len([m for m in mutagen.generate(ROOT / "cuda") if m.id != picked[0].id])
+    mutation.sift_command(ROOT / "cuda", None, None, 1, listed, False)
+    assert len(handed[1]) == everything
