@@ -212,7 +212,7 @@ def test_memchecks_scratch_is_exactly_its_bytes_poisoned_and_unguarded(rt, fence
 
 
 def test_the_memcheck_run_asks_for_exact_scratch_and_the_others_keep_guards(monkeypatch):
-    from histkit.conformance import sanitize
+    from histkit.conformance import runner, sanitize
     from histkit.gpu import device
 
     seen = {}
@@ -227,7 +227,7 @@ def test_the_memcheck_run_asks_for_exact_scratch_and_the_others_keep_guards(monk
         seen[options["json_path"]] = pretend.poison.exact
         return Report()
 
-    monkeypatch.setattr(sanitize, "run_conformance", conformance)
+    monkeypatch.setattr(runner, "run_conformance", conformance)
     for tool in ("racecheck", "memcheck"):
         pretend.poison.exact = False
         assert sanitize.main(["sanitize", tool, "fast"]) == 0

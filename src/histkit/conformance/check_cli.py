@@ -12,9 +12,8 @@ import os
 import subprocess
 import sys
 
+from histkit.conformance.sanitize import TOOLS as SANITIZERS
 from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
-
-SANITIZERS = ("memcheck", "racecheck", "synccheck")
 
 
 def _define(text: str) -> tuple[str, str]:

@@ -44,9 +44,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-# compute-sanitizer's tools: a mutant that needs one is judged by the sanitize
+from histkit.conformance.sanitize import TOOLS as SANITIZERS
+
+# A mutant that needs a compute-sanitizer tool is judged by the sanitize
 # session's small cases run under it (its findings exit EXIT_CAUGHT).
-SANITIZERS = ("memcheck", "racecheck", "synccheck")
 NEEDS = ("quick", "full", *SANITIZERS)
 EXIT_SURVIVED, EXIT_CAUGHT, EXIT_BROKEN = 0, 1, 3
 COMPILE_FAILED = "NVRTC failed to compile"

@@ -16,8 +16,10 @@ import sys
 from rich.console import Console
 
 from histkit.conformance.cases import DISTRIBUTIONS, Case
-from histkit.conformance.runner import run_conformance
 
+# compute-sanitizer's tools the suite runs (`nox -s sanitize`, `histkit check
+# --sanitize`, mutants that need one). The runner is imported only to run: the
+# command line and the mutation machinery read TOOLS without it.
 TOOLS = ("memcheck", "racecheck", "synccheck")
 
 
@@ -45,6 +47,8 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m histkit.conformance.sanitize {{{','.join(TOOLS)}}} [ROW ...]",
               file=sys.stderr)
         return 2
+    from histkit.conformance.runner import run_conformance
+
     rows = argv[2:] or None
     console = Console()
     console.print(f"compute-sanitizer {tool}: conformance on small cases")
