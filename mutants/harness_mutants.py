@@ -35,6 +35,19 @@ from pathlib import Path
 
 from histkit.conformance import mutagen, mutation
 
+# histkit check's engine (a user's kernel judged): its fast tests, then the
+# examples' CLI, plugin, hang, fault and no-GPU tests (seconds, not the
+# examples' whole quick matrices)
+CHECK_TESTS = ("tests/test_check_engine.py", *(
+    f"tests/test_check_examples.py::{test}" for test in (
+        "test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors",
+        "test_the_cli_runs_one_input_given_as_keys",
+        "test_a_radix_sort_input_given_as_keys_needs_no_num_bins",
+        "test_a_hanging_kernel_costs_two_cells_and_is_not_run_further",
+        "test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case",
+        "test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed",
+        "test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone",
+        "test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer")))
 # Each file, and the CPU tests that pin it (on pretend runtimes and devices).
 HARNESS_FILES = {
     "conformance/runner.py": ("tests/test_bounded_waits.py", "tests/test_runner_report.py",
@@ -44,35 +57,18 @@ HARNESS_FILES = {
     "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
                       "tests/test_runner_report.py", "tests/test_api_calls.py",
                       "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
-    # histkit check's engine (a user's kernel judged): its fast tests, then the
-    # examples' CLI, plugin, hang, fault and no-GPU tests (seconds, not the
-    # examples' whole quick matrices)
-    "conformance/check.py": ("tests/test_check_engine.py", *(
-        f"tests/test_check_examples.py::{test}" for test in (
-            "test_the_cli_exits_0_on_pass_1_on_fail_2_on_usage_errors",
-            "test_the_cli_runs_one_input_given_as_keys",
-            "test_a_radix_sort_input_given_as_keys_needs_no_num_bins",
-            "test_a_hanging_kernel_costs_two_cells_and_is_not_run_further",
-            "test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case",
-            "test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed",
-            "test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone",
-            "test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer"))),
+    "conformance/check.py": CHECK_TESTS,
+    "conformance/foreign.py": CHECK_TESTS,  # a user's callable judged
+    "conformance/check_cli.py": ("tests/test_check_cli.py", *CHECK_TESTS),  # `histkit check`
+    # what a conformance run prints
+    "conformance/report.py": ("tests/test_conformance_report.py", "tests/test_runner_report.py"),
+    # the mutation machinery itself (a slip there can call every mutant caught,
+    # or leave some unjudged): its own tests, less DESELECTED
+    "conformance/mutation.py": ("tests/test_mutagen.py",),
+    "conformance/mutagen.py": ("tests/test_mutagen.py",),
 }
-# A user's callable judged (foreign.py): the same fast tests as check.py's engine.
-HARNESS_FILES["conformance/foreign.py"] = HARNESS_FILES["conformance/check.py"]
-# ... and its command line (`histkit check`)
-HARNESS_FILES["conformance/check_cli.py"] = ("tests/test_check_cli.py",
-                                             *HARNESS_FILES["conformance/check.py"])
-# What a conformance run prints
-HARNESS_FILES["conformance/report.py"] = ("tests/test_conformance_report.py",
-                                          "tests/test_runner_report.py")
-# The mutation machinery itself (a slip there can call every mutant caught, or
-# leave some unjudged): its own tests ...
-for _machinery in ("conformance/mutation.py", "conformance/mutagen.py"):
-    HARNESS_FILES[_machinery] = ("tests/test_mutagen.py",)
-# ... less these slow ones, left out of every judge: an NVRTC compile of a
-# sample of generated mutants (tests/test_mutants.py compiles every table
-# mutant in CI), 40 s a judge.
+# Slow tests left out of every judge: an NVRTC compile of a sample of generated
+# mutants, 40 s a judge (tests/test_mutants.py compiles every table mutant in CI).
 DESELECTED = ("tests/test_mutagen.py::test_a_sample_of_generated_mutants_compiles_with_nvrtc",)
 # Launch-layer files with CPU-pinned rules (which launches zero their counts;
 # when the fast kernel stores them; which tile resident_sort takes), and their tests.

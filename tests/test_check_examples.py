@@ -171,23 +171,6 @@ def test_every_generated_slip_in_the_examples_applies_and_compiles(tmp_path, mon
         assert compiler.compile_cubin(str(path), defines, "sm_90")[:4] == b"\x7fELF", bug["id"]
 
 
-def test_sanitize_reruns_the_same_check_under_compute_sanitizer(monkeypatch):
-    from histkit.conformance import check_cli
-
-    commands = []
-
-    class Done:
-        returncode = 1
-
-    monkeypatch.setattr(check_cli.subprocess, "run",
-                        lambda command, env=None: commands.append(command) or Done())
-    assert main(["check", "k.cu", "--kind", "scan", "--sanitize", "racecheck",
-                 "--grid", "1"]) == 1
-    (command,) = commands
-    assert command[:3] == ["compute-sanitizer", "--tool", "racecheck"]
-    assert command[-6:] == ["check", "k.cu", "--kind", "scan", "--grid", "1"]
-
-
 class _HangingPastOneThousandKeys:
     """Stands in for the isolated worker: a kernel that hangs on every input
     of more than 1000 keys (as a loop that never ends past some size would)."""
