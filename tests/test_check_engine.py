@@ -31,9 +31,9 @@ def first_bad(keys, num_bins):
 
 def exact(keys, num_bins):
     """Correct: raises on a bad key, naming the first one's index, as the rule asks."""
-    if first_bad(keys, num_bins) is not None:
-        raise ValueError(f"key {keys[first_bad(keys, num_bins)]} at index "
-                         f"{first_bad(keys, num_bins)} is out of range")
+    bad = first_bad(keys, num_bins)
+    if bad is not None:
+        raise ValueError(f"key {keys[bad]} at index {bad} is out of range")
     return np.bincount(keys.astype(np.int64), minlength=num_bins)
 
 
