@@ -37,6 +37,22 @@ __device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
     atomicMin(first_bad, (u64)index);
 }
 
+// Gated builds, for method="auto" choosing its kernel on the device: built
+// with -DHK_GATE=c, a kernel takes one more (last) argument, the word where
+// auto's choosing kernel (partitioned_histogram.cu) left its choice, and
+// returns at once unless that choice is c. auto launches every candidate's
+// kernels gated so, one after another on the call's stream: the host never
+// waits for the choice, and a call can be captured in a CUDA graph. The
+// choice is the same for every thread, so a whole grid returns together
+// (before any barrier). Without the define nothing changes.
+#ifdef HK_GATE
+#define HK_GATE_ARG , const unsigned* hk_gate
+#define hk_gate_closed() (*hk_gate != (unsigned)(HK_GATE))
+#else
+#define HK_GATE_ARG
+#define hk_gate_closed() false
+#endif
+
 // Schedule skew and stragglers, for the conformance suite's skewed cases only
 // (its own header: user kernels judged by histkit check are built with it too).
 #include "schedule_skew.cuh"

@@ -50,7 +50,8 @@ __device__ u64 block_exclusive_scan(u64 value, u64* block_total) {
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_tile_sums(const u64* in, i64 n, u64* tile_sums) {
+scan_tile_sums(const u64* in, i64 n, u64* tile_sums HK_GATE_ARG) {
+    if (hk_gate_closed()) return;
     hk_skew_warps();
     const i64 base = (i64)blockIdx.x * SCAN_TILE;
     u64 sum = 0;
@@ -64,7 +65,8 @@ scan_tile_sums(const u64* in, i64 n, u64* tile_sums) {
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-scan_tiles(const u64* in, i64 n, const u64* tile_offsets, u64* out) {
+scan_tiles(const u64* in, i64 n, const u64* tile_offsets, u64* out HK_GATE_ARG) {
+    if (hk_gate_closed()) return;
     hk_skew_warps();
     const i64 first = (i64)blockIdx.x * SCAN_TILE + (i64)threadIdx.x * SCAN_ITEMS;
     u64 items[SCAN_ITEMS];

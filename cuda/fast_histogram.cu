@@ -227,8 +227,9 @@ struct Counters {
 
 extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bins, i64 head,
                                           u64 shared_bins, unsigned overwrite, u64* hist,
-                                          u64* first_bad) {
+                                          u64* first_bad HK_GATE_ARG) {
     extern __shared__ unsigned counters[];
+    if (hk_gate_closed()) return;
     hk_skew_warps();
     const u64 low_bins = (shared_bins + 1) / 2;
     // Words per copy, with one word of padding (see the shared layout above).

@@ -76,10 +76,11 @@ __device__ __forceinline__ void starts_of_counts(const unsigned* count, unsigned
 extern "C" __global__ void __launch_bounds__(PART_THREADS, 2)
 partition_tiles(const hk_key* keys, i64 n, u64 num_bins, unsigned num_parts, i64 num_tiles,
                 unsigned short* low_bins, u64* part_counts, unsigned* part_starts,
-                u64* first_bad) {
+                u64* first_bad HK_GATE_ARG) {
     __shared__ unsigned count[MAX_PARTS];
     __shared__ unsigned start[MAX_PARTS];
     __shared__ unsigned short staged[PART_TILE];
+    if (hk_gate_closed()) return;
     hk_skew_warps();
     const unsigned lane = threadIdx.x & 31;
     for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
@@ -201,8 +202,9 @@ __device__ __forceinline__ void count_segment(const unsigned short* segment, u64
 extern "C" __global__ void __launch_bounds__(COUNT_THREADS, 3)
 count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_parts,
                  const u64* part_counts, const u64* part_pos, const unsigned* part_starts,
-                 u64* hist) {
+                 u64* hist HK_GATE_ARG) {
     extern __shared__ unsigned bins[];  // PART_BINS counters (more than 48 KB: dynamic)
+    if (hk_gate_closed()) return;
     hk_skew_warps();
     hk_require_dynamic_shared(PART_BINS * sizeof(unsigned));
     const i64 entries = (i64)num_parts * num_tiles;
@@ -247,16 +249,102 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
     }
 }
 
-// For method="auto": SAMPLE_RUNS runs of 32 consecutive keys, spread evenly
-// over the input, as bins (NOT_SAMPLED past the end), for the host to judge
-// whether the fast kernel's global atomics would be scattered (see
-// histkit.gpu.launch.partitioned.auto_histogram). One warp per run.
+// method="auto" choosing its kernel on the device, so that a call never waits
+// for its keys to be judged (and can be captured in a CUDA graph). One block
+// reads `runs` runs of 32 consecutive keys, spread evenly over the input, and
+// writes the choice to *choice: AUTO_PARTITIONED when the fast kernel's global
+// atomics would scatter, AUTO_FAST_HOLD when one global bin is hot, else
+// AUTO_FAST. The gated kernels read it (common.cuh, HK_GATE). The rule is
+// histkit.gpu.policy.auto_choice's, on the same sample: the conformance suite
+// runs this kernel with `sample` (else null) to read back the bins it judged
+// (NOT_SAMPLED past the end), and checks them against the keys and its choice
+// against the host's rule on them. With bins in [shared_bins, num_bins) counted
+// in global memory (the rest: shared, or bad keys), per sampled key:
+//   scattered: distinct 32-byte sectors (4 bins of 8 bytes) of the global
+//     histogram within each run, summed, more than AUTO_SCATTERED_PER_MILLE
+//     of the sample;
+//   hot: the sample's most frequent global bin more than AUTO_HOT_PER_MILLE of
+//     it. At 500 or more that bin holds a majority of the sample, and a
+//     majority value has each of its bits set exactly where more than half the
+//     sample has it set: one vote per bit finds the only candidate, one count
+//     confirms it (no sort of the sample).
 #define NOT_SAMPLED 0xffffffffffffffffULL
-extern "C" __global__ void sample_runs(const hk_key* keys, i64 n, i64 runs, u64* bins) {
-    const i64 run = hk_thread_index() >> 5;
-    const unsigned lane = threadIdx.x & 31;
-    if (run >= runs) return;
+#ifndef AUTO_SCATTERED_PER_MILLE
+#define AUTO_SCATTERED_PER_MILLE 500
+#endif
+#ifndef AUTO_HOT_PER_MILLE
+#define AUTO_HOT_PER_MILLE 500
+#endif
+#ifndef AUTO_FAST
+#define AUTO_FAST 0
+#endif
+#ifndef AUTO_FAST_HOLD
+#define AUTO_FAST_HOLD 1
+#endif
+#ifndef AUTO_PARTITIONED
+#define AUTO_PARTITIONED 2
+#endif
+#if AUTO_HOT_PER_MILLE < 500
+#error "the hot bin is found by a majority vote: AUTO_HOT_PER_MILLE must be at least 500"
+#endif
+
+// The bin of lane `lane` of sampled run `run` (NOT_SAMPLED past the end).
+__device__ __forceinline__ u64 sampled_bin(const hk_key* keys, i64 n, i64 runs, i64 run,
+                                           unsigned lane) {
     const i64 start = runs > 1 ? max((i64)0, n - 32) * run / (runs - 1) : 0;
     const i64 i = start + lane;
-    bins[run * 32 + lane] = i < n ? hk_bin(keys[i]) : NOT_SAMPLED;
+    return i < n ? hk_bin(keys[i]) : NOT_SAMPLED;
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+auto_choice(const hk_key* keys, i64 n, i64 runs, u64 shared_bins, u64 num_bins, u64* sample,
+            unsigned* choice) {
+    __shared__ unsigned bit_votes[64];  // global sampled bins with bit b set
+    __shared__ unsigned sectors;        // distinct global sectors, summed over runs
+    __shared__ unsigned candidate_count;
+    hk_skew_warps();
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (unsigned b = threadIdx.x; b < 64; b += blockDim.x) bit_votes[b] = 0;
+    if (threadIdx.x == 0) sectors = candidate_count = 0;
+    __syncthreads();
+    unsigned my_sectors = 0, low_votes = 0, high_votes = 0;  // lane k: bits k and k + 32
+    for (i64 run = warp; run < runs; run += warps) {
+        const u64 bin = sampled_bin(keys, n, runs, run, lane);
+        if (sample) sample[run * 32 + lane] = bin;
+        const bool global = bin >= shared_bins && bin < num_bins;
+        const unsigned same_sector =
+            __match_any_sync(0xffffffffu, global ? bin >> 2 : NOT_SAMPLED);
+        if (global && lane == (unsigned)__ffs(same_sector) - 1) ++my_sectors;
+        // Not global: all ones, a value no global bin has (num_bins < 2^64).
+        const u64 vote = global ? bin : NOT_SAMPLED;
+        for (int b = 0; b < 32; ++b) {
+            const unsigned low = __popc(__ballot_sync(0xffffffffu, (vote >> b) & 1));
+            const unsigned high = __popc(__ballot_sync(0xffffffffu, (vote >> (b + 32)) & 1));
+            if (lane == (unsigned)b) {
+                low_votes += low;
+                high_votes += high;
+            }
+        }
+    }
+    atomicAdd(&sectors, my_sectors);
+    atomicAdd(&bit_votes[lane], low_votes);
+    atomicAdd(&bit_votes[lane + 32], high_votes);
+    __syncthreads();
+    const u64 sampled = (u64)runs * 32;
+    u64 candidate = 0;
+    for (int b = 0; b < 64; ++b)
+        if (2 * (u64)bit_votes[b] > sampled) candidate |= 1ull << b;
+    unsigned my_candidates = 0;
+    for (i64 run = warp; run < runs; run += warps) {
+        const u64 bin = sampled_bin(keys, n, runs, run, lane);
+        const bool global = bin >= shared_bins && bin < num_bins;
+        my_candidates += __popc(__ballot_sync(0xffffffffu, global && bin == candidate));
+    }
+    if (lane == 0) atomicAdd(&candidate_count, my_candidates);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        *choice = (u64)sectors * 1000 > AUTO_SCATTERED_PER_MILLE * sampled ? AUTO_PARTITIONED
+                  : (u64)candidate_count * 1000 > AUTO_HOT_PER_MILLE * sampled ? AUTO_FAST_HOLD
+                                                                               : AUTO_FAST;
+    }
 }

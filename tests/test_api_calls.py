@@ -25,8 +25,9 @@ CUPY_STREAM = 0x5000  # the fake CuPy's current stream
 
 
 class FakeKernel:
-    def __init__(self, name):
+    def __init__(self, name, defines=None):
         self.name = name
+        self.defines = dict(defines or {})
         self.handle = id(self)
 
 
@@ -131,7 +132,7 @@ class FakeRuntime:
     def kernel(self, source, name, defines):
         self.compiled.append((source, name))
         self.builds.append((name, dict(defines)))
-        return FakeKernel(name)
+        return FakeKernel(name, defines)
 
     def plan(self, shape, make):
         if shape not in self._plans:
@@ -418,12 +419,23 @@ _SCALARS = {"i64": np.int64, "u64": np.uint64, "unsigned": np.uint32, "int": np.
 ROOT = Path(__file__).parent.parent
 
 
-def kernel_signatures(paths=None) -> dict[str, list[str]]:
-    """entry name -> its parameter types, read from the .cu files (cuda/*.cu)."""
+# What common.cuh's HK_GATE_ARG adds to a gated build's parameters (its last).
+GATE_PARAM = "const unsigned*"
+
+
+def kernel_signatures(paths=None, gated: bool = False) -> dict[str, list[str]]:
+    """entry name -> its parameter types, read from the .cu files (cuda/*.cu);
+    gated: as built with HK_GATE (the entries that take HK_GATE_ARG only)."""
     signatures = {}
     for path in paths or sorted((ROOT / "cuda").glob("*.cu")):
         for name, params in _ENTRY.findall(Path(path).read_text()):
+            takes_gate = "HK_GATE_ARG" in params
+            if gated and not takes_gate:
+                continue
+            params = params.replace("HK_GATE_ARG", "")
             signatures[name] = [re.sub(r"\s*\b\w+$", "", p.strip()) for p in params.split(",")]
+            if gated:
+                signatures[name].append(GATE_PARAM)
     return signatures
 
 
@@ -447,8 +459,9 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
     from histkit.gpu import registry
 
     rt = FakeRuntime()
-    rt.launches = []
-    rt.launch = lambda kernel, geometry, *args: rt.launches.append((kernel.name, args))
+    rt.launches, gated_launches = [], []
+    rt.launch = lambda kernel, geometry, *args: (
+        gated_launches if "HK_GATE" in kernel.defines else rt.launches).append((kernel.name, args))
     signatures = kernel_signatures()
     for n, num_bins in [(5000, 100), (100_000, 300), (5_000_000, 70_000)]:
         keys = Keys(0x700000, n, np.dtype(dtype))
@@ -476,6 +489,11 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
     ran = {name for name, _ in rt.launches}
     assert ran >= set(signatures) - {"read_roofline"}, sorted(ran)  # roofline: bench only
     assert mismatches(rt.launches, signatures) == []
+    # auto's gated builds (5 million keys, 70000 bins, always sampled): every
+    # entry that takes the gate, with the gate word last
+    gated = kernel_signatures(gated=True)
+    assert {name for name, _ in gated_launches} == set(gated)
+    assert mismatches(gated_launches, gated) == []
 
 
 def test_a_launch_with_a_plain_int_for_a_scalar_is_named():

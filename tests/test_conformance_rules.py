@@ -517,6 +517,43 @@ def test_a_histogram_whose_auto_sample_is_wrong_fails_though_its_counts_are_exac
     assert cell.status == "FAIL" and "run 3, lane 0" in cell.detail
 
 
+@pytest.mark.parametrize("num_bins,keys_at,want", [
+    # 2^20 bins past 1000 shared ones: every sampled key in one global bin -> hold runs
+    (1 << 20, lambda i: np.full_like(i, 5000), "fast-hold"),
+    # each key its own sector of global bins -> partition
+    (1 << 20, lambda i: 1000 + 4 * i, "partitioned"),
+    # every key in shared memory -> the fast kernel
+    (1 << 20, lambda i: i % 1000, "fast"),
+])
+def test_autos_device_choice_is_judged_against_the_hosts_rule_on_the_keys(num_bins, keys_at,
+                                                                          want):
+    from histkit.gpu import policy
+
+    keys = keys_at(np.arange(4096, dtype=np.int64)).astype(np.int32)
+    expected = checks.Expected(keys, num_bins)
+    sample = checks.auto_sample(keys, 64)
+    codes = policy.AUTO_CHOICE_CODES
+    for name, code in codes.items():
+        got = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample,
+                             auto_choice=(code, 1000))
+        cell = checks.judge("histogram", expected, got)
+        if name == want:
+            assert cell.status == "pass", cell.detail
+        else:
+            assert cell.status == "FAIL"
+            assert f"auto chose {name} on the device where its rule on the sample picks {want}" \
+                in cell.detail
+
+
+def test_an_unknown_device_choice_is_named_as_a_code():
+    keys = np.arange(4096, dtype=np.int32) % 1000
+    expected = checks.Expected(keys, 1 << 20)
+    got = checks.Outcome(counts=expected.exact, first_bad=None,
+                         sample=checks.auto_sample(keys, 64), auto_choice=(7, 1000))
+    cell = checks.judge("histogram", expected, got)
+    assert cell.status == "FAIL" and "the unknown code 7" in cell.detail
+
+
 def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch):
     monkeypatch.setattr(checks, "BAD_SCAN_CHUNK", 7)
     keys = np.array([0, -1, 5, 9, 3, 4, 4, 10, 2, 0, 0, 0, 0, 0, 11, -3], np.int64)

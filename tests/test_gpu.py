@@ -503,6 +503,36 @@ def test_a_loop_of_1000_calls_captured_in_a_cuda_graph_replays_correctly():
 
 
 @needs_gpu
+def test_autos_sampled_choice_is_made_on_the_device_when_a_captured_graph_replays():
+    # From 2^25 keys over 2^17 ... 2^21 bins auto samples the keys; it judges
+    # the sample on the device, so a captured call chooses again at every
+    # replay: keys rewritten after the capture (uniform, then one bin, then
+    # Zipf: partitioned, fast-hold, fast) are each counted exactly.
+    cupy = pytest.importorskip("cupy")
+    n, num_bins = 1 << 25, 1 << 20
+    keys = cupy.empty(n, dtype=cupy.int32)
+    counts = cupy.empty(num_bins, dtype=cupy.int64)
+    word = cupy.empty(1, dtype=cupy.uint64)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        keys.fill(0)
+        gpu.histogram(keys, num_bins, out=counts, first_bad=word, check=False)  # builds
+        stream.begin_capture()
+        gpu.histogram(keys, num_bins, out=counts, first_bad=word, check=False)
+        graph = stream.end_capture()
+    for distribution in ("uniform", "onebin", "zipf"):
+        host = make_keys(distribution, n, num_bins, seed=21).astype(np.int32)
+        with stream:
+            keys.set(host)
+            counts.fill(-1)
+            graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(cupy.asnumpy(counts), oracles.histogram(host, num_bins),
+                                      err_msg=distribution)
+        assert int(word[0]) == 2**64 - 1
+
+
+@needs_gpu
 def test_calls_on_torch_keys_are_captured_in_a_torch_cuda_graph_on_torchs_stream():
     # torch.cuda.graph captures its own current stream: a call that ran on
     # any other stream would break the capture or run outside the graph.

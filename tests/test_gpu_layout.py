@@ -125,6 +125,65 @@ def test_keys_in_shared_memory_or_out_of_range_count_as_not_scattered():
     assert policy.scattered_share(runs, 1_000, 60_000) == 0.0
 
 
+# The host's rule is the oracle of auto's choice on the device (the
+# conformance suite's checks.choice_rule): its edges are pinned here, each
+# sample built by hand. 64 runs of 32 = 2048 sampled keys; bins below 1000
+# are shared, 1000 ... 2^20 - 1 global.
+SHARED, BINS = 1_000, 1 << 20
+
+
+def sample_of(global_per_run, fill=5):
+    """64 runs whose first lanes hold global_per_run(run) (a list of bins),
+    the rest the shared bin `fill`."""
+    runs = np.full((64, 32), fill, np.uint64)
+    for run in range(64):
+        taken = global_per_run(run)
+        runs[run, :len(taken)] = taken
+    return runs
+
+
+@pytest.mark.parametrize("extra,kernel", [(0, "fast"), (1, "partitioned")])
+def test_auto_partitions_only_past_half_the_sample_in_distinct_global_sectors(extra, kernel):
+    # 16 distinct sectors (4 bins each) in every run: 1024 of 2048, exactly
+    # half, is not scattered; one run with a 17th makes 1025
+    def run_bins(run):
+        count = 16 + (extra if run == 0 else 0)
+        return [SHARED + 4 * (run * 32 + j) for j in range(count)]
+    assert policy.auto_choice(sample_of(run_bins), SHARED, BINS) == kernel
+
+
+@pytest.mark.parametrize("extra,kernel", [(0, "fast"), (1, "fast-hold")])
+def test_auto_holds_runs_only_past_half_the_sample_in_one_global_bin(extra, kernel):
+    # one global bin in 16 lanes of every run (one sector a run: not scattered)
+    hot = SHARED + 40
+    def run_bins(run):
+        return [hot] * (16 + (extra if run == 0 else 0))
+    assert policy.auto_choice(sample_of(run_bins), SHARED, BINS) == kernel
+
+
+@pytest.mark.parametrize("bin_,global_", [(SHARED - 1, False), (SHARED, True),
+                                          (BINS - 1, True), (BINS, False)])
+def test_the_global_bins_are_from_the_first_past_shared_memory_to_the_last(bin_, global_):
+    runs = np.full((64, 32), bin_, np.uint64)
+    assert policy.hot_global_count(runs, SHARED, BINS) == (2048 if global_ else 0)
+    assert policy.auto_choice(runs, SHARED, BINS) == ("fast-hold" if global_ else "fast")
+
+
+def test_a_sector_is_four_neighbouring_bins():
+    runs = np.array([[4000, 4001, 4002, 4003, 4004, 4003, 4000, 4007]], np.uint64)
+    assert policy.scattered_sectors(runs, SHARED, BINS) == 2
+    assert policy.scattered_sectors(runs[:, :4], SHARED, BINS) == 1
+
+
+def test_the_device_codes_of_autos_choices_are_the_contracts():
+    from histkit.gpu import contract
+
+    assert policy.AUTO_CHOICE_CODES == {"fast": contract.AUTO_FAST,
+                                        "fast-hold": contract.AUTO_FAST_HOLD,
+                                        "partitioned": contract.AUTO_PARTITIONED}
+    assert len(set(policy.AUTO_CHOICE_CODES.values())) == 3
+
+
 def test_pool_size_classes_round_up_by_at_most_an_eighth():
     from histkit.gpu.device import size_class
 

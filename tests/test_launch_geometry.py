@@ -84,24 +84,52 @@ def test_the_last_partition_of_bins_is_counted_when_it_is_partial(num_bins, part
     assert int(scalars[2]) == parts and entries == parts * tiles
 
 
-def test_the_key_sample_is_64_runs_of_32_read_by_8_blocks_of_256():
+def test_the_choosing_kernel_reads_64_runs_of_32_in_one_block_of_1024():
     rt = FakeRuntime()
-    runs = partitioned.sample_runs(rt, keys_of(1 << 26))
-    assert runs.shape == (64, 32)
+    runs, code, shared_bins = partitioned.auto_choice_probe(rt, keys_of(1 << 26), 1 << 20)
+    assert runs.shape == (64, 32) and shared_bins == (227 * 1024) // 4 - 1
     (name, geometry, args), = rt.launched
-    assert name == "sample_runs" and (geometry.grid, geometry.block) == (8, 256)
-    # the kernel writes 64 x 32 bins: the buffer it is handed holds them all
-    (sample,) = [a for a in rt.allocated if a.ptr == args[-1]]
-    assert sample.n == 64 * 32
+    assert name == "auto_choice" and (geometry.grid, geometry.block) == (1, 1024)
+    # it writes 64 x 32 bins and one choice word: the buffers it is handed hold them
+    sample, choice = ([a for a in rt.allocated if a.ptr == ptr] for ptr in args[-2:])
+    assert sample[0].n == 64 * 32 and choice[0].n == 1
+    assert int(args[3]) == shared_bins and int(args[4]) == 1 << 20
 
 
-def test_auto_names_the_kernel_it_chose_in_the_geometry_it_reports():
+def test_auto_without_a_sample_launches_the_fast_kernel_alone_ungated():
     rt = FakeRuntime()
-    rt.capturing = lambda: True  # in a graph capture auto takes the partitioned kernel
+    hist = FakeArray(0x9000, 1 << 20, np.uint64)
+    geometry = partitioned.auto_histogram(rt, keys_of(1 << 20), 1 << 20, hist,
+                                          FakeArray(0x8, 1, np.uint64))
+    assert [name for name, _, _ in rt.launched] == ["fast_histogram"]
+    assert "HK_GATE" not in rt.builds[-1][1]
+    assert geometry.kernel.startswith("auto -> fast: fast_histogram")
+
+
+def test_sampled_auto_zeroes_the_counts_once_then_launches_every_candidate_gated():
+    # The host never waits for the choice: the choosing kernel, then each
+    # candidate's kernels built with HK_GATE (its AUTO_* code: fast 0,
+    # fast-hold 1, partitioned 2) and handed the choice word last.
+    rt = FakeRuntime()
     hist = FakeArray(0x9000, 1 << 20, np.uint64)
     geometry = partitioned.auto_histogram(rt, keys_of(1 << 26), 1 << 20, hist,
                                           FakeArray(0x8, 1, np.uint64))
-    assert geometry.kernel.startswith("auto -> partitioned: partition_tiles")
+    names = [name for name, _, _ in rt.launched]
+    # (524288 table entries: 256 scan tiles, whose sums are one tile)
+    assert names == ["auto_choice", "fast_histogram", "fast_histogram", "partition_tiles",
+                     "scan_tile_sums", "scan_tiles", "scan_tiles", "count_partitions"]
+    choice_word = rt.launched[0][2][-1]
+    gated = {(name, defines.get("HK_GATE"), defines.get("HOLD_RUNS"))
+             for name, defines in rt.builds if name != "auto_choice"}
+    assert gated == {("fast_histogram", "0", "0"), ("fast_histogram", "1", "1"),
+                     ("partition_tiles", "2", None), ("scan_tile_sums", "2", None),
+                     ("scan_tiles", "2", None), ("count_partitions", "2", None)}
+    assert all(args[-1] == choice_word for _, _, args in rt.launched[1:])
+    # one zeroing of the counts, after the choice and before any candidate
+    log = [entry for entry in rt.log if entry[0] in ("launch", "memset")]
+    assert [e for e in log if e[0] == "memset"] == [("memset", 0, (1 << 20) * 8)]
+    assert log.index(("memset", 0, (1 << 20) * 8)) == 1
+    assert geometry.kernel.startswith("auto -> chosen on the device: fast_histogram")
 
 
 def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once():

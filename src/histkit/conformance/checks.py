@@ -127,9 +127,11 @@ class Outcome:
     sorted_values: np.ndarray | None = None
     first_bad: int | None = NO_REPORT
     global_atomics: int | None = None
-    # histkit's method="auto": the key sample it read to pick its kernel (runs x
-    # lanes). Every pick is exact, so a wrong sample shows in no count.
+    # histkit's method="auto": the key sample its choosing kernel read (runs x
+    # lanes), and (the AUTO_* code it wrote, the shared_bins it was told).
+    # Every pick is exact, so a wrong sample or choice shows in no count.
     sample: np.ndarray | None = None
+    auto_choice: tuple[int, int] | None = None
     block: int | None = None
     grid: int | None = None
     # A sort's outputs left on the device, read a slice at a time:
@@ -276,11 +278,30 @@ def sample_rule(got: np.ndarray, want: np.ndarray) -> Cell | None:
                         f"{lane} holds {int(got[run, lane])}, not {int(want[run, lane])}")
 
 
+def choice_rule(code: int, shared_bins: int, want_sample: np.ndarray,
+                num_bins: int) -> Cell | None:
+    """None when auto's choosing kernel wrote what the host's rule
+    (histkit.gpu.policy.auto_choice) picks on the keys' own sample, else a FAIL
+    naming both."""
+    from histkit.gpu import policy  # pure host code: no GPU needed
+
+    want = policy.auto_choice(want_sample, shared_bins, num_bins)
+    if code == policy.AUTO_CHOICE_CODES[want]:
+        return None
+    names = {value: name for name, value in policy.AUTO_CHOICE_CODES.items()}
+    return Cell("FAIL", f"auto chose {names.get(code, f'the unknown code {code}')} on the "
+                        f"device where its rule on the sample picks {want} "
+                        f"(shared_bins={shared_bins}, num_bins={num_bins})")
+
+
 def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
           skips_bad_keys: bool = False) -> Cell:
     """Apply the rule of `kind` (registry.KINDS) to what an implementation produced."""
     if got.sample is not None:
-        wrong = sample_rule(got.sample, auto_sample(expected.keys, *np.shape(got.sample)))
+        want_sample = auto_sample(expected.keys, *np.shape(got.sample))
+        wrong = sample_rule(got.sample, want_sample)
+        if wrong is None and got.auto_choice is not None:
+            wrong = choice_rule(*got.auto_choice, want_sample, expected.num_bins)
         if wrong is not None:
             return wrong
     if kind == "scan":

@@ -229,8 +229,10 @@ class CaseRun:
                                  block=geometry.block, grid=geometry.grid)
         if extra:
             outcome.global_atomics = int(self.read(extra["atomics"])[0])
-        if kernel.sample_probe is not None:
-            outcome.sample = kernel.sample_probe(self.rt, self.keys)
+        if kernel.choice_probe is not None:
+            outcome.sample, code, shared_bins = kernel.choice_probe(self.rt, self.keys,
+                                                                    self.case.num_bins)
+            outcome.auto_choice = (code, shared_bins)
         return outcome, str(geometry)
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:

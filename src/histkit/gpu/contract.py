@@ -53,6 +53,18 @@ PART_ITEMS = 8
 PART_COUNT_THREADS = 512
 PART_ENTRY_COST = 64
 SAMPLE_RUNS = 64  # auto's key sample: runs of WARP consecutive keys
+# auto's choice (partitioned_histogram.cu's auto_choice kernel, and
+# histkit.gpu.policy.auto_choice on the host): the fast kernel's global atomics
+# scatter when distinct global-histogram sectors exceed this share of the
+# sample (per mille); one global bin is hot past this share (at least 500: the
+# kernel finds it by a majority vote).
+AUTO_SCATTERED_PER_MILLE = 500
+AUTO_HOT_PER_MILLE = 500
+# The word auto_choice writes, and the value each gated build runs on
+# (-DHK_GATE=..., common.cuh).
+AUTO_FAST = 0
+AUTO_FAST_HOLD = 1
+AUTO_PARTITIONED = 2
 # The conformance suite's skewed cases: each warp of a block sleeps its rank x
 # this many ns at entry and after every block barrier (common.cuh, HK_SKEW_NS;
 # passed only inside Runtime.skewed_schedule) ...
@@ -131,7 +143,11 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
                                  "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
                                  "COUNT_THREADS": PART_COUNT_THREADS,
-                                 "ENTRY_COST": PART_ENTRY_COST},
+                                 "ENTRY_COST": PART_ENTRY_COST,
+                                 "AUTO_SCATTERED_PER_MILLE": AUTO_SCATTERED_PER_MILLE,
+                                 "AUTO_HOT_PER_MILLE": AUTO_HOT_PER_MILLE,
+                                 "AUTO_FAST": AUTO_FAST, "AUTO_FAST_HOLD": AUTO_FAST_HOLD,
+                                 "AUTO_PARTITIONED": AUTO_PARTITIONED},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
                          "DIGIT_BITS": DIGIT_BITS, "HIST_ITEMS": HIST_ITEMS,

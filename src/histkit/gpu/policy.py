@@ -81,8 +81,15 @@ PARTITION_MAX_AUTO_BINS = 1 << 21
 # ahead on zipf, and the sample adds 60-300 us). From 2^25 keys partitioning
 # uniform keys wins more than the sample costs (2^26: 519 against 692 us).
 PARTITION_MIN_KEYS = 1 << 25
-SCATTERED = 0.5
-HOT_GLOBAL = 0.5
+# Shares of the sample past which auto partitions, or holds runs of a hot
+# global bin: the contract's per-mille figures, which the device's rule
+# (partitioned_histogram.cu's auto_choice) takes as they are.
+SCATTERED = contract.AUTO_SCATTERED_PER_MILLE / 1000
+HOT_GLOBAL = contract.AUTO_HOT_PER_MILLE / 1000
+# auto's choices, and the word the device writes for each (the gated builds'
+# HK_GATE values).
+AUTO_CHOICE_CODES = {"fast": contract.AUTO_FAST, "fast-hold": contract.AUTO_FAST_HOLD,
+                     "partitioned": contract.AUTO_PARTITIONED}
 
 
 SAMPLE_RUNS = contract.SAMPLE_RUNS
@@ -99,11 +106,16 @@ def auto_choice(runs: np.ndarray, shared_bins: int, num_bins: int) -> str:
     HOT_GLOBAL of the sample (every warp's atomic queues on one address):
     the fast kernel holding runs in registers. Otherwise -- keys that repeat
     within runs (sorted, hot bins in shared memory) or walk neighbouring bins
-    (round-robin) -- the fast kernel.
+    (round-robin) -- the fast kernel. The comparisons are in whole numbers,
+    as the device makes them (partitioned_histogram.cu's auto_choice): the
+    conformance suite checks that the two agree on every sampled case.
     """
-    if scattered_share(runs, shared_bins, num_bins) > SCATTERED:
+    sampled = runs.size
+    if scattered_sectors(runs, shared_bins, num_bins) * 1000 > (
+            contract.AUTO_SCATTERED_PER_MILLE * sampled):
         return "partitioned"
-    if hot_global_share(runs, shared_bins, num_bins) > HOT_GLOBAL:
+    if hot_global_count(runs, shared_bins, num_bins) * 1000 > (
+            contract.AUTO_HOT_PER_MILLE * sampled):
         return "fast-hold"
     return "fast"
 
@@ -116,23 +128,31 @@ def _global_bins(runs: np.ndarray, shared_bins: int, num_bins: int) -> np.ndarra
     return np.where((runs >= shared_bins) & (runs < num_bins), runs, NOT_GLOBAL)
 
 
-def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
-    """The share of the sample taken by its most frequent global bin."""
+def hot_global_count(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
+    """How many sampled keys fall in the sample's most frequent global bin."""
     bins = _global_bins(runs, shared_bins, num_bins).ravel()
     values, counts = np.unique(bins[bins != NOT_GLOBAL], return_counts=True)
-    return float(counts.max() / runs.size) if len(values) else 0.0
+    return int(counts.max()) if len(values) else 0
 
 
-def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
-    """Distinct global-histogram sectors per key over runs of consecutive bins.
+def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """The share of the sample taken by its most frequent global bin."""
+    return hot_global_count(runs, shared_bins, num_bins) / runs.size
 
-    Vectorised (one sort of the whole sample): auto pays this on every call.
-    """
+
+def scattered_sectors(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
+    """Distinct global-histogram sectors (4 bins) within each run, summed over
+    the runs. Vectorised (one sort of the whole sample)."""
     bins = _global_bins(runs, shared_bins, num_bins)
     sectors = np.sort(np.where(bins != NOT_GLOBAL, bins >> np.uint64(2), NOT_GLOBAL), axis=1)
     starts = np.ones_like(sectors, dtype=bool)
     starts[:, 1:] = sectors[:, 1:] != sectors[:, :-1]
-    return float(np.count_nonzero(starts & (sectors != NOT_GLOBAL)) / runs.size)
+    return int(np.count_nonzero(starts & (sectors != NOT_GLOBAL)))
+
+
+def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
+    """Distinct global-histogram sectors per sampled key over runs of consecutive bins."""
+    return scattered_sectors(runs, shared_bins, num_bins) / runs.size
 
 
 @dataclass(frozen=True)

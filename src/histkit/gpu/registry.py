@@ -103,10 +103,14 @@ class Kernel:
     # kernels promise it (check=False hands those results back); a user's
     # kernel under the ABI does not.
     skips_bad_keys: bool = True
-    # What the kernel reads besides the keys' counts and does not show in its
-    # outputs: (rt, keys) -> auto's key sample (SAMPLE_RUNS x WARP bins), which
-    # picks a kernel; every pick is exact, so a wrong sample is visible only here.
-    sample_probe: Callable | None = None
+    # Builds of the other sources (uses) its launches make besides their
+    # defaults: (source, defines) pairs (auto's gated builds).
+    used_builds: tuple[tuple[str, dict[str, str]], ...] = ()
+    # What the kernel decides that no output shows: (rt, keys, num_bins) ->
+    # (auto's key sample, SAMPLE_RUNS x WARP bins; the AUTO_* code its choosing
+    # kernel wrote; the shared_bins it was told). Every pick is exact, so a
+    # wrong sample or a wrong choice is visible only here.
+    choice_probe: Callable | None = None
     # When its launcher may refuse a case (UnsupportedShape), as a rule of its
     # own: (rt, n, num_bins, dtype, options) -> True where refusing is right.
     # The conformance runner FAILs every other refusal: a launcher that
@@ -213,6 +217,11 @@ def _fast_builds() -> tuple[dict[str, str], ...]:
                      ("1", "1", "1", "1")))
 
 
+def _gated(choice: int) -> dict[str, str]:
+    """A build gated by auto's choice (launch.common.Gate)."""
+    return {"HK_GATE": str(choice)}
+
+
 KERNELS: tuple[Kernel, ...] = (
     Kernel("naive-one-warp", "wave", "naive_histogram.cu", ("naive_histogram_one_warp",),
            _one_warp, takes_grid=False,
@@ -245,10 +254,18 @@ KERNELS: tuple[Kernel, ...] = (
                DEFAULT,
                Variant("64-bin-parts", {"low_bits": 6}, "many partitions at few bins"),
            )),
+    # Above PARTITION_MIN_BINS bins and keys, its kernels choose on the device:
+    # every candidate launched gated by the choice (common.cuh's HK_GATE).
     Kernel("auto", "histogram", "partitioned_histogram.cu",
-           ("sample_runs", "partition_tiles", "count_partitions"),
+           ("auto_choice", "partition_tiles", "count_partitions"),
            partitioned.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
-           serves=("histogram", "auto"), sample_probe=partitioned.sample_runs, variants=(
+           builds=({}, _gated(contract.AUTO_PARTITIONED)),
+           used_builds=(("fast_histogram.cu", {**_fast_builds()[3],
+                                               **_gated(contract.AUTO_FAST)}),
+                        ("fast_histogram.cu", {**_fast_builds()[4],
+                                               **_gated(contract.AUTO_FAST_HOLD)}),
+                        ("exclusive_scan.cu", _gated(contract.AUTO_PARTITIONED))),
+           serves=("histogram", "auto"), choice_probe=partitioned.auto_choice_probe, variants=(
                DEFAULT,
                Variant("sampled", {"policy": policy.ALWAYS_SAMPLE},
                        "samples at every size: each branch of the choice is reached"),
@@ -330,6 +347,9 @@ def builds_by_source() -> dict[str, list[dict[str, str]]]:
                 found[kernel.source].append(build)
         for used in kernel.uses:
             found.setdefault(used, [{}])
+        for used, build in kernel.used_builds:
+            if build not in found[used]:
+                found[used].append(build)
     return found
 
 

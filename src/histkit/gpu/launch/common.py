@@ -24,6 +24,28 @@ class Keys(NamedTuple):
         return {**contract.key_defines(self.dtype), **extra}
 
 
+class Gate(NamedTuple):
+    """A gated launch (common.cuh's HK_GATE): its kernels are built to take
+    the word where method="auto"'s choosing kernel leaves its choice, and
+    return at once unless it is `choice` (a contract AUTO_* code)."""
+
+    word: int  # device pointer of the choice (uint32)
+    choice: int
+
+    def defines(self) -> dict[str, str]:
+        return {"HK_GATE": str(self.choice)}
+
+
+def gate_defines(gate: Gate | None) -> dict[str, str]:
+    """The defines of a launch gated by gate (none: ungated)."""
+    return {} if gate is None else gate.defines()
+
+
+def gate_args(gate: Gate | None) -> tuple:
+    """The gated kernels' last argument (none when ungated)."""
+    return () if gate is None else (gate.word,)
+
+
 def key_args(keys: Keys, num_bins: int):
     """(keys, n, num_bins) as the kernels take them."""
     return (keys.ptr, np.int64(keys.n), np.uint64(num_bins))

@@ -18,8 +18,11 @@ from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import (
+    Gate,
     Keys,
     blocks_for,
+    gate_args,
+    gate_defines,
     grid_stride_blocks,
     key_args,
     zero_counts,
@@ -115,22 +118,26 @@ def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
 
 def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_runs: bool,
                 grid: int | None, shared_share: float | None, label: str = "",
-                narrow: bool = False) -> Geometry:
-    """fast_histogram's launch; label prefixes the geometry's name (auto's choice)."""
+                narrow: bool = False, gate: Gate | None = None) -> Geometry:
+    """fast_histogram's launch; label prefixes the geometry's name (auto's choice).
+
+    gate: a launch gated by auto's choice on the device, into counts its
+    caller has zeroed (another gated launch may run instead of this one)."""
     if num_bins >= 2**32:
         geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
         return Geometry(label + geometry.kernel, geometry.grid, geometry.block)
     # The plan depends on the shape only: made once, so a repeated call pays
     # one dict lookup here, not the layout, the compile key, the names and the
     # scalar arguments.
-    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow)
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow,
+             None if gate is None else gate.choice)
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
-                                             shared_share, label, narrow))
+                                             shared_share, label, narrow, gate))
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
-    if not overwrite:
+    if not overwrite and gate is None:
         zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
-              shared_bins, overwrite, hist.ptr, first_bad.ptr)
+              shared_bins, overwrite, hist.ptr, first_bad.ptr, *gate_args(gate))
     return geometry
 
 
@@ -147,16 +154,18 @@ def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) ->
 
 
 def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
-               shared_share: float | None, label: str, narrow: bool = False):
+               shared_share: float | None, label: str, narrow: bool = False,
+               gate: Gate | None = None):
     """(kernel, geometry, (n, num_bins), shared_bins, overwrite) of
     fast_histogram for one shape, the scalars as the kernel takes them."""
     layout, coalesced, hold, kernel = _fast_build(
-        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow)
+        rt, keys, num_bins, hold_runs, shared_share, rt.max_shared_per_block, narrow, gate)
     if layout.shared_bytes > rt.max_dynamic_shared(kernel):
         # A build with static shared memory (the skewed builds count barriers
         # there) leaves less for the copies: the one copy shrinks to fit.
         layout, coalesced, hold, kernel = _fast_build(
-            rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel), narrow)
+            rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel), narrow,
+            gate)
     shared = layout.shared_bytes
     if grid is None:
         resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
@@ -174,7 +183,8 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
 
 
 def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
-                shared_share: float | None, max_shared: int, narrow: bool = False):
+                shared_share: float | None, max_shared: int, narrow: bool = False,
+                gate: Gate | None = None):
     """(layout, COALESCED, HOLD_RUNS, kernel) of fast_histogram for blocks of
     up to max_shared bytes of dynamic shared memory (narrow: 16-bit counters
     whatever num_bins)."""
@@ -190,5 +200,6 @@ def _fast_build(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool,
     hold = "1" if hold_runs else "0"
     kernel = rt.kernel("fast_histogram.cu", "fast_histogram",
                        keys.defines(COPIES=str(layout.copies), COALESCED=coalesced,
-                                    HOLD_RUNS=hold, NARROW_COUNTERS=str(int(layout.narrow))))
+                                    HOLD_RUNS=hold, NARROW_COUNTERS=str(int(layout.narrow)),
+                                    **gate_defines(gate)))
     return layout, coalesced, hold, kernel

@@ -1,5 +1,6 @@
 """The two-pass partitioned histogram (many bins), and method="auto": the
-fast kernel, or a sample of the keys choosing (histkit.gpu.policy.auto_choice)."""
+fast kernel, or a sample of the keys choosing on the device (the rule of
+histkit.gpu.policy.auto_choice)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import (
+    Gate,
     Keys,
     blocks_for,
+    gate_args,
+    gate_defines,
     key_args,
     zero_counts,
 )
@@ -26,26 +30,29 @@ from histkit.gpu.policy import (
     PARTITION_TILE,
     SAMPLE_RUNS,
     AutoPolicy,
-    auto_choice,
     fast_layout,
 )
 
 
 def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                           first_bad: DeviceArray, grid: int | None = None,
-                          low_bits: int = contract.PART_LOW_BITS) -> Geometry:
+                          low_bits: int = contract.PART_LOW_BITS,
+                          gate: Gate | None = None) -> Geometry:
     """Partition keys by their bin's high bits, then count each partition in shared memory.
 
     grid forces both passes' block counts; low_bits (bins per partition =
     2^low_bits) below the default makes many partitions out of few bins.
+    gate: every launch gated by auto's choice on the device, into counts its
+    caller has zeroed.
     """
     partition_bins = 1 << low_bits
     if num_bins > partition_bins * MAX_PARTITIONS:
         raise UnsupportedShape(f"the partitioned kernel takes num_bins <= "
                          f"{partition_bins * MAX_PARTITIONS}; got {num_bins}; "
                          f"use method='auto' or 'atomic'")
-    plan = rt.plan(("partitioned", keys.dtype, keys.n, num_bins, grid, low_bits),
-                   lambda: _partitioned_plan(rt, keys, num_bins, grid, low_bits))
+    plan = rt.plan(("partitioned", keys.dtype, keys.n, num_bins, grid, low_bits,
+                    None if gate is None else gate.choice),
+                   lambda: _partitioned_plan(rt, keys, num_bins, grid, low_bits, gate))
     (partition, split, count, merge, entries, scalars, described) = plan
     low_bins = rt.empty(keys.n, np.uint16)
     counts = rt.empty(entries, np.uint64)
@@ -53,23 +60,25 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     positions = rt.empty(entries, np.uint64)
     keep_alive = [low_bins, counts, starts, positions]
     n, bins, parts, tiles = scalars
-    zero_counts(rt, hist, num_bins)
+    gated = gate_args(gate)
+    if gate is None:
+        zero_counts(rt, hist, num_bins)
     rt.launch(partition, split, keys.ptr, n, bins, parts, tiles, low_bins.ptr, counts.ptr,
-              starts.ptr, first_bad.ptr)
-    exclusive_scan(rt, counts.ptr, entries, positions.ptr, keep_alive)
+              starts.ptr, first_bad.ptr, *gated)
+    exclusive_scan(rt, counts.ptr, entries, positions.ptr, keep_alive, gate=gate)
     rt.launch(count, merge, low_bins.ptr, tiles, parts, counts.ptr, positions.ptr, starts.ptr,
-              hist.ptr)
+              hist.ptr, *gated)
     return described
 
 
 def _partitioned_plan(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
-                      low_bits: int):
+                      low_bits: int, gate: Gate | None = None):
     """The partitioned histogram's kernels, geometries, table size and scalar
     arguments for one shape."""
     partition_bins = 1 << low_bits
     parts = -(-num_bins // partition_bins)
     tiles = -(-keys.n // PARTITION_TILE)
-    defines = keys.defines(PART_LOW_BITS=str(low_bits))
+    defines = keys.defines(PART_LOW_BITS=str(low_bits), **gate_defines(gate))
     partition = rt.kernel("partitioned_histogram.cu", "partition_tiles", defines)
     if grid is None:
         grid_split = blocks_for(tiles, 1, rt.sm_count * rt.resident_blocks(
@@ -92,14 +101,30 @@ def _partitioned_plan(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     return partition, split, count, merge, parts * tiles, scalars, described
 
 
-def sample_runs(rt: Runtime, keys: Keys) -> np.ndarray:
-    """SAMPLE_RUNS runs of 32 consecutive keys' bins, spread over the input."""
+def choose_on_device(rt: Runtime, keys: Keys, num_bins: int, shared_bins: int,
+                     choice: DeviceArray, sample: DeviceArray | None = None) -> None:
+    """Launch auto's choice: partitioned_histogram.cu's auto_choice judges
+    SAMPLE_RUNS runs of WARP keys and writes a contract AUTO_* code to choice
+    (one uint32); sample (SAMPLE_RUNS x WARP uint64), if given, receives the
+    bins it judged."""
+    kernel = rt.kernel("partitioned_histogram.cu", "auto_choice", keys.defines())
+    rt.launch(kernel, Geometry("auto_choice", 1, min(1024, SAMPLE_RUNS * WARP)), keys.ptr,
+              np.int64(keys.n), np.int64(SAMPLE_RUNS), np.uint64(shared_bins),
+              np.uint64(num_bins), 0 if sample is None else sample.ptr, choice.ptr)
+
+
+def auto_choice_probe(rt: Runtime, keys: Keys, num_bins: int) -> tuple[np.ndarray, int, int]:
+    """What auto's choosing kernel reads and decides for these keys: (the
+    sampled bins, SAMPLE_RUNS x WARP; its AUTO_* code; the shared_bins it was
+    told), for the conformance suite to judge against the keys and the host's
+    rule (policy.auto_choice)."""
+    shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
     sample = rt.empty(SAMPLE_RUNS * WARP, np.uint64)
-    kernel = rt.kernel("partitioned_histogram.cu", "sample_runs", keys.defines())
-    rt.launch(kernel, Geometry("sample_runs", SAMPLE_RUNS * WARP // 256, 256), keys.ptr,
-              np.int64(keys.n), np.int64(SAMPLE_RUNS), sample.ptr)
+    choice = rt.empty(1, np.uint32)
+    choose_on_device(rt, keys, num_bins, shared_bins, choice, sample)
     bins = rt.copy_to_host(sample.ptr, np.empty(SAMPLE_RUNS * WARP, np.uint64))
-    return bins.reshape(SAMPLE_RUNS, WARP)
+    code = rt.copy_to_host(choice.ptr, np.empty(1, np.uint32))
+    return bins.reshape(SAMPLE_RUNS, WARP), int(code[0]), shared_bins
 
 
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -108,23 +133,24 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     """method="auto": the fastest exact kernel for this input.
 
     Below PARTITION_MIN_BINS bins (or keys), the fast kernel. Above, a sample
-    of the keys picks the kernel (auto_choice; bench/NOTES.md has the
-    measurements behind it), except in a CUDA graph capture, which cannot
-    read a sample back: there, the partitioned kernel.
+    of the keys picks the kernel on the device (choose_on_device; bench/NOTES.md
+    has the measurements behind the rule): each candidate's kernels are
+    launched gated by that choice, so only the chosen ones do any work, and
+    the host never waits (a call can be captured in a CUDA graph).
     """
-    choice = "fast"
-    if policy.samples(keys.n, num_bins):
-        if rt.capturing():
-            # A graph cannot read a sample back: the kernel whose speed depends
-            # least on the keys (two bandwidth-bound passes).
-            choice = "partitioned"
-        else:
-            shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
-            choice = auto_choice(sample_runs(rt, keys), shared_bins, num_bins)
-    label = f"auto -> {choice}: "
-    if choice != "partitioned":
-        return fast_launch(rt, keys, num_bins, hist, first_bad, choice == "fast-hold", grid,
-                           None, label)
-    geometry = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid)
-    return Geometry(label + geometry.kernel, geometry.grid, geometry.block,
-                    geometry.shared_bytes)
+    if not policy.samples(keys.n, num_bins):
+        return fast_launch(rt, keys, num_bins, hist, first_bad, False, grid, None,
+                           "auto -> fast: ")
+    shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
+    choice = rt.empty(1, np.uint32)  # freed on the stream, after the gated kernels
+    choose_on_device(rt, keys, num_bins, shared_bins, choice)
+    zero_counts(rt, hist, num_bins)  # once: whichever candidate runs adds into it
+    fast = fast_launch(rt, keys, num_bins, hist, first_bad, False, grid, None,
+                       gate=Gate(choice.ptr, contract.AUTO_FAST))
+    fast_launch(rt, keys, num_bins, hist, first_bad, True, grid, None,
+                gate=Gate(choice.ptr, contract.AUTO_FAST_HOLD))
+    partitioned = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid,
+                                         gate=Gate(choice.ptr, contract.AUTO_PARTITIONED))
+    return Geometry(f"auto -> chosen on the device: {fast.kernel} (HOLD_RUNS=0|1) | "
+                    f"{partitioned.kernel}", partitioned.grid, partitioned.block,
+                    partitioned.shared_bytes)
