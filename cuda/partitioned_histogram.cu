@@ -296,17 +296,24 @@ __device__ __forceinline__ u64 sampled_bin(const hk_key* keys, i64 n, i64 runs, 
     return i < n ? hk_bin(keys[i]) : NOT_SAMPLED;
 }
 
+// The sum of v over a warp's lanes, in every lane.
+__device__ __forceinline__ unsigned warp_sum(unsigned v) {
+    for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+// Each warp leaves its own partial counts in shared memory (no counter has to
+// start at zero), a barrier, then the first 64 threads add up one bit's votes
+// each; a second barrier publishes the candidate, a third the warps' counts of it.
 extern "C" __global__ void __launch_bounds__(1024)
 auto_choice(const hk_key* keys, i64 n, i64 runs, u64 shared_bins, u64 num_bins, u64* sample,
             unsigned* choice) {
-    __shared__ unsigned bit_votes[64];  // global sampled bins with bit b set
-    __shared__ unsigned sectors;        // distinct global sectors, summed over runs
-    __shared__ unsigned candidate_count;
+    __shared__ unsigned warp_votes[32][64];  // [warp][b]: its global sampled bins with bit b set
+    __shared__ unsigned warp_sectors[32], warp_candidates[32];
+    __shared__ unsigned candidate_half[2];   // the candidate's low and high 32 bits
     hk_skew_warps();
+    if (blockDim.x < 64 || blockDim.x % 32) __trap();  // whole warps, at least two
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (unsigned b = threadIdx.x; b < 64; b += blockDim.x) bit_votes[b] = 0;
-    if (threadIdx.x == 0) sectors = candidate_count = 0;
-    __syncthreads();
     unsigned my_sectors = 0, low_votes = 0, high_votes = 0;  // lane k: bits k and k + 32
     for (i64 run = warp; run < runs; run += warps) {
         const u64 bin = sampled_bin(keys, n, runs, run, lane);
@@ -326,25 +333,36 @@ auto_choice(const hk_key* keys, i64 n, i64 runs, u64 shared_bins, u64 num_bins, 
             }
         }
     }
-    atomicAdd(&sectors, my_sectors);
-    atomicAdd(&bit_votes[lane], low_votes);
-    atomicAdd(&bit_votes[lane + 32], high_votes);
+    warp_votes[warp][lane] = low_votes;
+    warp_votes[warp][lane + 32] = high_votes;
+    my_sectors = warp_sum(my_sectors);
+    if (lane == 0) warp_sectors[warp] = my_sectors;
     __syncthreads();
     const u64 sampled = (u64)runs * 32;
-    u64 candidate = 0;
-    for (int b = 0; b < 64; ++b)
-        if (2 * (u64)bit_votes[b] > sampled) candidate |= 1ull << b;
+    if (threadIdx.x < 64) {  // warps 0 and 1: bits 0-31 and 32-63 of the candidate
+        unsigned votes = 0;
+        for (unsigned w = 0; w < warps; ++w) votes += warp_votes[w][threadIdx.x];
+        const unsigned bits = __ballot_sync(0xffffffffu, 2 * (u64)votes > sampled);
+        if (lane == 0) candidate_half[warp] = bits;
+    }
+    __syncthreads();
+    const u64 candidate = (u64)candidate_half[1] << 32 | candidate_half[0];
     unsigned my_candidates = 0;
     for (i64 run = warp; run < runs; run += warps) {
         const u64 bin = sampled_bin(keys, n, runs, run, lane);
         const bool global = bin >= shared_bins && bin < num_bins;
         my_candidates += __popc(__ballot_sync(0xffffffffu, global && bin == candidate));
     }
-    if (lane == 0) atomicAdd(&candidate_count, my_candidates);
+    if (lane == 0) warp_candidates[warp] = my_candidates;
     __syncthreads();
     if (threadIdx.x == 0) {
-        *choice = (u64)sectors * 1000 > AUTO_SCATTERED_PER_MILLE * sampled ? AUTO_PARTITIONED
-                  : (u64)candidate_count * 1000 > AUTO_HOT_PER_MILLE * sampled ? AUTO_FAST_HOLD
-                                                                               : AUTO_FAST;
+        u64 sectors = 0, hot = 0;
+        for (unsigned w = 0; w < warps; ++w) {
+            sectors += warp_sectors[w];
+            hot += warp_candidates[w];
+        }
+        *choice = sectors * 1000 > AUTO_SCATTERED_PER_MILLE * sampled ? AUTO_PARTITIONED
+                  : hot * 1000 > AUTO_HOT_PER_MILLE * sampled          ? AUTO_FAST_HOLD
+                                                                       : AUTO_FAST;
     }
 }

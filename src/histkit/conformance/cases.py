@@ -341,7 +341,8 @@ def _skewed_cases() -> list[Case]:
     racecheck. Two or three blocks each (even and odd blocks skew their warps
     in opposite orders), a single block, many tiles (the resident sort's
     column scans), many bins (the fast kernel's split, both partitioned
-    passes), a multi-tile scan, 8-bit keys and bad keys; and a forced grid
+    passes), one hot bin past shared memory (auto's choice), a multi-tile
+    scan, 8-bit keys and bad keys; and a forced grid
     of more blocks than a block has threads (1100), with more bins than that
     too (3000: the privatized, fast and partitioned kernels all keep them in
     shared memory): a loop over shared counters that strides by gridDim.x
@@ -356,6 +357,9 @@ def _skewed_cases() -> list[Case]:
             Case("sorted", 100_003, 300, seed=13, grid=1, skewed=True),
             Case("uniform", 40_009, 256, seed=13, dtype="uint8", skewed=True),
             Case("uniform", 50_021, 1 << 20, seed=13, bad="several", grid=2, skewed=True),
+            # one hot global bin: auto's one-block choosing kernel, its warps
+            # out of step and its shared memory poisoned, must still see it
+            Case("onebin", 20_011, 1 << 20, seed=13, skewed=True),
             Case("uniform", 30_011, 3_000, seed=13, grid=1100, skewed=True)]
 
 
