@@ -66,6 +66,10 @@ HARNESS_FILES = {
     # or leave some unjudged): its own tests, less DESELECTED
     "conformance/mutation.py": ("tests/test_mutagen.py",),
     "conformance/mutagen.py": ("tests/test_mutagen.py",),
+    # the inputs every case draws (a slip there weakens every case at once)
+    "distributions.py": ("tests/test_distributions.py",),
+    # how a user's .cu kernel is skewed (histkit check's skewed cases)
+    "gpu/user_skew.py": ("tests/test_user_skew.py",),
 }
 # Slow tests left out of every judge: an NVRTC compile of a sample of generated
 # mutants, 40 s a judge (tests/test_mutants.py compiles every table mutant in CI).

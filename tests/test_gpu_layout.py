@@ -161,6 +161,15 @@ def test_auto_holds_runs_only_past_half_the_sample_in_one_global_bin(extra, kern
     assert policy.auto_choice(sample_of(run_bins), SHARED, BINS) == kernel
 
 
+def test_the_hot_bin_is_the_sampleds_most_frequent_global_bin():
+    # 17 keys of one global bin and 2 of another in every run: 1088 of 2048
+    def run_bins(run):
+        return [SHARED + 40] * 17 + [SHARED + 400] * 2
+    runs = sample_of(run_bins)
+    assert policy.hot_global_count(runs, SHARED, BINS) == 1088
+    assert policy.auto_choice(runs, SHARED, BINS) == "fast-hold"
+
+
 @pytest.mark.parametrize("bin_,global_", [(SHARED - 1, False), (SHARED, True),
                                           (BINS - 1, True), (BINS, False)])
 def test_the_global_bins_are_from_the_first_past_shared_memory_to_the_last(bin_, global_):

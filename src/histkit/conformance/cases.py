@@ -244,6 +244,12 @@ def _remainder_cases() -> list[Case]:
     cases += [Case(d, (1 << 22) + 1, 1 << 20, seed=6) for d in ("uniform", "onebin", "zipf")]
     # many bins at small N: each branch of auto's sampled choice, 3-digit sorts
     cases += [Case(d, 20_011, 1 << 20, seed=7) for d in ("uniform", "onebin", "sorted")]
+    # auto's choice on the device, judged against the host's rule: neighbouring
+    # global bins four to a sector (round-robin keys past shared memory: a
+    # sector taken per bin would partition them), and a hot global bin with
+    # bit 0 set (K // 2 odd: a vote that skips a bit misses it)
+    cases += [Case("round-robin", MEDIUM, 1 << 20, seed=7),
+              Case("onebin", 20_011, (1 << 20) - 1, seed=7)]
     cases += [Case("zipf", 100_003, 100_000, seed=7), Case("sorted", 300_007, 1 << 18, seed=7)]
     # every partition in use (256 of them), with a partial last tile
     cases += [Case("uniform", 100_003, 1 << 22, seed=7), Case("zipf", 70_001, 1 << 14, seed=7),
