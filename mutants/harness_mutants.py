@@ -70,6 +70,11 @@ HARNESS_FILES = {
     "distributions.py": ("tests/test_distributions.py",),
     # how a user's .cu kernel is skewed (histkit check's skewed cases)
     "gpu/user_skew.py": ("tests/test_user_skew.py",),
+    # the independent references the oracles are checked against, and the main job
+    "references.py": ("tests/test_new_user.py::test_verify_writes_its_json_without_a_gpu",),
+    "verify.py": ("tests/test_new_user.py", "tests/test_demo_and_cli.py"),
+    # a user's .cu kernel launched by its kind's ABI
+    "conformance/cuda_abi.py": ("tests/test_api_calls.py", "tests/test_check_engine.py"),
 }
 # Slow tests left out of every judge: an NVRTC compile of a sample of generated
 # mutants, 40 s a judge (tests/test_mutants.py compiles every table mutant in CI).

@@ -67,3 +67,37 @@ def test_round_robin_keys_over_more_bins_than_a_chunk_build_no_cycle(monkeypatch
     assert np.array_equal(keys, np.arange(5000))
     small = make_keys("round-robin", 5000, 7, dtype=np.int8)  # (7 <= CHUNK: the cycle)
     assert np.array_equal(small, np.arange(5000) % 7)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_full_width_extremes_are_exactly_the_dtypes_edges(dtype):
+    info = np.iinfo(dtype)
+    keys = distributions.full_width_keys("extremes", 4000, seed=1, dtype=dtype)
+    edges = {int(info.min), int(info.min) + 1, 0, 1, int(info.max) - 1, int(info.max)}
+    if info.min < 0:
+        edges.add(-1)
+    assert keys.dtype == dtype and {int(k) for k in keys} == edges
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64])
+@pytest.mark.parametrize("distribution", ["uniform", "sorted", "round-robin"])
+def test_full_width_keys_span_the_dtypes_whole_range(distribution, dtype):
+    # the radix sort's cases: its top digit decides only if keys reach both ends
+    info = np.iinfo(dtype)
+    keys = distributions.full_width_keys(distribution, 1 << 17, seed=2, dtype=dtype)
+    span = float(info.max) - float(info.min)
+    as_float = keys.astype(float)
+    assert keys.dtype == dtype
+    assert as_float.min() < float(info.min) + span / 16
+    assert as_float.max() > float(info.max) - span / 16
+    if distribution == "sorted":  # the shape is stretched in order: still sorted
+        assert np.all(np.diff(as_float) >= 0)
+
+
+@pytest.mark.parametrize("dtype,largest_k", [(np.int8, 128), (np.uint8, 256), (np.int16, 32768)])
+def test_keys_take_every_k_whose_largest_key_the_dtype_holds(dtype, largest_k):
+    keys = make_keys("round-robin", largest_k, largest_k, dtype=dtype)
+    assert int(keys.max()) == largest_k - 1
+    with pytest.raises(ValueError, match="do not fit"):
+        make_keys("round-robin", 10, largest_k + 1, dtype=dtype)

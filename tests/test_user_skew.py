@@ -38,6 +38,21 @@ def test_the_entry_call_goes_into_every_global_body_and_nowhere_else():
     assert [line.replace(" hk_skew_warps();", "") for line in lines] == SOURCE.split("\n")
 
 
+@pytest.mark.parametrize("text,blanked", [
+    # a line comment up to its newline (kept), the next line's code untouched
+    ("a // c {\nx", "a       \nx"),
+    # a block comment through its */, and the code right after it
+    ("a /* { */x", "a        x"),
+    # a string and a character literal, braces and an escaped quote inside
+    ('s = "a{\\"b"; c = \'{\';', 's =        ; c =    ;'),
+    # a string cut off by the end of the text or of its line
+    ('x "ab', 'x    '), ('"a\nb', '  \nb'),
+])
+def test_comments_and_literals_are_blanked_exactly_and_offsets_kept(text, blanked):
+    got = user_skew._blank_comments_and_literals(text)
+    assert got == blanked and len(got) == len(text)
+
+
 def test_only_a_users_file_in_a_skewed_build_is_rewritten():
     skew = {user_skew.SKEW_DEFINE: "400"}
     assert user_skew.skews("/home/me/my_hist.cu", skew)
