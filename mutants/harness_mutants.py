@@ -72,7 +72,8 @@ HARNESS_FILES = {
     "gpu/user_skew.py": ("tests/test_user_skew.py",),
     # the independent references the oracles are checked against, and the main job
     "references.py": ("tests/test_new_user.py::test_verify_writes_its_json_without_a_gpu",),
-    "verify.py": ("tests/test_new_user.py", "tests/test_demo_and_cli.py"),
+    "verify.py": ("tests/test_verify_job.py", "tests/test_new_user.py",
+                  "tests/test_demo_and_cli.py"),
     # a user's .cu kernel launched by its kind's ABI
     "conformance/cuda_abi.py": ("tests/test_api_calls.py", "tests/test_check_engine.py"),
 }

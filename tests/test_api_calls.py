@@ -535,6 +535,64 @@ def test_histkit_checks_launcher_passes_the_types_the_abi_documents(name, kind):
     assert mismatches(rt.launches, signatures) == []
 
 
+def _user_row(kind, **fields):
+    from histkit.conformance.foreign import DEFAULT_ENTRIES, CudaFileImpl
+
+    name = {v: k for k, v in EXAMPLE_KINDS.items()}[kind]
+    impl = CudaFileImpl(str(ROOT / "examples" / "cuda" / name), kind, DEFAULT_ENTRIES[kind],
+                        **fields)
+    return impl.as_kernel()
+
+
+@pytest.mark.parametrize("kind,fields,n,grid,want", [
+    # one thread per key: ceil(n / block) blocks of the row's block
+    ("histogram", {}, 10_000, None, (40, 256)),
+    ("histogram", {"block": 128}, 10_001, None, (79, 128)),
+    ("histogram", {}, 0, None, (1, 256)),  # no keys: still one block
+    # a fixed grid (the file's, or the suite's forced one)
+    ("histogram", {"grid": 6}, 10_000, None, (6, 256)),
+    ("racy-histogram", {}, 10_000, 3, (3, 256)),
+    # a wave kernel: one block of warp_size lanes
+    ("wave", {"warp_size": 7}, 10_000, None, (1, 7)),
+    ("wave", {}, 10_000, None, (1, 32)),
+])
+def test_a_user_kernels_launch_shape_is_the_abis(kind, fields, n, grid, want):
+    rt = FakeRuntime()
+    geometry = _user_row(kind, **fields).run(rt, Keys(0x700000, n, np.dtype(np.int32)), 300,
+                                             FakeArray(0x6000, 300, np.uint32), rt._slot,
+                                             grid=grid)
+    assert (geometry.grid, geometry.block) == want
+
+
+@pytest.mark.parametrize("count_bits", [32, 64])
+def test_a_user_privatized_kernel_gets_its_bins_shared_memory_up_to_a_blocks(count_bits):
+    rt = FakeRuntime()
+    row = _user_row("privatized", count_bits=count_bits)
+    keys = Keys(0x700000, 10_000, np.dtype(np.int32))
+    atomics = FakeArray(0x5000, 1, np.uint64)
+    geometry = row.run(rt, keys, 300, FakeArray(0x6000, 300, np.uint64), rt._slot,
+                       atomics=atomics)
+    assert geometry.shared_bytes == 300 * count_bits // 8
+    fits = rt.max_shared_per_block * 8 // count_bits  # exactly a block's shared memory
+    assert row.run(rt, keys, fits, FakeArray(0x6000, fits, np.uint64), rt._slot,
+                   atomics=atomics).shared_bytes == rt.max_shared_per_block
+    with pytest.raises(errors.UnsupportedShape, match=f"{fits + 1} bins need"):
+        row.run(rt, keys, fits + 1, FakeArray(0x6000, fits + 1, np.uint64), rt._slot,
+                atomics=atomics)
+
+
+def test_a_user_sorts_scratch_stays_in_the_callers_keep_alive_list():
+    # the counts and cursors are freed on the stream once the caller drops the
+    # list, after the kernels it queued: the launcher must not drop them first
+    rt = FakeRuntime()
+    keep_alive = []
+    _user_row("stable-sort").run(rt, Keys(0x700000, 10_000, np.dtype(np.int32)), 300,
+                                 FakeArray(0x3000, 10_000, np.int32),
+                                 FakeArray(0x4000, 10_000, np.int64), rt._slot, keep_alive)
+    scratch = [a for a in rt.allocated if a.n == 300]
+    assert len(scratch) == 2 and all(any(a is k for k in keep_alive) for a in scratch)
+
+
 def test_the_fake_offers_only_what_the_real_runtime_has_with_the_same_parameters():
     import inspect
 

@@ -1,0 +1,81 @@
+"""``histkit verify``'s own verdicts, in process: the oracle self-checks fail a
+wrong oracle, and the job fails when any part fails (histkit.verify)."""
+
+import io
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from histkit import verify
+from histkit.distributions import GENERATORS
+
+
+def quiet():
+    return Console(file=io.StringIO(), width=200)
+
+
+def wrong_atomics(keys, num_bins, block=256):
+    counts, atomics = ORIGINAL["privatized_histogram"](keys, num_bins)
+    return counts, atomics + 1
+
+
+def index_of_the_unstable_sort(keys, num_bins):
+    sorted_keys, _ = ORIGINAL["counting_sort"](keys, num_bins)
+    return sorted_keys, np.argsort(keys, kind="quicksort")[::-1].copy()
+
+
+def unsigned_argsort(keys):
+    # negative keys sorted after the positive ones
+    return np.argsort(np.asarray(keys).view(np.uint64), kind="stable")
+
+
+ORIGINAL = {name: getattr(verify.oracles, name)
+            for name in ("privatized_histogram", "counting_sort", "argsort")}
+
+
+@pytest.mark.parametrize("oracle,wrong", [("privatized_histogram", wrong_atomics),
+                                          ("counting_sort", index_of_the_unstable_sort),
+                                          ("argsort", unsigned_argsort)])
+def test_the_oracle_self_checks_fail_an_oracle_that_is_wrong_in_one_output(monkeypatch, oracle,
+                                                                          wrong):
+    monkeypatch.setattr(verify.oracles, oracle, wrong)
+    failures = verify.oracle_self_checks(quiet())
+    name = "radix_sort" if oracle == "argsort" else oracle
+    assert failures[name], f"the self-check passed a wrong {oracle}"
+
+
+def test_the_self_check_table_counts_its_seeded_cases():
+    console = quiet()
+    verify.oracle_self_checks(console)
+    cases = len(GENERATORS) * len(verify.SELF_CHECK_SIZES) * len(verify.SELF_CHECK_BINS)
+    assert f"oracle self-checks ({cases} seeded cases each)" in console.file.getvalue()
+
+
+def test_verify_fails_when_an_oracle_fails_though_the_demo_passes(monkeypatch, tmp_path):
+    monkeypatch.setattr(verify, "oracle_self_checks", lambda console: {"histogram": ["a case"]})
+    monkeypatch.setattr(verify, "run_demo", lambda console: True)
+    assert verify.run_verify(quiet(), gpu="off", json_path=str(tmp_path / "r.json")) is False
+
+
+def test_verify_fails_when_the_demo_fails_though_the_oracles_pass(monkeypatch, tmp_path):
+    monkeypatch.setattr(verify, "oracle_self_checks", lambda console: {"histogram": []})
+    monkeypatch.setattr(verify, "run_demo", lambda console: False)
+    assert verify.run_verify(quiet(), gpu="off", json_path=str(tmp_path / "r.json")) is False
+
+
+def test_verify_without_a_console_prints_to_its_own(monkeypatch, capsys):
+    monkeypatch.setattr(verify, "oracle_self_checks", lambda console: {"histogram": []})
+    monkeypatch.setattr(verify, "run_demo", lambda console: True)
+    assert verify.run_verify(None, gpu="off", json_path=None) is True
+    assert "GPU conformance: skipped (--gpu off)" in capsys.readouterr().out
+
+
+def test_gpu_on_without_a_gpu_fails_and_names_why(monkeypatch):
+    from histkit import gpu
+
+    monkeypatch.setattr(gpu, "gpu_unavailable_reason", lambda: "no GPU [here] (test)")
+    console = quiet()
+    ok, summary = verify._gpu_conformance(console, "on", quick=True, json_path=None)
+    assert ok is False and summary == {"ran": False, "why": "no GPU [here] (test)"}
+    assert "requested but unavailable: no GPU [here] (test)" in console.file.getvalue()
