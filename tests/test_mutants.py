@@ -92,7 +92,7 @@ def test_the_harness_mutants_name_files_with_mutants_and_tests_that_exist():
     spec.loader.exec_module(harness)
     for file, tests in {**harness.HARNESS_FILES, **harness.LAUNCH_FILES}.items():
         text = (mutation.package_dir() / file).read_text()
-        assert len(mutagen.python_mutants_of(file, text)) > 5, file
+        assert mutagen.python_mutants_of(file, text), file  # code it can mutate
         assert tests, file
         for test in tests:  # a file, or one test of it (file::name)
             path, _, name = test.partition("::")
