@@ -114,15 +114,15 @@ def test_auto_samples_the_keys_only_with_both_many_keys_and_a_partitionable_bin_
 
 def test_one_hot_bin_in_shared_memory_does_not_count_as_hot_global():
     runs = runs_of(np.full(64 * 32, 7))
-    assert policy.hot_global_share(runs, 1_000, 1 << 20) == 0.0
-    assert policy.hot_global_share(runs, 5, 1 << 20) == 1.0
+    assert policy.hot_global_count(runs, 1_000, 1 << 20) == 0
+    assert policy.hot_global_count(runs, 5, 1 << 20) == 64 * 32
 
 
 def test_keys_in_shared_memory_or_out_of_range_count_as_not_scattered():
     runs = np.array([[5] * 16 + [70_000 + 4 * j for j in range(16)]], np.uint64)
-    assert policy.scattered_share(runs, 1_000, 1 << 20) == 0.5
-    assert policy.scattered_share(runs, 100_000, 1 << 20) == 0.0
-    assert policy.scattered_share(runs, 1_000, 60_000) == 0.0
+    assert policy.scattered_sectors(runs, 1_000, 1 << 20) == 16  # half of the 32 keys
+    assert policy.scattered_sectors(runs, 100_000, 1 << 20) == 0
+    assert policy.scattered_sectors(runs, 1_000, 60_000) == 0
 
 
 # The host's rule is the oracle of auto's choice on the device (the

@@ -81,11 +81,6 @@ PARTITION_MAX_AUTO_BINS = 1 << 21
 # ahead on zipf, and the sample adds 60-300 us). From 2^25 keys partitioning
 # uniform keys wins more than the sample costs (2^26: 519 against 692 us).
 PARTITION_MIN_KEYS = 1 << 25
-# Shares of the sample past which auto partitions, or holds runs of a hot
-# global bin: the contract's per-mille figures, which the device's rule
-# (partitioned_histogram.cu's auto_choice) takes as they are.
-SCATTERED = contract.AUTO_SCATTERED_PER_MILLE / 1000
-HOT_GLOBAL = contract.AUTO_HOT_PER_MILLE / 1000
 # auto's choices, and the word the device writes for each (the gated builds'
 # HK_GATE values).
 AUTO_CHOICE_CODES = {"fast": contract.AUTO_FAST, "fast-hold": contract.AUTO_FAST_HOLD,
@@ -95,15 +90,15 @@ AUTO_CHOICE_CODES = {"fast": contract.AUTO_FAST, "fast-hold": contract.AUTO_FAST
 SAMPLE_RUNS = contract.SAMPLE_RUNS
 
 
-
 def auto_choice(runs: np.ndarray, shared_bins: int, num_bins: int) -> str:
     """The kernel for these keys: "partitioned", "fast-hold" or "fast".
 
     Judged from runs of consecutive keys' bins. Scattered global atomics (more
-    than SCATTERED distinct 32-byte sectors of the global histogram per
-    sampled key, as with uniform keys over many bins: one L2 atomic per key)
-    bind the fast kernel: partition. One global bin taking more than
-    HOT_GLOBAL of the sample (every warp's atomic queues on one address):
+    distinct 32-byte sectors of the global histogram than
+    contract.AUTO_SCATTERED_PER_MILLE of the sampled keys, as with uniform keys
+    over many bins: one L2 atomic per key) bind the fast kernel: partition.
+    One global bin taking more than contract.AUTO_HOT_PER_MILLE of the sample
+    (every warp's atomic queues on one address):
     the fast kernel holding runs in registers. Otherwise -- keys that repeat
     within runs (sorted, hot bins in shared memory) or walk neighbouring bins
     (round-robin) -- the fast kernel. The comparisons are in whole numbers,
@@ -135,11 +130,6 @@ def hot_global_count(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
     return int(counts.max()) if len(values) else 0
 
 
-def hot_global_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
-    """The share of the sample taken by its most frequent global bin."""
-    return hot_global_count(runs, shared_bins, num_bins) / runs.size
-
-
 def scattered_sectors(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
     """Distinct global-histogram sectors (4 bins) within each run, summed over
     the runs. Vectorised (one sort of the whole sample)."""
@@ -148,11 +138,6 @@ def scattered_sectors(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
     starts = np.ones_like(sectors, dtype=bool)
     starts[:, 1:] = sectors[:, 1:] != sectors[:, :-1]
     return int(np.count_nonzero(starts & (sectors != NOT_GLOBAL)))
-
-
-def scattered_share(runs: np.ndarray, shared_bins: int, num_bins: int) -> float:
-    """Distinct global-histogram sectors per sampled key over runs of consecutive bins."""
-    return scattered_sectors(runs, shared_bins, num_bins) / runs.size
 
 
 @dataclass(frozen=True)

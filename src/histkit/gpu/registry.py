@@ -217,6 +217,11 @@ def _fast_builds() -> tuple[dict[str, str], ...]:
                      ("1", "1", "1", "1")))
 
 
+# The fast kernel at the bin counts auto samples (2^17 ... 2^21): one copy,
+# most bins global, the coalesced walk.
+_AUTO_FAST_BUILD = {"COPIES": "1", "COALESCED": "1", "NARROW_COUNTERS": "0"}
+
+
 def _gated(choice: int) -> dict[str, str]:
     """A build gated by auto's choice (launch.common.Gate)."""
     return {"HK_GATE": str(choice)}
@@ -260,9 +265,9 @@ KERNELS: tuple[Kernel, ...] = (
            ("auto_choice", "partition_tiles", "count_partitions"),
            partitioned.auto_histogram, uses=("fast_histogram.cu", "exclusive_scan.cu"),
            builds=({}, _gated(contract.AUTO_PARTITIONED)),
-           used_builds=(("fast_histogram.cu", {**_fast_builds()[3],
+           used_builds=(("fast_histogram.cu", {**_AUTO_FAST_BUILD, "HOLD_RUNS": "0",
                                                **_gated(contract.AUTO_FAST)}),
-                        ("fast_histogram.cu", {**_fast_builds()[4],
+                        ("fast_histogram.cu", {**_AUTO_FAST_BUILD, "HOLD_RUNS": "1",
                                                **_gated(contract.AUTO_FAST_HOLD)}),
                         ("exclusive_scan.cu", _gated(contract.AUTO_PARTITIONED))),
            serves=("histogram", "auto"), choice_probe=partitioned.auto_choice_probe, variants=(

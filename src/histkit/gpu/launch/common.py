@@ -41,6 +41,12 @@ def gate_defines(gate: Gate | None) -> dict[str, str]:
     return {} if gate is None else gate.defines()
 
 
+def gate_choice(gate: Gate | None) -> int | None:
+    """What a launch plan is keyed by: the choice it runs on (the word's
+    pointer changes every call; none when ungated)."""
+    return None if gate is None else gate.choice
+
+
 def gate_args(gate: Gate | None) -> tuple:
     """The gated kernels' last argument (none when ungated)."""
     return () if gate is None else (gate.word,)

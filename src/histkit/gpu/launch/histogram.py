@@ -22,6 +22,7 @@ from histkit.gpu.launch.common import (
     Keys,
     blocks_for,
     gate_args,
+    gate_choice,
     gate_defines,
     grid_stride_blocks,
     key_args,
@@ -130,7 +131,7 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     # one dict lookup here, not the layout, the compile key, the names and the
     # scalar arguments.
     shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow,
-             None if gate is None else gate.choice)
+             gate_choice(gate))
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
                                              shared_share, label, narrow, gate))
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan

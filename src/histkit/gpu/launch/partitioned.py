@@ -16,6 +16,7 @@ from histkit.gpu.launch.common import (
     Keys,
     blocks_for,
     gate_args,
+    gate_choice,
     gate_defines,
     key_args,
     zero_counts,
@@ -51,7 +52,7 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
                          f"{partition_bins * MAX_PARTITIONS}; got {num_bins}; "
                          f"use method='auto' or 'atomic'")
     plan = rt.plan(("partitioned", keys.dtype, keys.n, num_bins, grid, low_bits,
-                    None if gate is None else gate.choice),
+                    gate_choice(gate)),
                    lambda: _partitioned_plan(rt, keys, num_bins, grid, low_bits, gate))
     (partition, split, count, merge, entries, scalars, described) = plan
     low_bins = rt.empty(keys.n, np.uint16)
@@ -101,6 +102,12 @@ def _partitioned_plan(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
     return partition, split, count, merge, parts * tiles, scalars, described
 
 
+def auto_shared_bins(rt: Runtime, num_bins: int) -> int:
+    """The bins the fast kernel keeps in shared memory, as auto's choice counts
+    them (its launch and the conformance suite's probe alike)."""
+    return fast_layout(rt.max_shared_per_block, num_bins).shared_bins
+
+
 def choose_on_device(rt: Runtime, keys: Keys, num_bins: int, shared_bins: int,
                      choice: DeviceArray, sample: DeviceArray | None = None) -> None:
     """Launch auto's choice: partitioned_histogram.cu's auto_choice judges
@@ -118,7 +125,7 @@ def auto_choice_probe(rt: Runtime, keys: Keys, num_bins: int) -> tuple[np.ndarra
     sampled bins, SAMPLE_RUNS x WARP; its AUTO_* code; the shared_bins it was
     told), for the conformance suite to judge against the keys and the host's
     rule (policy.auto_choice)."""
-    shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
+    shared_bins = auto_shared_bins(rt, num_bins)
     sample = rt.empty(SAMPLE_RUNS * WARP, np.uint64)
     choice = rt.empty(1, np.uint32)
     choose_on_device(rt, keys, num_bins, shared_bins, choice, sample)
@@ -141,7 +148,7 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     if not policy.samples(keys.n, num_bins):
         return fast_launch(rt, keys, num_bins, hist, first_bad, False, grid, None,
                            "auto -> fast: ")
-    shared_bins = fast_layout(rt.max_shared_per_block, num_bins).shared_bins
+    shared_bins = auto_shared_bins(rt, num_bins)
     choice = rt.empty(1, np.uint32)  # freed on the stream, after the gated kernels
     choose_on_device(rt, keys, num_bins, shared_bins, choice)
     zero_counts(rt, hist, num_bins)  # once: whichever candidate runs adds into it

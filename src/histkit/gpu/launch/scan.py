@@ -7,7 +7,7 @@ import numpy as np
 from histkit.gpu import contract
 from histkit.gpu.device import Runtime
 from histkit.gpu.geometry import Geometry
-from histkit.gpu.launch.common import Gate, gate_args, gate_defines
+from histkit.gpu.launch.common import Gate, gate_args, gate_choice, gate_defines
 
 
 def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_alive: list,
@@ -20,8 +20,7 @@ def exclusive_scan(rt: Runtime, counts_ptr: int, n: int, out_ptr: int, keep_aliv
     """
     if n == 0:
         return []
-    choice = None if gate is None else gate.choice
-    tiles, tile_sums, scan_tiles, n64 = rt.plan(("scan", n, threads, items, choice),
+    tiles, tile_sums, scan_tiles, n64 = rt.plan(("scan", n, threads, items, gate_choice(gate)),
                                                 lambda: _scan_plan(rt, n, threads, items, gate))
     gated = gate_args(gate)
     geometries = []
