@@ -29,7 +29,7 @@ def test_chunked_inputs_are_the_same_for_a_seed_whatever_the_cpus(small_chunks, 
     np.testing.assert_array_equal(make_keys(name, 10_007, 50, seed=3, dtype=np.int16), first)
     assert first.dtype == np.int16 and len(first) == 10_007
     assert first.min() >= 0 and first.max() < 50
-    if name not in ("onebin", "round-robin", "strided-31"):  # these ignore the seed
+    if name != "onebin" and name not in distributions.POSITIONAL:  # these ignore the seed
         assert not np.array_equal(make_keys(name, 10_007, 50, seed=4, dtype=np.int16), first)
 
 
@@ -38,6 +38,12 @@ def test_chunked_patterns_keep_their_positions_across_chunk_boundaries(small_chu
     np.testing.assert_array_equal(make_keys("round-robin", 10_007, 64), i % 64)
     np.testing.assert_array_equal(make_keys("strided-31", 10_007, 64), (31 * i + 17) % 64)
     np.testing.assert_array_equal(make_keys("onebin", 10_007, 64), np.full(10_007, 32))
+    hot = np.where(i % 2 == 0, 32, 0)
+    np.testing.assert_array_equal(make_keys("half-hot", 10_007, 64), hot)
+    np.testing.assert_array_equal(make_keys("hot-head", 10_007, 64),
+                                  np.where(i < 32, 32, hot))
+    np.testing.assert_array_equal(make_keys("sixteen-sectors", 10_007, 64),
+                                  (32 + 4 * (i % 16)) % 64)
     ordered = make_keys("sorted", 10_007, 64)
     assert np.all(np.diff(ordered) >= 0) and len(ordered) == 10_007
 
@@ -101,3 +107,49 @@ def test_keys_take_every_k_whose_largest_key_the_dtype_holds(dtype, largest_k):
     assert int(keys.max()) == largest_k - 1
     with pytest.raises(ValueError, match="do not fit"):
         make_keys("round-robin", 10, largest_k + 1, dtype=dtype)
+
+
+def _windows(keys: np.ndarray, width: int = 32) -> np.ndarray:
+    return np.lib.stride_tricks.sliding_window_view(keys, width)
+
+
+def test_half_hot_keys_hold_exactly_half_hot_keys_in_any_32_in_a_row():
+    num_bins = 1 << 20
+    windows = _windows(make_keys("half-hot", 1001, num_bins))
+    assert set((windows == num_bins // 2).sum(axis=1)) == {16}
+    assert set((windows == 0).sum(axis=1)) == {16}
+
+
+def test_hot_head_keys_open_with_32_hot_keys_then_alternate():
+    num_bins = 1 << 20
+    keys = make_keys("hot-head", 20_011, num_bins)
+    assert (keys[:32] == num_bins // 2).all()
+    later = _windows(keys[32:])
+    assert set((later == num_bins // 2).sum(axis=1)) == {16}
+
+
+def test_sixteen_sectors_keys_touch_16_sectors_of_their_own_in_any_32_in_a_row():
+    num_bins = 1 << 20
+    keys = make_keys("sixteen-sectors", 20_011, num_bins)
+    sectors = _windows(keys) // 4
+    assert {len(set(w)) for w in sectors[::97]} == {16}
+    assert len(set(keys)) == 16 and keys.min() == num_bins // 2
+
+
+@pytest.mark.parametrize(("name", "n", "hot", "sectors", "choice"), [
+    ("half-hot", 1001, 1024, 64, "fast"),          # exactly half hot: no majority
+    ("hot-head", 20_011, 1040, 64, "fast-hold"),   # the first run's 16 more: a majority
+    ("sixteen-sectors", 20_011, 128, 1024, "fast"),  # exactly half scattered: not more
+])
+def test_the_auto_edge_patterns_sit_where_their_names_say_in_autos_sample(
+        name, n, hot, sectors, choice):
+    # What the conformance cases of these patterns rest on, judged by the host
+    # rule (gpu.policy), itself pinned against hand-built samples elsewhere.
+    from histkit.conformance.checks import auto_sample
+    from histkit.gpu import policy
+
+    num_bins, shared_bins = 1 << 20, 58_111  # an H200's fast layout at K = 2^20
+    sample = auto_sample(make_keys(name, n, num_bins), policy.SAMPLE_RUNS)
+    assert policy.hot_global_count(sample, shared_bins, num_bins) == hot
+    assert policy.scattered_sectors(sample, shared_bins, num_bins) == sectors
+    assert policy.auto_choice(sample, shared_bins, num_bins) == choice

@@ -71,6 +71,21 @@ def test_slips_leave_templates_comments_and_preprocessor_lines_alone():
     assert ";  // keep i < n" in replaced  # the store dropped, its comment kept
 
 
+def test_a_store_through_a_pointer_is_mutated_and_a_block_comments_lines_are_not():
+    # A line opening with '*' was once taken for a block comment's inner line,
+    # which left auto_choice's `*choice = sectors * 1000 > ...` unmutated.
+    text = ("/* the rule:\n"
+            " * choice = a * 1000 > b;\n"
+            " */\n"
+            "*choice = a * 1000 > b ? 2 : 0;\n")
+    found = mutagen.mutants_of("x.cu", text)
+    assert {m.line for m in found} == {4}
+    replaced = {m.replace for m in found}
+    assert "*choice = a * 1000 >= b ? 2 : 0;" in replaced
+    assert "*choice = a + 1000 > b ? 2 : 0;" in replaced
+    assert ";" in replaced  # the store dropped
+
+
 def test_a_line_that_moved_since_generation_is_refused(tmp_path):
     m = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
     stale = mutation.Mutant(**{**m.__dict__, "line": m.line + 1})

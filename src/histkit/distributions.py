@@ -63,6 +63,50 @@ def strided_31(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
     return strided_31_at(0, n, num_bins)
 
 
+# Inputs on the edges of method="auto"'s rule (gpu/policy.auto_choice), which
+# judges runs of WARP consecutive keys: whatever runs it samples, each holds
+# exactly the share these patterns set. The hot bin is K // 2 (onebin's) and
+# the cold keys bin 0, which auto counts in shared memory at any K it samples.
+EDGE_RUN = 32  # = contract.WARP, auto's run length (not imported: no GPU layer here)
+
+
+def half_hot_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """Every even-numbered key the hot bin, the rest bin 0: any EDGE_RUN
+    consecutive keys hold exactly half hot keys, where auto's rule, which
+    needs more than half, still takes the fast kernel."""
+    i = np.arange(start, start + count, dtype=np.int64)
+    return np.where(i % 2 == 0, num_bins // 2, 0)
+
+
+def hot_head_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """half-hot with its first EDGE_RUN keys all hot: a sample whose first run
+    is the head holds a bare majority (32 + 63 x 16 of 64 runs' 2048 keys),
+    which one run's worth of keys lost or misjudged turns back to a tie."""
+    keys = half_hot_at(start, count, num_bins)
+    keys[: max(0, EDGE_RUN - start)] = num_bins // 2
+    return keys
+
+
+def sixteen_sectors_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """Key i is bin K // 2 + 4 (i mod 16): 16 bins, each in its own 4-bin
+    (32-byte) sector of the counts, so any EDGE_RUN consecutive keys touch
+    exactly 16 sectors, half the run: the edge of auto's "scattered" rule."""
+    i = np.arange(start, start + count, dtype=np.int64)
+    return (num_bins // 2 + 4 * (i % 16)) % num_bins
+
+
+def half_hot(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
+    return half_hot_at(0, n, num_bins)
+
+
+def hot_head(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
+    return hot_head_at(0, n, num_bins)
+
+
+def sixteen_sectors(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
+    return sixteen_sectors_at(0, n, num_bins)
+
+
 GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
     "uniform": uniform,
     "onebin": onebin,
@@ -70,6 +114,9 @@ GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
     "sorted": sorted_keys,
     "round-robin": round_robin,
     "strided-31": strided_31,
+    "half-hot": half_hot,
+    "hot-head": hot_head,
+    "sixteen-sectors": sixteen_sectors,
 }
 
 
@@ -80,6 +127,9 @@ CHUNK = 1 << 22
 POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
     "round-robin": round_robin_at,
     "strided-31": strided_31_at,
+    "half-hot": half_hot_at,
+    "hot-head": hot_head_at,
+    "sixteen-sectors": sixteen_sectors_at,
 }
 
 

@@ -250,6 +250,14 @@ def _remainder_cases() -> list[Case]:
     # bit 0 set (K // 2 odd: a vote that skips a bit misses it)
     cases += [Case("round-robin", MEDIUM, 1 << 20, seed=7),
               Case("onebin", 20_011, (1 << 20) - 1, seed=7)]
+    # and on the edges of its rule, each sampled run holding exactly the share
+    # that decides (distributions.py): a hot bin in exactly half the sample
+    # (the fast kernel: a majority is more than half; 1001 keys, so that a
+    # 65th run would reach keys), a bare majority led by the first run (a
+    # warp's votes or counts lost, and it ties), and exactly half of each
+    # run's keys in sectors of their own (not scattered: more than half is)
+    cases += [Case("half-hot", 1001, 1 << 20, seed=7), Case("hot-head", 20_011, 1 << 20, seed=7),
+              Case("sixteen-sectors", 20_011, 1 << 20, seed=7)]
     cases += [Case("zipf", 100_003, 100_000, seed=7), Case("sorted", 300_007, 1 << 18, seed=7)]
     # every partition in use (256 of them), with a partial last tile
     cases += [Case("uniform", 100_003, 1 << 22, seed=7), Case("zipf", 70_001, 1 << 14, seed=7),

@@ -109,7 +109,9 @@ _DECLARATION = re.compile(
     r"^\s*(?:const |volatile |static |extern |__shared__ |unsigned |signed )*"
     r"(?:u64|i64|u32|unsigned|int|bool|auto|hk_key|hk_index|T|size_t|char|short|long|"
     r"float|double|TileStage|StagedTile|KEY_T)\b[\s*&]")
-_SKIPPED_LINE = re.compile(r"^\s*(?:#|//|static_assert|asm|\*|/\*)")
+# A block comment's inner line is " * ..." or " */"; a line starting with a
+# pointer's store ("*choice = ...;") is code, and is mutated like any other.
+_SKIPPED_LINE = re.compile(r"^\s*(?:#|//|static_assert|asm|\*(?=\s|/|$)|/\*)")
 
 
 def _code(line: str) -> str:
