@@ -86,6 +86,23 @@ def test_a_store_through_a_pointer_is_mutated_and_a_block_comments_lines_are_not
     assert ";" in replaced  # the store dropped
 
 
+def test_steps_left_out_are_mutants_increments_atomics_guards_and_shuffles():
+    text = ("    ++issued;\n"
+            "    if (held) atomicAdd(&hist[b], held);\n"
+            "    const unsigned passed = ++barriers[0];\n"
+            "    if (pos[mid] <= v) lo = mid; else hi = mid - 1;\n"
+            "    u64 up = __shfl_up_sync(0xffffffffu, value, d);\n")
+    replaced = {(m.line, m.replace) for m in mutagen.mutants_of("x.cu", text)}
+    assert (1, "    ;") in replaced  # the increment dropped
+    assert (2, "    if (held) ;") in replaced  # the atomic dropped, its guard kept
+    assert (2, "    atomicAdd(&hist[b], held);") in replaced  # the guard dropped
+    assert (5, "    u64 up = __shfl_down_sync(0xffffffffu, value, d);") in replaced
+    # an increment whose value is used, and an if with an else, keep them
+    assert not any(line == 3 and "++" not in mutated for line, mutated in replaced)
+    assert not any(line == 4 and mutated.lstrip().startswith("lo = mid")
+                   for line, mutated in replaced)
+
+
 def test_a_line_that_moved_since_generation_is_refused(tmp_path):
     m = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
     stale = mutation.Mutant(**{**m.__dict__, "line": m.line + 1})

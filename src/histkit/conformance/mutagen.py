@@ -96,6 +96,19 @@ SLIPS = (
     _slip("and-made-or", r" & ", " | ", "a bitwise '&' made '|'"),
     _slip("atomic-min-made-max", r"\batomicMin\(", "atomicMax(",
           "atomicMin made atomicMax (the last bad index kept, not the first)"),
+    # A step left out: a count's increment, an atomic update (its result
+    # unused), a single-line if's guard (the bounds check forgotten), and a
+    # warp shuffle reading the wrong way.
+    _slip("increment-dropped", r"(^\s*|\) |\{ )(?:\+\+[\w.\[\]]+|[\w.\[\]]+\+\+);", r"\1;",
+          "an increment dropped (a count that never counts)"),
+    _slip("atomic-dropped", r"(^\s*|\) |\{ )atomic\w+\([^;]*\);", r"\1;",
+          "an atomic update dropped"),
+    _slip("guard-dropped", r"^(\s*)if \((.*)\) (?!\{)(?!.*\belse\b)(.+;)$", r"\1\3",
+          "a single-line if's test dropped (its statement always runs)"),
+    _slip("shuffle-up-made-down", r"__shfl_up_sync\(", "__shfl_down_sync(",
+          "a shuffle up made a shuffle down (the lane above read, not the one below)"),
+    _slip("shuffle-down-made-up", r"__shfl_down_sync\(", "__shfl_up_sync(",
+          "a shuffle down made a shuffle up"),
     # A 64-bit index, length or offset declared or cast as a 32-bit int: the
     # classic kernel bug, invisible below 2^31 elements (cases.huge_cases).
     _slip("index-narrowed", r"\bi64\b", "int",
