@@ -91,12 +91,15 @@ def test_steps_left_out_are_mutants_increments_atomics_guards_and_shuffles():
             "    if (held) atomicAdd(&hist[b], held);\n"
             "    const unsigned passed = ++barriers[0];\n"
             "    if (pos[mid] <= v) lo = mid; else hi = mid - 1;\n"
-            "    u64 up = __shfl_up_sync(0xffffffffu, value, d);\n")
+            "    u64 up = __shfl_up_sync(0xffffffffu, value, d);\n"
+            "    if (threadIdx.x == 0) last = atomicAdd(done, 1ULL) == 3;\n")
     replaced = {(m.line, m.replace) for m in mutagen.mutants_of("x.cu", text)}
     assert (1, "    ;") in replaced  # the increment dropped
     assert (2, "    if (held) ;") in replaced  # the atomic dropped, its guard kept
     assert (2, "    atomicAdd(&hist[b], held);") in replaced  # the guard dropped
     assert (5, "    u64 up = __shfl_down_sync(0xffffffffu, value, d);") in replaced
+    # the test is the whole parenthesised condition, not up to the last ") "
+    assert (6, "    last = atomicAdd(done, 1ULL) == 3;") in replaced
     # an increment whose value is used, and an if with an else, keep them
     assert not any(line == 3 and "++" not in mutated for line, mutated in replaced)
     assert not any(line == 4 and mutated.lstrip().startswith("lo = mid")

@@ -103,7 +103,10 @@ SLIPS = (
           "an increment dropped (a count that never counts)"),
     _slip("atomic-dropped", r"(^\s*|\) |\{ )atomic\w+\([^;]*\);", r"\1;",
           "an atomic update dropped"),
-    _slip("guard-dropped", r"^(\s*)if \((.*)\) (?!\{)(?!.*\belse\b)(.+;)$", r"\1\3",
+    # (the test: parentheses balanced two deep, as every single-line if here)
+    _slip("guard-dropped",
+          r"^(\s*)if \((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\) (?!\{)(?!.*\belse\b)(.+;)$",
+          r"\1\2",
           "a single-line if's test dropped (its statement always runs)"),
     _slip("shuffle-up-made-down", r"__shfl_up_sync\(", "__shfl_down_sync(",
           "a shuffle up made a shuffle down (the lane above read, not the one below)"),
