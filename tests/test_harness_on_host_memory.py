@@ -497,6 +497,30 @@ def case_run_of(rt, case):
         return CaseRun(rt, case)
 
 
+def test_a_fenced_cases_outputs_start_against_unmapped_memory_and_keep_their_tail_guard(rt):
+    # On a GPU the bytes before such an output are unmapped: a kernel touching
+    # them faults, even with an access no guard could see (an atomic adding 0).
+    memory, made = rt.memory, []
+
+    def fenced_at_start(n, dtype):
+        dtype = np.dtype(dtype)
+        buffer = memory.allocate(n * dtype.itemsize)
+        made.append((buffer.handle, n))
+        return DeviceArray(buffer, n, dtype)
+
+    rt.fenced_at_start, rt.fenced_copy = fenced_at_start, rt.to_device
+    run = case_run_of(rt, Case("uniform", 100, 16, seed=1, fenced=True))
+    out = run.output(20, np.uint64, fill=0xA5)
+    assert made == [(out.ptr, 20 + GUARD)]  # flush at the buffer's start, a guard after
+    memory.bytes[out.ptr - 8:out.ptr] = 0  # not the output's: never read back as a guard
+    assert (run.read(out, fill=0xA5).view(np.uint8) == 0xA5).all()
+    memory.bytes[out.ptr + 20 * 8] = 0
+    with pytest.raises(GuardViolation, match="past the end"):
+        run.read(out, fill=0xA5)
+    with pytest.raises(GuardViolation, match="past the end"):
+        run.read_in_slices(out, fill=0xA5)
+
+
 def test_a_refusal_the_rows_rule_does_not_allow_fails_and_one_it_allows_is_a_skip(rt):
     from histkit.gpu.registry import DEFAULT
 

@@ -128,6 +128,7 @@ class CaseRun:
         self.host = case.keys()
         dtype = self.host.dtype
         self.fenced: set[int] = set()  # pointers of inputs placed against unmapped memory
+        self.fenced_at_start: set[int] = set()  # outputs with unmapped memory before them
         if case.scan_counts:  # no keys: the scans upload the counts themselves
             self.device_array, self.keys = None, None
         elif case.fenced:
@@ -145,21 +146,32 @@ class CaseRun:
 
     # --- device buffers, each between GUARD elements on either side -------------
     def output(self, n: int, dtype, fill: int = 0) -> DeviceArray:
+        """n elements for a kernel to write, between GUARD elements of the byte
+        fill; in a fenced case, flush against unmapped memory at its start
+        instead of a front guard: a kernel that touches the word before its
+        output faults, even with an access no guard sees (an atomic adding 0)."""
         dtype = np.dtype(dtype)
+        if self.case.fenced:
+            whole = self.rt.fenced_at_start(n + GUARD, dtype)
+            self.rt.memset(whole.ptr, fill, (n + GUARD) * dtype.itemsize)
+            self.fenced_at_start.add(whole.ptr)
+            return DeviceArray(BufferWindow(whole.buffer, 0), n, dtype)
         whole = self.rt.empty(GUARD + n + GUARD, dtype)
         self.rt.memset(whole.ptr, fill, (GUARD + n + GUARD) * dtype.itemsize)
         return DeviceArray(BufferWindow(whole.buffer, GUARD * dtype.itemsize), n, dtype)
 
     def read(self, array: DeviceArray, fill: int = 0) -> np.ndarray:
         """array's elements, after checking that its guards still hold fill
-        (a fenced input has none: a write past it faults)."""
+        (a fenced input has none: a write past it faults; an output fenced at
+        its start has its guard after it only)."""
         if array.ptr in self.fenced:
             return self.rt.copy_to_host(array.ptr, np.empty(array.n, array.dtype))
         size = array.dtype.itemsize
-        whole = self.rt.copy_to_host(array.ptr - GUARD * size,
-                                     np.empty(GUARD + array.n + GUARD, array.dtype))
-        self._check_guards(array, whole[:GUARD], whole[GUARD + array.n:], fill)
-        return whole[GUARD:GUARD + array.n]
+        front = 0 if array.ptr in self.fenced_at_start else GUARD
+        whole = self.rt.copy_to_host(array.ptr - front * size,
+                                     np.empty(front + array.n + GUARD, array.dtype))
+        self._check_guards(array, whole[:front], whole[front + array.n:], fill)
+        return whole[front:front + array.n]
 
     def read_in_slices(self, array: DeviceArray, fill: int = 0):
         """array's guards checked now (as read() does), its elements read
@@ -167,7 +179,8 @@ class CaseRun:
         outputs past 2^31 keys, never whole on the host)."""
         size = array.dtype.itemsize
         if array.ptr not in self.fenced:
-            before = self.rt.copy_to_host(array.ptr - GUARD * size, np.empty(GUARD, array.dtype))
+            front = 0 if array.ptr in self.fenced_at_start else GUARD
+            before = self.rt.copy_to_host(array.ptr - front * size, np.empty(front, array.dtype))
             after = self.rt.copy_to_host(array.ptr + array.n * size,
                                          np.empty(GUARD, array.dtype))
             self._check_guards(array, before, after, fill)

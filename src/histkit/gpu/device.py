@@ -800,6 +800,14 @@ class Runtime:
                                            self.handle), "cuMemcpyHtoDAsync")
         return array
 
+    def fenced_at_start(self, n: int, dtype) -> DeviceArray:
+        """n elements of dtype in a FencedBuffer whose first byte follows
+        unmapped memory: a kernel that touches the word before them faults
+        (CudaError where this driver cannot do it)."""
+        dtype = np.dtype(dtype)
+        return DeviceArray(FencedBuffer(self.device.device_id, n * dtype.itemsize,
+                                        at_start=True), n, dtype)
+
     def fenced_copy(self, host: np.ndarray) -> DeviceArray:
         """host on the device in a FencedBuffer: the byte after its last
         element is unmapped (CudaError where this driver cannot do it)."""
