@@ -106,6 +106,17 @@ def test_steps_left_out_are_mutants_increments_atomics_guards_and_shuffles():
                    for line, mutated in replaced)
 
 
+def test_a_conditionals_branches_are_swapped_whole():
+    text = ("    held[k] = at < n ? keys[at] : (hk_key)0;\n"
+            "    unsigned* word = &shared[high ? b - low_bins : b];\n"
+            "    my_hi = min(pos + len, b) > pos ? min(pos + len, b) - pos : 0;\n")
+    swapped = {m.line: m.replace for m in mutagen.mutants_of("x.cu", text)
+               if "ternary" in m.id}
+    assert swapped == {1: "    held[k] = at < n ? (hk_key)0 : keys[at];",
+                       2: "    unsigned* word = &shared[high ? b : b - low_bins];",
+                       3: "    my_hi = min(pos + len, b) > pos ? 0 : min(pos + len, b) - pos;"}
+
+
 def test_a_line_that_moved_since_generation_is_refused(tmp_path):
     m = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
     stale = mutation.Mutant(**{**m.__dict__, "line": m.line + 1})

@@ -108,6 +108,12 @@ SLIPS = (
           r"^(\s*)if \((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\) (?!\{)(?!.*\belse\b)(.+;)$",
           r"\1\2",
           "a single-line if's test dropped (its statement always runs)"),
+    # A conditional's branches swapped (each branch: brackets balanced two deep).
+    _slip("ternary-swapped",
+          r"\? ((?:[^?:;()\[\],]|\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\])+?)"
+          r" : ((?:[^?:;()\[\],]|\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\])+?)"
+          r"(?=;|\)|,|\]|$)", r"? \2 : \1",
+          "a conditional's two branches swapped"),
     _slip("shuffle-up-made-down", r"__shfl_up_sync\(", "__shfl_down_sync(",
           "a shuffle up made a shuffle down (the lane above read, not the one below)"),
     _slip("shuffle-down-made-up", r"__shfl_down_sync\(", "__shfl_up_sync(",
