@@ -76,6 +76,8 @@ HARNESS_FILES = {
                   "tests/test_demo_and_cli.py"),
     # a user's .cu kernel launched by its kind's ABI
     "conformance/cuda_abi.py": ("tests/test_api_calls.py", "tests/test_check_engine.py"),
+    # Dask arrays: per-chunk histograms and sorts summed or merged on the CPU
+    "dask.py": ("tests/test_dask.py",),
     # the chapter demo, whose self-checks the main job confirms
     "demo.py": ("tests/test_demo_verdicts.py", "tests/test_demo_and_cli.py",
                 "tests/test_new_user.py", "tests/test_verify_job.py"),
