@@ -76,6 +76,10 @@ HARNESS_FILES = {
                   "tests/test_demo_and_cli.py"),
     # a user's .cu kernel launched by its kind's ABI
     "conformance/cuda_abi.py": ("tests/test_api_calls.py", "tests/test_check_engine.py"),
+    # the benchmarks: what they time, check and report against the targets
+    "gpu/bench_calls.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py"),
+    "gpu/bench.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py",
+                     "tests/test_gpu_layout.py", "tests/test_api_calls.py"),
     # Dask arrays: per-chunk histograms and sorts summed or merged on the CPU
     "dask.py": ("tests/test_dask.py",),
     # the chapter demo, whose self-checks the main job confirms

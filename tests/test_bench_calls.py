@@ -120,3 +120,95 @@ def test_the_run_judges_every_row_and_says_how_many_targets_it_met(tmp_path, mon
     (written,) = tmp_path.glob("calls-gpu-*.json")
     rows = json.loads(written.read_text())
     assert [len(r["targets"]) for r in rows["histogram"] + rows["sort"]] == [2, 2, 2, 1, 1]
+
+
+def test_a_figure_exactly_on_its_target_meets_it(monkeypatch):
+    # the targets are "<= 25 us over", "<= 0.8x the fastest peer", ">= 3.8 TB/s"
+    row = _timed(1 << 20, 256, **{"histkit gpu.histogram": 40.0, "histkit kernel alone": 15.0,
+                                  "torch.bincount": 50.0})
+    over, peer = bench_calls.against_targets("histogram", row)
+    assert (over["value"], over["met"]) == (25.0, True)
+    assert (peer["value"], peer["met"]) == (0.8, True)
+    sort = _timed(1 << 20, 256, **{"histkit gpu.counting_sort": 80.0,
+                                   "torch.sort(stable)": 100.0})
+    assert bench_calls.against_targets("sort", sort)[0]["met"]
+    at_2_28 = _timed(1 << 28, 256, **{"histkit gpu.histogram": 250.0})
+    exact = (1 << 28) * 4 / (250.0 * 1e-6) / 1e12  # this row's TB/s, made the target
+    monkeypatch.setattr(bench_calls, "MIN_TBPS_AT_2_28", exact)
+    (tbps,) = bench_calls.against_targets("histogram", at_2_28)
+    assert tbps["met"]
+
+
+class _Clock:
+    """time.perf_counter for median_call_us, advanced only by the calls timed."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _timed_calls(monkeypatch, seconds_per_call):
+    clock, calls = _Clock(), []
+    monkeypatch.setattr(bench_calls.time, "perf_counter", clock)
+
+    def call():
+        calls.append(seconds_per_call)
+        clock.now += seconds_per_call
+
+    return bench_calls.median_call_us(call, lambda: None), len(calls)
+
+
+def test_a_median_is_the_calls_own_time_in_microseconds(monkeypatch):
+    us, _ = _timed_calls(monkeypatch, 0.002)
+    assert abs(us - 2000.0) < 1e-6
+
+
+def test_the_number_of_timed_calls_fills_the_time_allowed_within_its_bounds(monkeypatch):
+    warm_and_first = bench_calls.WARM_UP_CALLS + 1
+    # 1 ms a call: as many as SECONDS_PER_CONTENDER holds
+    _, made = _timed_calls(monkeypatch, 0.001)
+    assert made - warm_and_first == round(bench_calls.SECONDS_PER_CONTENDER / 0.001)
+    _, made = _timed_calls(monkeypatch, 1.0)  # slow calls: never fewer than MIN_CALLS
+    assert made - warm_and_first == bench_calls.MIN_CALLS
+    _, made = _timed_calls(monkeypatch, 1e-6)  # fast calls: never more than MAX_CALLS
+    assert made - warm_and_first == bench_calls.MAX_CALLS
+
+
+def test_each_panel_of_the_calls_plot_shows_its_own_bins_rows(tmp_path):
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    results = {"device": "a test GPU", "histogram": [], "sort": []}
+    for num_bins in bench_calls.CALL_BINS:  # each row's figure names its K
+        results["histogram"] += [_timed(n, num_bins, **{"histkit gpu.histogram": num_bins + n})
+                                 for n in (1 << 12, 1 << 20)]
+    for num_bins in bench_calls.CALL_SORT_BINS:
+        results["sort"] += [_timed(n, num_bins, **{"histkit gpu.counting_sort": num_bins + n})
+                            for n in (1 << 12, 1 << 20)]
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def savefig(figure, path, **options):
+        seen.update({ax.get_title(): [tuple(line.get_ydata()) for line in ax.get_lines()]
+                     for ax in figure.axes})
+        return real_savefig(figure, path, **options)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plt.Figure, "savefig", savefig)
+        bench_calls.plot(results, tmp_path / "calls.png")
+    want = {f"histogram, K = {k}": [(k + (1 << 12), k + (1 << 20))] for k in bench_calls.CALL_BINS}
+    want |= {f"sort, K = {k}": [(k + (1 << 12), k + (1 << 20))]
+             for k in bench_calls.CALL_SORT_BINS}
+    assert seen == want
+
+
+def test_the_kernel_bench_times_every_exact_histogram_method_and_the_fast_kernel():
+    from histkit.gpu import bench, registry
+
+    exact = [m for m in registry.methods("histogram") if m != "naive"]  # naive loses counts
+    want = {f"histkit {registry.serving('histogram', m).row}" for m in exact} | {"histkit fast"}
+    assert set(bench.benched_histogram_kernels()) == want

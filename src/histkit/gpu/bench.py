@@ -201,6 +201,13 @@ def _time_ours(row: dict, name: str, timer: Timer, call, right, n: int) -> None:
         row["notes"][name] = "WRONG RESULT: not timed"
 
 
+def benched_histogram_kernels() -> dict:
+    """Every exact histogram kernel the API serves (its method's registry
+    row), and the fast kernel auto picks, by the name the bench reports."""
+    return {f"histkit {k.row}": k.run for k in registry.KERNELS
+            if k.kind == "histogram" and (k.serves or k.row == "fast")}
+
+
 def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str) -> dict:
     rt = runtime()
     keys = _device_keys(cupy, distribution, n, num_bins)
@@ -212,9 +219,7 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     rt.memset(first_bad.ptr, 0xFF, 8)
     device_keys = _keys_of(keys)
 
-    # Every exact histogram kernel the API serves, and the fast kernel auto picks.
-    ours = {f"histkit {k.row}": k.run for k in registry.KERNELS
-            if k.kind == "histogram" and (k.serves or k.row == "fast")}
+    ours = benched_histogram_kernels()
 
     def run(launch):  # each launcher zeroes the counts it adds into (one may store them)
         return launch(rt, device_keys, num_bins, hist, first_bad)
