@@ -210,6 +210,31 @@ def test_a_generated_run_leaves_out_known_equivalents_and_counts_broken_apart(tm
         m.id for m in sample[1:]}
 
 
+def test_a_run_of_named_slips_judges_their_generated_mutants_only(tmp_path, monkeypatch):
+    judged_ids = []
+
+    def judged(mutant, cuda_dir, timeout, env):
+        judged_ids.append(mutant.id)
+        return mutation.Outcome(mutant.id, mutant.file, mutant.needs, "caught", "", 0.0)
+
+    monkeypatch.setattr(mutation, "run_one", judged)
+    empty = tmp_path / "equivalent.toml"
+    empty.write_text("")
+    status = mutation.run(Path("unused.toml"), ROOT / "cuda", 2, 1.0, tmp_path / "out.json",
+                          None, None, equivalent_table=empty,
+                          slips=["ternary-swapped", "shuffle-up-made-down"])
+    want = {m.id for m in GENERATED
+            if "-ternary-swapped-" in m.id or "-shuffle-up-made-down-" in m.id}
+    assert status == 0 and want and sorted(judged_ids) == sorted(want)
+
+
+def test_a_misspelt_slip_is_a_usage_error_that_names_the_slips(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        mutation.main(["run", "--slips", "ternary-swaped"])
+    assert stopped.value.code == 2
+    assert "no slip is named ternary-swaped" in capsys.readouterr().err
+
+
 def test_judge_on_quick_judges_full_mutants_on_the_quick_matrix(tmp_path, monkeypatch):
     # how much of what needs the full matrix the quick one catches alone (its
     # case past 2^31 keys is the histograms'): the run hands every mutant over

@@ -17,7 +17,8 @@ compiling or checking on the host rather than waiting on the GPU.
 ``mutants/equivalent.toml`` lists as seen only by a compute-sanitizer tool,
 each under that tool: the listing is a claim, and a survivor disproves it.
 
-``run --generated`` plants mutagen's slips at every site of ``cuda/``;
+``run --generated`` plants mutagen's slips at every site of ``cuda/`` (``--slips NAME ...``:
+only those slips' mutants);
 ``run --host`` plants them in the launch layer's Python (grid, tile, scratch
 and pass sizes, the kernel choice), each judged with the one mutated module
 imported in place of the installed one (``histkit._mutant_loader``).
@@ -337,11 +338,26 @@ def judge(needs: str, rows: list[str]) -> int:
     return EXIT_CAUGHT if report.failures else EXIT_SURVIVED
 
 
+def of_slips(mutants: list, slips: list[str]) -> list:
+    """The generated mutants of the named slips (ValueError naming the known
+    ones for a name no slip has)."""
+    from histkit.conformance import mutagen
+
+    known = {slip.name for slip in (*mutagen.SLIPS, *mutagen.PYTHON_SLIPS,
+                                    *mutagen.CYTHON_SLIPS)} | {"store-dropped"}
+    unknown = sorted(set(slips) - known)
+    if unknown:
+        raise ValueError(f"no slip is named {', '.join(unknown)}; the slips are "
+                         f"{', '.join(sorted(known))}")
+    return [m for m in mutants if any(f"-{slip}-" in m.id for slip in slips)]
+
+
 def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path | None,
         only: list[str] | None, needs: list[str] | None, generated: bool = False,
         files: list[str] | None = None, sample: int | None = None, seed: int = 0,
         equivalent_table: Path | None = None, host: bool = False,
-        judge_on: str | None = None, check_claims: bool = False) -> int:
+        judge_on: str | None = None, check_claims: bool = False,
+        slips: list[str] | None = None) -> int:
     """Run the table's mutants (generated=True: mutagen's, host=True: mutagen's
     of the launch layer's Python; either optionally a seeded sample) and
     report; exit status 0 when every one that changes behaviour was caught
@@ -350,8 +366,9 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     (how much the quick matrix alone catches of what needs the full one).
     check_claims: judge instead the generated mutants listed as seen only by a
     compute-sanitizer tool, each under that tool (claimed_by_sanitizers): a
-    catch confirms the listing, a survivor says the claim is wrong."""
-    generated = generated or host or check_claims
+    catch confirms the listing, a survivor says the claim is wrong.
+    slips: generated mutants of these slips only (their names, as in the ids)."""
+    generated = generated or host or check_claims or bool(slips)
     if generated:
         from histkit.conformance import mutagen
 
@@ -366,6 +383,8 @@ def run(table: Path, cuda_dir: Path, jobs: int, timeout: float, json_path: Path 
     if check_claims:
         mutants = claimed_by_sanitizers(mutants, equivalent_table)
         known = gaps = {}
+    if slips:
+        mutants = of_slips(mutants, slips)
     mutants = [m for m in mutants if (not only or m.id in only)
                and (not needs or m.needs in needs) and m.id not in known]
     if judge_on is not None:
@@ -474,6 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     every.add_argument("--json", type=Path, default=Path("mutants-results.json"))
     every.add_argument("--only", nargs="*", help="run these mutant ids only")
     every.add_argument("--needs", nargs="*", choices=NEEDS, help="run mutants of these needs")
+    every.add_argument("--slips", nargs="+", metavar="SLIP",
+                       help="run the generated mutants of these slips only (e.g. "
+                            "ternary-swapped; implies --generated)")
     every.add_argument("--generated", action="store_true",
                        help="run the generated mutants (mutagen) instead of the table's")
     every.add_argument("--host", action="store_true",
@@ -511,9 +533,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sift":
         return sift_command(args.cuda_dir, args.files, args.only, args.jobs, args.equivalent,
                             args.write)
+    if args.slips:
+        try:
+            of_slips([], args.slips)  # a misspelt slip is a usage error, before any judge
+        except ValueError as error:
+            parser.error(str(error))
     return run(args.table, args.cuda_dir, args.jobs, args.timeout, args.json, args.only,
                args.needs, args.generated, args.files, args.sample, args.seed, args.equivalent,
-               args.host, args.judge_on, args.check_claims)
+               args.host, args.judge_on, args.check_claims, args.slips)
 
 
 if __name__ == "__main__":
