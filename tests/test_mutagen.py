@@ -662,7 +662,10 @@ def test_the_command_line_dispatches_each_command_with_its_options(monkeypatch):
     (cuda_dir, files, only, jobs, table, write) = calls[1][1]
     assert (files, only, jobs, write) == (["scan.cu"], None, 3, True)
     run_args = calls[2][1]
-    assert run_args[2] == 2 and run_args[5] == ["a"] and run_args[-1] is True
+    assert run_args[2] == 2 and run_args[5] == ["a"] and run_args[-2] is True  # check_claims
+    assert run_args[-1] is None  # no --slips
+    assert mutation.main(["run", "--slips", "ternary-swapped"]) == 7
+    assert calls[3][1][-1] == ["ternary-swapped"]
 
 
 def test_sift_takes_the_asked_for_mutants_not_yet_listed(tmp_path, monkeypatch):
