@@ -44,23 +44,15 @@ def sorted_keys(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def round_robin_at(start: int, count: int, num_bins: int) -> np.ndarray:
-    """Keys start .. start + count - 1 of ``i % num_bins``."""
+    """Keys start .. start + count - 1 of ``i % num_bins``: the chapter's
+    inputs for 7.1 and 7.2."""
     return np.arange(start, start + count, dtype=np.int64) % num_bins
 
 
 def strided_31_at(start: int, count: int, num_bins: int) -> np.ndarray:
-    """Keys start .. start + count - 1 of ``(31 i + 17) % num_bins``."""
+    """Keys start .. start + count - 1 of ``(31 i + 17) % num_bins``: the
+    chapter's input for 7.3."""
     return (np.arange(start, start + count, dtype=np.int64) * 31 + 17) % num_bins
-
-
-def round_robin(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
-    """``i % num_bins``: the chapter's inputs for 7.1 and 7.2."""
-    return round_robin_at(0, n, num_bins)
-
-
-def strided_31(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
-    """``(31 i + 17) % num_bins``: the chapter's input for 7.3."""
-    return strided_31_at(0, n, num_bins)
 
 
 # Inputs on the edges of method="auto"'s rule (gpu/policy.auto_choice), which
@@ -95,34 +87,6 @@ def sixteen_sectors_at(start: int, count: int, num_bins: int) -> np.ndarray:
     return (num_bins // 2 + 4 * (i % 16)) % num_bins
 
 
-def half_hot(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
-    return half_hot_at(0, n, num_bins)
-
-
-def hot_head(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
-    return hot_head_at(0, n, num_bins)
-
-
-def sixteen_sectors(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
-    return sixteen_sectors_at(0, n, num_bins)
-
-
-GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
-    "uniform": uniform,
-    "onebin": onebin,
-    "zipf": zipf,
-    "sorted": sorted_keys,
-    "round-robin": round_robin,
-    "strided-31": strided_31,
-    "half-hot": half_hot,
-    "hot-head": hot_head,
-    "sixteen-sectors": sixteen_sectors,
-}
-
-
-PARALLEL_FROM = 1 << 24
-CHUNK = 1 << 22
-
 # Patterns that depend on a key's position: (offset, count, num_bins) -> keys.
 POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
     "round-robin": round_robin_at,
@@ -131,6 +95,28 @@ POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
     "hot-head": hot_head_at,
     "sixteen-sectors": sixteen_sectors_at,
 }
+
+
+def _from_the_first_key(pattern: Callable[[int, int, int], np.ndarray]):
+    """A positional pattern as a generator: keys 0 .. n - 1 (no seed needed)."""
+    def keys(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
+        return pattern(0, n, num_bins)
+
+    keys.__doc__ = pattern.__doc__
+    return keys
+
+
+GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
+    "uniform": uniform,
+    "onebin": onebin,
+    "zipf": zipf,
+    "sorted": sorted_keys,
+    **{name: _from_the_first_key(pattern) for name, pattern in POSITIONAL.items()},
+}
+
+
+PARALLEL_FROM = 1 << 24
+CHUNK = 1 << 22
 
 
 def make_keys(

@@ -124,6 +124,9 @@ SLIPS = (
           "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
 )
 
+# The slip mutants_of applies itself, to a whole statement (_STORE), not by pattern.
+STORE_DROPPED = "store-dropped"
+
 # A statement that stores to something already declared: `x = ...;`,
 # `a[i] += ...;`, `*p = ...;` (not a declaration: no type before the name).
 _STORE = re.compile(r"^(\s*)(?:if \(.*\) )?[\w.\[\]()*&>-]+ (?:[-+|^&]?=) [^=].*;$")
@@ -177,7 +180,7 @@ def mutants_of(file: str, text: str) -> list[Mutant]:
                                  seen, before, needs=slip.needs))
         store = _STORE.match(code)
         if store and not _DECLARATION.match(code) and not code.rstrip().endswith("{"):
-            found.append(_mutant(file, "store-dropped", "a store dropped", line, number,
+            found.append(_mutant(file, STORE_DROPPED, "a store dropped", line, number,
                                  store.group(1) + ";" + comment, seen, before))
         before = code.strip()
     return found
@@ -242,6 +245,8 @@ _READ_ALIKE = ("lt-to-le", "le-to-lt", "gt-to-ge", "ge-to-gt", "eq-to-ne", "ne-t
                "plus-one-dropped", "minus-one-dropped", "min-to-max", "max-to-min",
                "shift-turned", "accumulate-made-assign", "plus-made-minus", "times-made-plus")
 HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
+# Every slip's name, as the generated mutants' ids carry it.
+SLIP_NAMES = frozenset(s.name for s in (*SLIPS, *PYTHON_SLIPS, *CYTHON_SLIPS)) | {STORE_DROPPED}
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
               "gpu/launch/resident.py", "gpu/launch/scan.py", "gpu/launch/sort.py",

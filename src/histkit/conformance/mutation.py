@@ -343,12 +343,10 @@ def of_slips(mutants: list, slips: list[str]) -> list:
     ones for a name no slip has)."""
     from histkit.conformance import mutagen
 
-    known = {slip.name for slip in (*mutagen.SLIPS, *mutagen.PYTHON_SLIPS,
-                                    *mutagen.CYTHON_SLIPS)} | {"store-dropped"}
-    unknown = sorted(set(slips) - known)
+    unknown = sorted(set(slips) - mutagen.SLIP_NAMES)
     if unknown:
         raise ValueError(f"no slip is named {', '.join(unknown)}; the slips are "
-                         f"{', '.join(sorted(known))}")
+                         f"{', '.join(sorted(mutagen.SLIP_NAMES))}")
     return [m for m in mutants if any(f"-{slip}-" in m.id for slip in slips)]
 
 

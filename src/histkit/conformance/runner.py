@@ -167,7 +167,7 @@ class CaseRun:
         if array.ptr in self.fenced:
             return self.rt.copy_to_host(array.ptr, np.empty(array.n, array.dtype))
         size = array.dtype.itemsize
-        front = 0 if array.ptr in self.fenced_at_start else GUARD
+        front = self._front_guard(array)
         whole = self.rt.copy_to_host(array.ptr - front * size,
                                      np.empty(front + array.n + GUARD, array.dtype))
         self._check_guards(array, whole[:front], whole[front + array.n:], fill)
@@ -179,7 +179,7 @@ class CaseRun:
         outputs past 2^31 keys, never whole on the host)."""
         size = array.dtype.itemsize
         if array.ptr not in self.fenced:
-            front = 0 if array.ptr in self.fenced_at_start else GUARD
+            front = self._front_guard(array)
             before = self.rt.copy_to_host(array.ptr - front * size, np.empty(front, array.dtype))
             after = self.rt.copy_to_host(array.ptr + array.n * size,
                                          np.empty(GUARD, array.dtype))
@@ -189,6 +189,10 @@ class CaseRun:
             return self.rt.copy_to_host(array.ptr + start * size,
                                         np.empty(stop - start, array.dtype))
         return elements
+
+    def _front_guard(self, array: DeviceArray) -> int:
+        """The guard elements before an output: none where it is fenced at its start."""
+        return 0 if array.ptr in self.fenced_at_start else GUARD
 
     @staticmethod
     def _check_guards(array: DeviceArray, before: np.ndarray, after: np.ndarray,
