@@ -117,6 +117,25 @@ def test_a_conditionals_branches_are_swapped_whole():
                        3: "    my_hi = min(pos + len, b) > pos ? 0 : min(pos + len, b) - pos;"}
 
 
+def test_lane_and_warp_indices_are_confused_shuffles_read_the_neighbour_and_volatile_drops():
+    text = ("    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+            "    before = __shfl_sync(0xffffffffu, before, leader);\n"
+            "    volatile u64* racy = hist;\n"
+            "    asm volatile(\"membar.gl;\" ::: \"memory\");\n"
+            "    const unsigned bits = v & 315;\n")
+    by_slip: dict[str, set] = {}
+    for m in mutagen.mutants_of("x.cu", text):
+        by_slip.setdefault(m.id.split("-", 2)[2].rsplit("-", 1)[0], set()).add((m.line, m.replace))
+    assert by_slip["lane-made-warp-index"] == {
+        (1, "    const unsigned lane = threadIdx.x >> 5, warp = threadIdx.x >> 5;")}
+    assert by_slip["warp-made-lane-index"] == {
+        (1, "    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x & 31;")}
+    assert by_slip["shuffle-source-moved"] == {
+        (2, "    before = __shfl_sync(0xffffffffu, before, leader + 1);")}
+    # an inline asm's volatile is never dropped (asm lines are not mutated)
+    assert by_slip["volatile-dropped"] == {(3, "    u64* racy = hist;")}
+
+
 def test_a_line_that_moved_since_generation_is_refused(tmp_path):
     m = next(m for m in GENERATED if m.file == "exclusive_scan.cu")
     stale = mutation.Mutant(**{**m.__dict__, "line": m.line + 1})

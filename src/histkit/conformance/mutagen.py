@@ -8,7 +8,9 @@ inverted (``==`` / ``!=``, ``&&`` / ``||``), a ``+ 1`` / ``- 1`` dropped, a
 ``+`` made ``-`` or a ``-`` made ``+``,
 ``min`` / ``max`` swapped, a shift turned round, a barrier or fence dropped, a
 store dropped, a counter started at 1, ``+=`` made ``=``, an atomicAdd made a
-plain ``+=``, an early ``return`` / ``continue`` / ``break`` dropped. So a
+plain ``+=``, an early ``return`` / ``continue`` / ``break`` dropped, a
+lane index taken for a warp's, a shuffle reading the neighbouring lane, a
+``volatile`` dropped. So a
 kernel added tomorrow is mutated without anyone writing its bugs first, and a
 survivor points at the line whose behaviour no case pins down.
 
@@ -118,6 +120,18 @@ SLIPS = (
           "a shuffle up made a shuffle down (the lane above read, not the one below)"),
     _slip("shuffle-down-made-up", r"__shfl_down_sync\(", "__shfl_up_sync(",
           "a shuffle down made a shuffle up"),
+    # A warp's lane taken for its index in the block and the other way round,
+    # and a broadcast read from the lane next to the one meant.
+    _slip("lane-made-warp-index", r" & 31(?![\w.])", " >> 5",
+          "a lane index (& 31) made a warp index (>> 5)"),
+    _slip("warp-made-lane-index", r" >> 5(?![\w.])", " & 31",
+          "a warp index or count (>> 5) made a lane index (& 31)"),
+    _slip("shuffle-source-moved", r"(__shfl_sync\([^,()]+, [^,()]+, )([^(),]+?)\)", r"\1\2 + 1)",
+          "a shuffle's source lane one too high (the neighbour's value read)"),
+    # A pointer's volatile dropped: the compiler may keep a spun-on or racy
+    # word in a register (asm volatile lines are never mutated: see _SKIPPED_LINE).
+    _slip("volatile-dropped", r"\bvolatile ", "",
+          "a volatile qualifier dropped (a load the compiler may hoist or merge)"),
     # A 64-bit index, length or offset declared or cast as a 32-bit int: the
     # classic kernel bug, invisible below 2^31 elements (cases.huge_cases).
     _slip("index-narrowed", r"\bi64\b", "int",
