@@ -7,6 +7,7 @@ another kernel's name. The driver's stream query is faked; the GPU test with
 a planted hang is in test_gpu.py."""
 
 import io
+import threading
 import time
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ from histkit.conformance import runner
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
 from histkit.gpu import device
-from histkit.gpu.device import Runtime, WaitBound
+from histkit.gpu.device import PerCallPath, Runtime, WaitBound
 from histkit.gpu.errors import DeviceHang
 from histkit.gpu.registry import DEFAULT, Kernel
 
@@ -40,6 +41,7 @@ def rt(monkeypatch):
     """A Runtime whose stream is answered by `answers` (one a query; the last repeats)."""
     runtime = Runtime.__new__(Runtime)  # no device: only the waits
     runtime.waits, runtime.handle, runtime.stream = WaitBound(), 7, FakeStream()
+    runtime.per_call = PerCallPath(None)  # through cuda.bindings (see the C path's test)
     runtime.answers, runtime.calls = [NOT_READY], []
 
     def query(handle):
@@ -116,6 +118,35 @@ def test_outside_a_bounded_run_a_wait_is_the_streams_own_sync(rt):
     with rt.bounded_waits(30):
         pass
     assert rt.waits.limit_s is None  # restored on leaving
+
+
+class _CPath:
+    """The C path's waits, recorded."""
+
+    def __init__(self):
+        self.log = []
+
+    def sync(self, stream):
+        self.log.append(("sync", stream))
+        return 0
+
+    def read_word(self, device_ptr, host_word, stream):
+        self.log.append(("read_word", device_ptr, stream))
+        return 0, 42
+
+
+def test_a_public_calls_wait_goes_through_the_c_path_and_a_bounded_one_is_polled(rt):
+    rt.per_call.calls = c_path = _CPath()
+    rt._scratch = threading.local()
+    rt._scratch.pinned, rt._scratch.pinned_ptr = [0], 0x5000
+    rt.sync("a public call")
+    assert rt.read_word(0x900) == 42
+    assert c_path.log == [("sync", 7), ("read_word", 0x900, 7)] and rt.stream.synced == 0
+    rt.answers = [SUCCESS]
+    with rt.bounded_waits(30):  # polled (a kernel that never ends must not hold the wait)
+        rt.sync("a conformance cell")
+        rt.read_word(0x900)
+    assert len(c_path.log) == 2 and rt.calls == ["query", "copy", "query"]
 
 
 def test_a_bounded_copy_to_pageable_memory_waits_first(rt):

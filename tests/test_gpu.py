@@ -130,8 +130,9 @@ def test_a_sort_whose_tiles_all_fit_runs_resident_and_a_larger_one_onesweep():
 
 @needs_gpu
 def test_a_cooperative_grid_too_large_to_be_resident_is_refused_by_name():
-    # A grid whose blocks cannot all be resident at once is refused (cuda.core
-    # checks the occupancy; the driver would say COOPERATIVE_LAUNCH_TOO_LARGE),
+    # A grid whose blocks cannot all be resident at once is refused (the
+    # driver says COOPERATIVE_LAUNCH_TOO_LARGE; cuda.core's launch, the path
+    # without the C one, checks the occupancy first),
     # never left to wait forever at the kernel's first grid-wide barrier; and
     # the call after it runs.
     from dataclasses import replace
@@ -152,6 +153,31 @@ def test_a_cooperative_grid_too_large_to_be_resident_is_refused_by_name():
     host = make_keys("uniform", 5000, 300, seed=2)
     np.testing.assert_array_equal(gpu.counting_sort(host, 300)[1],
                                   oracles.counting_sort(host, 300)[1])
+
+
+@needs_gpu
+def test_calls_take_the_c_path_where_it_is_built_and_both_paths_equal_the_oracle():
+    import contextlib
+    import importlib.util
+
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    built = importlib.util.find_spec("histkit.gpu._driver_calls") is not None
+    # never a silent fall-back: a build with the extension launches through it
+    assert (rt.per_call.calls is not None) == built
+    host = make_keys("zipf", 100_003, 4096, seed=5)
+    bad = host.copy()
+    bad[77_777] = 4096
+    for path in (contextlib.nullcontext(), rt.through_python()):
+        with path:
+            np.testing.assert_array_equal(gpu.histogram(host, 4096),
+                                          oracles.histogram(host, 4096))
+            for got, want in zip(gpu.counting_sort(host, 4096),
+                                 oracles.counting_sort(host, 4096), strict=True):
+                np.testing.assert_array_equal(got, want)
+            with pytest.raises(oracles.BadKeyError, match="77777"):
+                gpu.histogram(bad, 4096)
 
 
 @needs_gpu

@@ -132,24 +132,87 @@ def test_sampled_auto_zeroes_the_counts_once_then_launches_every_candidate_gated
     assert geometry.kernel.startswith("auto -> chosen on the device: fast_histogram")
 
 
-def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once():
-    from histkit.gpu.device import Runtime
-    from histkit.gpu.geometry import Geometry
+class _Build:
+    """A stand-in for a compiled kernel: a name and a raw handle."""
+
+    def __init__(self, name: str, handle: int):
+        self.name, self.handle = name, handle
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _launch_bookkeeping_runtime(per_call_calls=None):
+    from histkit.gpu.device import PerCallPath, Runtime
 
     rt = Runtime.__new__(Runtime)  # no device: only the launch bookkeeping
-    rt.stream, rt._ready = "stream", {}
-    opted, launched = [], []
-    rt.allow_shared = lambda kernel, nbytes: opted.append((kernel, nbytes))
+    rt.stream, rt.handle, rt._ready = "stream", 77, {}
+    rt.per_call = PerCallPath(per_call_calls)
+    rt.opted, rt.launched = [], []
+    rt.allow_shared = lambda kernel, nbytes: rt.opted.append((kernel.name, nbytes))
     rt._config = lambda geometry: ("config", geometry.grid)
-    rt._launch = lambda stream, config, kernel, *args: launched.append((kernel, config, args))
+    rt._launch = lambda stream, config, kernel, *args: rt.launched.append(
+        (kernel.name, config, args))
+    return rt
+
+
+def test_a_repeated_launch_opts_in_to_shared_memory_and_builds_its_config_once():
+    from histkit.gpu.geometry import Geometry
+
+    rt = _launch_bookkeeping_runtime()
     big = Geometry("fast_histogram", 4, 1024, 100_000)
+    int32_build, uint8_build = _Build("int32 build", 11), _Build("uint8 build", 12)
     for _ in range(3):
-        rt.launch("int32 build", big, 1, 2)
+        rt.launch(int32_build, big, 1, 2)
     # Another build of the same kernel (another key dtype) has the same geometry,
     # but its own shared-memory limit: it must opt in for itself.
-    rt.launch("uint8 build", big, 3)
-    assert opted == [("int32 build", 100_000), ("uint8 build", 100_000)]
-    assert launched[-1] == ("uint8 build", ("config", 4), (3,)) and len(launched) == 4
+    rt.launch(uint8_build, big, 3)
+    assert rt.opted == [("int32 build", 100_000), ("uint8 build", 100_000)]
+    assert rt.launched[-1] == ("uint8 build", ("config", 4), (3,)) and len(rt.launched) == 4
+
+
+class _RecordingCalls:
+    """The C path's launch, recorded; packs only integers, as DriverCalls does."""
+
+    def __init__(self, status: int = 0):
+        self.status, self.launches = status, []
+
+    def launch(self, kernel, grid, block, shared_bytes, stream, cooperative, args):
+        if not all(isinstance(a, int | np.integer) for a in args):
+            raise TypeError("not an integer")
+        self.launches.append((kernel, grid, block, shared_bytes, stream, cooperative, args))
+        return self.status
+
+
+def test_the_c_path_launches_the_kernels_handle_on_the_runtimes_stream_with_its_geometry():
+    from histkit.gpu.geometry import Geometry
+
+    calls = _RecordingCalls()
+    rt = _launch_bookkeeping_runtime(calls)
+    rt.launch(_Build("resident_sort", 5), Geometry("resident_sort", 132, 512, 4096,
+                                                   cooperative=True), 1, np.int64(2))
+    assert calls.launches == [(5, 132, 512, 4096, 77, True, (1, np.int64(2)))]
+    assert rt.launched == [] and rt.opted == [("resident_sort", 4096)]
+
+
+def test_an_argument_the_c_path_cannot_pack_goes_through_cuda_core():
+    from histkit.gpu.geometry import Geometry
+
+    calls = _RecordingCalls()
+    rt = _launch_bookkeeping_runtime(calls)
+    rt.launch(_Build("k", 5), Geometry("k", 1, 32), 1, np.float32(0.5))
+    assert calls.launches == [] and rt.launched == [("k", ("config", 1), (1, np.float32(0.5)))]
+
+
+def test_a_failed_launch_on_the_c_path_names_the_geometry_and_the_cuda_error():
+    pytest.importorskip("cuda.bindings")
+    from histkit.gpu.errors import CudaError
+    from histkit.gpu.geometry import Geometry
+
+    rt = _launch_bookkeeping_runtime(_RecordingCalls(status=720))
+    with pytest.raises(CudaError, match=r"launching k<<<1, 32, 0>>> failed: "
+                                        r"CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"):
+        rt.launch(_Build("k", 5), Geometry("k", 1, 32), 1)
 
 
 # 32-bit shared counters: no block may count 2^32 keys, whatever grid is forced.

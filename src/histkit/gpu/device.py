@@ -13,7 +13,11 @@ A public call pays Python and driver work on top of its kernels; what can be
 done once is done once here: kernel attributes and occupancy are asked once
 per kernel and shape, launch configurations are kept, and the bad-key slot a
 call needs is one cached device word per thread, read back through one
-pinned host word (no allocation, no pageable copy).
+pinned host word (no allocation, no pageable copy). The driver calls every
+public call makes (launch, memset, that read-back, sync) go from C
+(``_driver_calls.pyx``) to the driver's entry points, looked up once through
+cuda.bindings; without that extension, or for an argument it cannot pack,
+they go through cuda.core and cuda.bindings as before.
 """
 
 from __future__ import annotations
@@ -75,12 +79,22 @@ def _as_text(value) -> str:
 
 
 def error_name(status) -> str:
-    """The name of a CUresult status (CUDA_ERROR_ILLEGAL_ADDRESS, ...)."""
+    """The name of a CUresult status (CUDA_ERROR_ILLEGAL_ADDRESS, ...); a bare
+    int (the C path's) is named by the bindings' enum."""
+    if type(status) is int:
+        with contextlib.suppress(AttributeError, TypeError, ValueError):
+            return driver.CUresult(status).name
     return _as_text(driver.cuGetErrorName(status)[1])
 
 
 def check(result, call: str):
-    """Unpack a cuda.bindings driver result, raising CudaError on failure."""
+    """Unpack a cuda.bindings driver result (or a bare CUresult status from
+    the C path: an int), raising CudaError on failure."""
+    if type(result) is int:
+        if result == 0:
+            return ()
+        with contextlib.suppress(AttributeError, TypeError, ValueError):
+            result = driver.CUresult(result)  # the driver's calls below take the enum
     if type(result) is tuple and result[0] == _SUCCESS:  # the common case, kept short
         return result[1] if len(result) == 2 else result[1:]
     status, *values = result if isinstance(result, tuple) else (result,)
@@ -370,6 +384,47 @@ class ScratchPoison:
         return self.turn // 2 % 2 == 1
 
 
+# The driver functions public calls make on every call, made from C
+# (_driver_calls.pyx) when that module is built: looked up by name for the
+# CUDA 12.0 ABI, which its C signatures follow.
+_PER_CALL_ENTRY_POINTS = ("cuLaunchKernel", "cuLaunchCooperativeKernel", "cuMemsetD8Async",
+                          "cuMemcpyDtoHAsync", "cuStreamSynchronize")
+_ENTRY_POINT_ABI = 12000
+
+
+class PerCallPath:
+    """How a runtime and all its stream views make their per-call driver
+    calls: calls is the C path (a DriverCalls), or None for cuda.core's
+    launch and cuda.bindings' calls (the path before the C one, kept for a
+    build without the extension, arguments the C path does not pack, and
+    A/B measurements: Runtime.through_python)."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+
+def per_call_driver_calls():
+    """The C path's DriverCalls, or None when the extension is not built or
+    the driver lacks one of the entry points."""
+    try:
+        from histkit.gpu._driver_calls import DriverCalls
+    except ImportError:  # a build without it: calls go through cuda.core
+        return None
+    version = min(_ENTRY_POINT_ABI, int(check(driver.cuDriverGetVersion(),
+                                              "cuDriverGetVersion")))
+    flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+    addresses = []
+    for name in _PER_CALL_ENTRY_POINTS:
+        try:
+            found = driver.cuGetProcAddress(name.encode(), version, flags)
+        except Exception:  # bindings whose lookup takes other arguments
+            return None
+        if found[0] != _SUCCESS or not int(found[1]):
+            return None
+        addresses.append(int(found[1]))
+    return DriverCalls(*addresses)
+
+
 class Runtime:
     def __init__(self):
         try:
@@ -411,6 +466,7 @@ class Runtime:
         self.skew = ScheduleSkew()
         self._barrier_scratch = None
         self.waits = WaitBound()  # shared with every stream view (copy.copy)
+        self.per_call = PerCallPath(per_call_driver_calls())  # shared with the views too
 
     def _can_launch_cooperatively(self) -> bool:
         """Whether the device takes cooperative launches (every block resident
@@ -486,23 +542,49 @@ class Runtime:
         self._shared_allowed[handle] = nbytes
 
     def launch(self, kernel, geometry: Geometry, *args) -> None:
-        # One lookup per launch: the kernel's shared-memory opt-in and the
-        # launch configuration are settled the first time this pair launches.
-        config = self._ready.get((kernel, geometry))
-        if config is None:
-            config = self._ready_to_launch(kernel, geometry)
+        # One lookup per launch: the kernel's shared-memory opt-in, its handle
+        # and the launch configuration are settled the first time this pair
+        # launches.
+        ready = self._ready.get((kernel, geometry))
+        if ready is None:
+            ready = self._ready_to_launch(kernel, geometry)
+        calls = self.per_call.calls
+        if calls is not None:
+            try:
+                status = calls.launch(ready[1], geometry.grid, geometry.block,
+                                      geometry.shared_bytes, self.handle, geometry.cooperative,
+                                      args)
+            except TypeError:  # an argument the C path does not pack: cuda.core does
+                pass
+            else:
+                if status:
+                    raise CudaError(f"launching {geometry} failed: {error_name(status)}")
+                return
         try:
-            self._launch(self.stream, config, kernel, *args)
+            self._launch(self.stream, ready[0], kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
 
     def _ready_to_launch(self, kernel, geometry: Geometry):
-        """geometry's launch configuration, kernel allowed its shared memory."""
+        """(geometry's launch configuration, the kernel's raw handle), the
+        kernel allowed its shared memory."""
         self.allow_shared(kernel, geometry.shared_bytes)
         if len(self._ready) > 4096:  # many distinct shapes: keep the cache bounded
             self._ready.clear()
-        config = self._ready[kernel, geometry] = self._config(geometry)
-        return config
+        ready = self._ready[kernel, geometry] = (self._config(geometry), int(kernel.handle))
+        return ready
+
+    @contextlib.contextmanager
+    def through_python(self):
+        """Within: launches, memsets and read-backs through cuda.core and
+        cuda.bindings, not the C path (A/B measurements; the same driver
+        functions either way)."""
+        saved = self.per_call.calls
+        self.per_call.calls = None
+        try:
+            yield
+        finally:
+            self.per_call.calls = saved
 
     @staticmethod
     def _config(geometry: Geometry):
@@ -549,6 +631,10 @@ class Runtime:
 
     def sync(self, what: str) -> None:
         if not self.waits.active:
+            calls = self.per_call.calls
+            if calls is not None:
+                check(calls.sync(self.handle), f"{what}: cuStreamSynchronize")
+                return
             try:
                 self.stream.sync()
             except Exception as error:
@@ -789,6 +875,10 @@ class Runtime:
         return array
 
     def memset(self, ptr: int, byte: int, nbytes: int) -> None:
+        calls = self.per_call.calls
+        if calls is not None:
+            check(calls.memset(ptr, byte, nbytes, self.handle), "cuMemsetD8Async")
+            return
         check(driver.cuMemsetD8Async(ptr, byte, nbytes, self.handle), "cuMemsetD8Async")
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
@@ -877,6 +967,11 @@ class Runtime:
             host_ptr = int(check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc"))
             word = self._scratch.pinned = (ctypes.c_uint64 * 1).from_address(host_ptr)
             self._scratch.pinned_ptr = host_ptr
+        calls = self.per_call.calls
+        if calls is not None and not self.waits.active:  # a bounded wait polls
+            status, value = calls.read_word(ptr, self._scratch.pinned_ptr, self.handle)
+            check(status, "reading a result word back (cuMemcpyDtoHAsync, cuStreamSynchronize)")
+            return value
         check(driver.cuMemcpyDtoHAsync(self._scratch.pinned_ptr, ptr, 8, self.handle),
               "cuMemcpyDtoHAsync")
         self.sync("reading a result word back")
