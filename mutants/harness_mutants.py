@@ -56,7 +56,9 @@ HARNESS_FILES = {
                               "tests/test_scan_and_sort_oracles.py"),
     "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
                       "tests/test_runner_report.py", "tests/test_api_calls.py",
-                      "tests/test_gpu_layout.py", "tests/test_runtime_memory.py"),
+                      "tests/test_gpu_layout.py", "tests/test_runtime_memory.py",
+                      # the launch bookkeeping and the C path of the per-call driver calls
+                      "tests/test_launch_geometry.py", "tests/test_driver_calls.py"),
     "conformance/check.py": CHECK_TESTS,
     "conformance/foreign.py": CHECK_TESTS,  # a user's callable judged
     "conformance/check_cli.py": ("tests/test_check_cli.py", *CHECK_TESTS),  # `histkit check`

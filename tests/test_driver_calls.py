@@ -123,3 +123,68 @@ def test_a_word_is_read_back_through_the_pinned_word_after_the_streams_work():
 def test_a_missing_entry_point_is_refused():
     with pytest.raises(ValueError, match="entry point"):
         driver_calls.DriverCalls(1, 2, 0, 4, 5)
+
+
+def _fake_bindings(monkeypatch, fake: FakeDriver, driver_version: int, missing: str = "",
+                   lookup_status: int = 0):
+    """histkit.gpu.device's driver, answering cuGetProcAddress with fake's entry points."""
+    from types import SimpleNamespace
+
+    from histkit.gpu import device
+
+    addresses = dict(zip(device._PER_CALL_ENTRY_POINTS,
+                         (ctypes.cast(f, ctypes.c_void_p).value for f in fake.entry_points),
+                         strict=True))
+    asked = []
+
+    def get_proc_address(symbol, version, flags):
+        name = symbol.decode()
+        asked.append((name, version))
+        return (lookup_status, 0 if name == missing else addresses[name], 0)
+
+    monkeypatch.setattr(device, "driver", SimpleNamespace(
+        cuDriverGetVersion=lambda: (0, driver_version), cuGetProcAddress=get_proc_address,
+        CUdriverProcAddress_flags=SimpleNamespace(CU_GET_PROC_ADDRESS_DEFAULT=0)))
+    monkeypatch.setattr(device, "_SUCCESS", 0)
+    return asked
+
+
+def test_the_entry_points_are_looked_up_for_the_abi_of_the_c_signatures(monkeypatch):
+    from histkit.gpu import device
+
+    fake = FakeDriver()
+    asked = _fake_bindings(monkeypatch, fake, driver_version=13020)
+    calls = device.per_call_driver_calls()
+    assert asked == [(name, 12000) for name in device._PER_CALL_ENTRY_POINTS]
+    fake.expected_args = 1
+    calls.launch(0xABC, 2, 64, 0, 5, False, (3,))
+    calls.memset(0x10, 0, 8, 5)
+    assert [e[0] for e in fake.log] == ["launch", "memset"]  # each call reaches its own
+
+
+@pytest.mark.parametrize("missing,lookup_status", [("cuMemsetD8Async", 0),
+                                                    ("", 1)])  # CUDA_ERROR_INVALID_VALUE
+def test_a_driver_without_an_entry_point_leaves_the_calls_to_cuda_core(monkeypatch, missing,
+                                                                       lookup_status):
+    from histkit.gpu import device
+
+    _fake_bindings(monkeypatch, FakeDriver(), 12040, missing, lookup_status)
+    assert device.per_call_driver_calls() is None
+
+
+def test_a_driver_older_than_that_abi_is_asked_for_its_own_version(monkeypatch):
+    from histkit.gpu import device
+
+    asked = _fake_bindings(monkeypatch, FakeDriver(), driver_version=11080)
+    device.per_call_driver_calls()
+    assert {version for _, version in asked} == {11080}
+
+
+def test_a_memset_goes_through_the_c_path_on_the_runtimes_stream():
+    from histkit.gpu.device import PerCallPath, Runtime
+
+    fake = FakeDriver()
+    rt = Runtime.__new__(Runtime)  # no device: the memset alone
+    rt.handle, rt.per_call = 0x42, PerCallPath(fake.calls)
+    rt.memset(0x7000, 0xA5, 96)
+    assert fake.log == [("memset", 0x7000, 0xA5, 96, 0x42)]
