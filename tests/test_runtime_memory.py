@@ -128,3 +128,85 @@ def test_an_allocation_failing_otherwise_is_not_retried(rt, monkeypatch):
     with pytest.raises(RuntimeError, match="INVALID_VALUE"):
         rt.empty(10, np.int32, pooled=False)
 
+
+
+# --- the verdict a kernel publishes (fast_histogram's last block) -------------------
+
+class PretendMappedWord:
+    """Host memory mapped for the pretend device: the device address is the
+    host one plus 1 << 40, and a "kernel" writes value."""
+
+    made = 0
+
+    def __init__(self):
+        PretendMappedWord.made += 1
+        self.value = 0
+        self.host_ptr = 0x7000 + 8 * PretendMappedWord.made
+        self.device_ptr = self.host_ptr + (1 << 40)
+
+
+@pytest.fixture
+def verdicts(rt, monkeypatch):
+    from histkit.gpu import contract, device
+
+    monkeypatch.setattr(device, "MappedWord", PretendMappedWord)
+    rt.synced, rt.copied = [], []
+    monkeypatch.setattr(rt, "sync", lambda what: rt.synced.append(what), raising=False)
+    monkeypatch.setattr(rt, "read_word", lambda ptr: rt.copied.append(ptr) or contract.NO_BAD_KEY,
+                        raising=False)
+    return rt
+
+
+def test_a_checked_calls_slot_is_published_into_the_read_back_word_and_read_without_a_copy(
+        verdicts):
+    from histkit.gpu.contract import NO_BAD_KEY
+
+    rt = verdicts
+    slot = rt.bad_key_slot()
+    departures, verdict = rt.verdict_words(slot)
+    word = rt._scratch.read_back
+    assert verdict == word.device_ptr and departures == rt.barrier_scratch(1).ptr
+    word.value = 1234  # what the kernel's last block published
+    assert rt.read_bad_key(slot) == 1234 and rt.copied == []
+    assert rt.synced[-1] == "waiting for the call's kernels"  # then the word is read
+    # the next call's slot is not published until its launch asks: read by a copy
+    slot = rt.bad_key_slot()
+    assert rt.read_bad_key(slot) == NO_BAD_KEY and rt.copied == [slot.ptr]
+
+
+def test_only_the_threads_cached_slot_is_published_and_never_without_a_kept_word(verdicts,
+                                                                               monkeypatch):
+    rt = verdicts
+    assert rt.verdict_words(rt.empty(1, np.uint64)) == (0, 0)  # check=False's word
+    slot = rt.bad_key_slot()
+    monkeypatch.setattr(rt, "barrier_scratch", lambda words: None)  # per-thread stream
+    assert rt.verdict_words(slot) == (0, 0)
+    rt.read_bad_key(slot)
+    assert rt.copied == [slot.ptr]  # not published: copied back
+
+
+def test_a_cells_published_verdict_must_equal_its_slot(verdicts, monkeypatch):
+    from histkit.gpu.device import UNPUBLISHED_VERDICT
+
+    rt = verdicts
+    noted = {}
+    monkeypatch.setattr(rt, "copy_to_host", lambda ptr, host: host.__setitem__(
+        Ellipsis, noted.get(ptr, 0)) or host, raising=False)
+    with rt.poisoned_scratch():  # the first cell: launched unpublished, as check=False's
+        assert rt.poison.cells == 1 and rt.verdict_words(rt.empty(1, np.uint64)) == (0, 0)
+        rt.poison.new_cell()  # the next cell publishes
+        slots = [rt.empty(1, np.uint64) for _ in range(3)]
+        words = []
+        for slot in slots:
+            departures, verdict = rt.verdict_words(slot)
+            assert departures and verdict
+            words.append(rt.poison.verdicts[-1][1])
+            assert words[-1].value == UNPUBLISHED_VERDICT
+        noted.update({slots[0].ptr: 5, slots[1].ptr: 6, slots[2].ptr: 7})
+        words[0].value, words[1].value = 5, 9  # right, wrong; the third never published
+        found = [line for line in rt.scratch_overruns() if "published" in line]
+    assert found == ["published 0x9 as the call's first bad index, where first_bad holds 0x6 "
+                     "(a checked call reads the published word)",
+                     "published nothing as the call's first bad index, where first_bad holds "
+                     "0x7 (a checked call reads the published word)"]
+    assert rt.poison.verdicts == []
