@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from histkit.gpu.device import POOL_MAX_BLOCK, BufferPool, Runtime, ScratchPoison, size_class
+from histkit.gpu.device import (
+    POOL_MAX_BLOCK,
+    BufferPool,
+    PerCallPath,
+    Runtime,
+    ScratchPoison,
+    size_class,
+)
 from histkit.gpu.errors import DeviceMemoryError
 
 OWN, CALLERS = 0xA000, 0x6000  # histkit's own stream; a caller's (not lasting)
@@ -36,6 +43,7 @@ def rt(monkeypatch):
     runtime._scratch, runtime._views, runtime._base = threading.local(), {}, runtime
     runtime.handle, runtime.stream = OWN, SimpleNamespace(handle=OWN)
     runtime._barrier_scratch = None
+    runtime.per_call = PerCallPath(None)
     runtime.memsets = []
     monkeypatch.setattr(runtime, "memset", lambda ptr, byte, nbytes: runtime.memsets.append(
         (ptr, byte, nbytes)), raising=False)
