@@ -218,3 +218,30 @@ def test_a_cells_published_verdict_must_equal_its_slot(verdicts, monkeypatch):
                      "published nothing as the call's first bad index, where first_bad holds "
                      "0x7 (a checked call reads the published word)"]
     assert rt.poison.verdicts == []
+
+
+def test_a_mapped_word_reads_and_writes_the_pinned_host_memory_it_was_given(monkeypatch):
+    import ctypes
+
+    from histkit.gpu import device
+
+    host = ctypes.c_uint64(0)
+    asked = []
+
+    def host_alloc(nbytes, flags):
+        asked.append((nbytes, flags))
+        return (0, ctypes.addressof(host))
+
+    monkeypatch.setattr(device, "driver", SimpleNamespace(
+        CU_MEMHOSTALLOC_DEVICEMAP=2, cuMemHostAlloc=host_alloc,
+        cuMemHostGetDevicePointer=lambda ptr, flags: (0, ptr + (1 << 40)),
+        cuMemFreeHost=lambda ptr: (0,)))
+    monkeypatch.setattr(device, "_SUCCESS", 0)
+    word = device.MappedWord()
+    assert asked == [(8, 2)]  # mapped for the device: a kernel writes it
+    assert word.device_ptr == ctypes.addressof(host) + (1 << 40)
+    word.value = 2**64 - 1
+    assert host.value == 2**64 - 1 and word.value == 2**64 - 1
+    host.value = 77  # what a kernel publishes
+    assert word.value == 77
+    del word  # freed through the pretend driver, not the real one
