@@ -1,13 +1,10 @@
-"""Whole public calls three ways, alternated in one process: as they are
-("C": per-call driver calls made from C by histkit.gpu._driver_calls, and a
-checked histogram's verdict published by its kernel into host memory),
-"C, copied": the verdict copied back after the kernel instead
-(PerCallPath.publish off), and "Python": the driver calls through cuda.core
-and cuda.bindings with the copy (Runtime.through_python; session 25's path).
-ROUNDS rounds, each timing CALLS synchronised calls per path and shape, the
-median of each round kept; the figure is the median of the rounds. Every
-call's result is checked against NumPy (a histogram: np.bincount; a sort: a
-stable argsort) before anything is timed.
+"""Whole public calls with their per-call driver calls (launch, memset,
+read-back, sync) made from C (histkit.gpu._driver_calls) against the same
+calls through cuda.core and cuda.bindings (Runtime.through_python),
+alternated in one process: ROUNDS rounds, each timing CALLS synchronised
+calls per path and shape, the median of each round kept; the figure is the
+median of the rounds. Every call's result is checked against NumPy (a
+histogram: np.bincount; a sort: a stable argsort) before anything is timed.
 CuPy int32 keys, as a user hands them over. Needs a GPU and CuPy:
 
     python bench/per_call_path_ab.py OUT_DIR
@@ -27,8 +24,7 @@ from _shared import write_results
 HISTOGRAM_SHAPES = ((1 << 12, 256), (1 << 12, 65536), (1 << 12, 1 << 20), (1 << 16, 256),
                     (1 << 20, 256), (1 << 20, 65536), (1 << 24, 256), (1 << 28, 256))
 SORT_SHAPES = ((1 << 12, 256), (1 << 12, 65536), (1 << 16, 65536), (1 << 20, 65536))
-ROUNDS, CALLS = 5, 200
-PATHS = ("C", "C, copied", "Python")
+ROUNDS, CALLS = 6, 200
 
 
 def _calls(cupy, gpu):
@@ -81,46 +77,30 @@ def measure(rounds: int = ROUNDS, calls: int = CALLS) -> list[dict]:
         raise SystemExit("the C path is not built here (histkit.gpu._driver_calls): "
                          "nothing to compare")
     sync = cupy.cuda.get_current_stream().synchronize
-
-    @contextlib.contextmanager
-    def path_of(name: str):
-        if name == "Python":
-            with rt.through_python():
-                rt.per_call.publish = False
-                try:
-                    yield
-                finally:
-                    rt.per_call.publish = True
-        elif name == "C, copied":
-            rt.per_call.publish = False
-            try:
-                yield
-            finally:
-                rt.per_call.publish = True
-        else:
-            yield
-
     rows = []
     for kind, n, k, call, check in _calls(cupy, gpu):
-        for path in PATHS:
-            with path_of(path):
+        for path in ("C", "Python"):
+            with rt.through_python() if path == "Python" else contextlib.nullcontext():
                 if not check(call()):
-                    raise SystemExit(f"{kind} N={n} K={k} ({path}): wrong result")
+                    raise SystemExit(f"{kind} N={n} K={k} through {path}: wrong result")
         count = max(20, min(calls, int(2e5 // max(n >> 10, 1))))
-        medians = {path: [] for path in PATHS}
+        medians = {"C": [], "Python": []}
         for _ in range(rounds):
-            for path in PATHS:
-                with path_of(path):
+            for path in ("C", "Python"):
+                with rt.through_python() if path == "Python" else contextlib.nullcontext():
                     for _ in range(3):  # warm-up
                         call()
                         sync()
                     medians[path].append(_round_median_us(call, sync, count))
         row = {"call": kind, "n": n, "num_bins": k, "calls_per_round": count,
                "rounds_us": medians,
-               "us": {path: float(np.median(medians[path])) for path in PATHS}}
+               "c_path_us": float(np.median(medians["C"])),
+               "python_path_us": float(np.median(medians["Python"]))}
+        row["saved_us"] = row["python_path_us"] - row["c_path_us"]
         rows.append(row)
-        print(f"{kind:13s} N=2^{n.bit_length() - 1:<2d} K={k:>7d}  " + "  ".join(
-            f"{path} {us:8.1f} us" for path, us in row["us"].items()), flush=True)
+        print(f"{kind:13s} N=2^{n.bit_length() - 1:<2d} K={k:>7d}  C path "
+              f"{row['c_path_us']:8.1f} us  through cuda.core {row['python_path_us']:8.1f} us  "
+              f"saved {row['saved_us']:6.1f} us", flush=True)
     return rows
 
 

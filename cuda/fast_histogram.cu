@@ -225,31 +225,9 @@ struct Counters {
 #endif
 };
 
-// The verdict, published: with `verdict` set (host memory mapped for the
-// device), the last block to finish copies first_bad there, so a checked call
-// reads its verdict straight from host memory after its sync instead of
-// queueing a copy after the kernel (3-4 us a call on the H200, bench/NOTES.md
-// sessions 16 and 26). Blocks count their departures in `departures` (the
-// stream's kept barrier word: zero on entry, left zero on exit); the one that
-// makes the count gridDim.x has seen every other block's bad-key notes, each
-// fenced before its departure, and fences before reading first_bad. Called
-// after the barrier that ends the key loop: every thread of the block has
-// noted its bad keys by then (the merge that follows notes none).
-__device__ __forceinline__ void publish_verdict(const u64* first_bad, u64* departures,
-                                                u64* verdict) {
-    if (threadIdx.x != 0) return;
-    __threadfence();
-    if (atomicAdd(departures, 1ULL) != gridDim.x - 1) return;
-    __threadfence();
-    *(volatile u64*)verdict = *(const volatile u64*)first_bad;
-    *departures = 0;  // as found, for the stream's next launch
-    __threadfence_system();
-}
-
 extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bins, i64 head,
                                           u64 shared_bins, unsigned overwrite, u64* hist,
-                                          u64* first_bad, u64* departures,
-                                          u64* verdict HK_GATE_ARG) {
+                                          u64* first_bad HK_GATE_ARG) {
     extern __shared__ unsigned counters[];
     if (hk_gate_closed()) return;
     hk_skew_warps();
@@ -283,5 +261,4 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
             atomicAdd(&hist[b], sum);
         }
     }
-    if (verdict) publish_verdict(first_bad, departures, verdict);
 }

@@ -118,16 +118,6 @@ class FakeRuntime:
     def bad_key_slot(self):
         return self._slot
 
-    READ_BACK_WORD = 0x7E00  # the device address of the thread's mapped read-back word
-
-    def verdict_words(self, slot):
-        """The real runtime's rule: a checked call's cached slot is published
-        into the read-back word, counting departures in the kept word; any
-        other slot is not."""
-        if slot is not self._slot:
-            return 0, 0
-        return self.barrier_scratch(1).ptr, self.READ_BACK_WORD
-
     def read_bad_key(self, slot):
         self.log.append(("sync", "read_bad_key"))
         return NO_BAD_KEY
@@ -293,29 +283,8 @@ def fast_launch_args(fake):
     """(overwrite flag, counts pointer) of the last fast_histogram launch."""
     name, _, args = fake.launched[-1]
     assert name == "fast_histogram"
-    *_, overwrite, hist_ptr, _first_bad, _departures, _verdict = args
+    *_, overwrite, hist_ptr, _first_bad = args
     return int(overwrite), hist_ptr
-
-
-def fast_verdict_args(fake):
-    """(first_bad, departures, verdict) pointers of the last fast_histogram launch."""
-    name, _, args = fake.launched[-1]
-    assert name == "fast_histogram"
-    return tuple(args[-3:])
-
-
-@pytest.mark.parametrize("n, num_bins", [(4096, 256), (1 << 20, 256), (4096, 1 << 20)])
-def test_a_checked_calls_fast_kernel_publishes_its_verdict_into_the_read_back_word(fake, n,
-                                                                                   num_bins):
-    api.histogram(cupy_keys(n), num_bins)
-    first_bad, departures, verdict = fast_verdict_args(fake)
-    assert first_bad == fake._slot.ptr and verdict == fake.READ_BACK_WORD
-    assert departures == fake._kept.ptr  # the stream's kept barrier word
-
-
-def test_an_unchecked_calls_fast_kernel_publishes_nothing(fake):
-    api.histogram(cupy_keys(1 << 20), 256, check=False)
-    assert fast_verdict_args(fake)[1:] == (0, 0)
 
 
 def test_a_one_block_call_with_every_bin_shared_stores_its_counts_instead_of_zeroing_them(fake):

@@ -138,7 +138,7 @@ class _CPath:
 def test_a_public_calls_wait_goes_through_the_c_path_and_a_bounded_one_is_polled(rt):
     rt.per_call.calls = c_path = _CPath()
     rt._scratch = threading.local()
-    rt._scratch.read_back = SimpleNamespace(host_ptr=0x5000, value=0)  # a mapped word
+    rt._scratch.pinned, rt._scratch.pinned_ptr = [0], 0x5000
     rt.sync("a public call")
     assert rt.read_word(0x900) == 42
     assert c_path.log == [("sync", 7), ("read_word", 0x900, 7)] and rt.stream.synced == 0

@@ -125,9 +125,6 @@ def test_sampled_auto_zeroes_the_counts_once_then_launches_every_candidate_gated
                      ("partition_tiles", "2", None), ("scan_tile_sums", "2", None),
                      ("scan_tiles", "2", None), ("count_partitions", "2", None)}
     assert all(args[-1] == choice_word for _, _, args in rt.launched[1:])
-    # a gated candidate may be the one not chosen: it never publishes the verdict
-    assert all(args[-3:-1] == (0, 0) for name, _, args in rt.launched[1:]
-               if name == "fast_histogram")
     # one zeroing of the counts, after the choice and before any candidate
     log = [entry for entry in rt.log if entry[0] in ("launch", "memset")]
     assert [e for e in log if e[0] == "memset"] == [("memset", 0, (1 << 20) * 8)]

@@ -338,36 +338,6 @@ class GuardedScratch:
     ends_zero: bool = False
 
 
-class MappedWord:
-    """One uint64 of pinned host memory that kernels can write (mapped for the
-    device): a checked call's read-back word, and where the fast kernel
-    publishes a call's verdict. Freed with the object."""
-
-    def __init__(self):
-        flags = driver.CU_MEMHOSTALLOC_DEVICEMAP
-        self.host_ptr = int(check(driver.cuMemHostAlloc(8, flags), "cuMemHostAlloc(DEVICEMAP)"))
-        self.word = (ctypes.c_uint64 * 1).from_address(self.host_ptr)
-        self.device_ptr = int(check(driver.cuMemHostGetDevicePointer(self.host_ptr, 0),
-                                    "cuMemHostGetDevicePointer"))
-
-    @property
-    def value(self) -> int:
-        return int(self.word[0])
-
-    @value.setter
-    def value(self, value: int) -> None:
-        self.word[0] = value
-
-    def __del__(self):
-        with contextlib.suppress(Exception):
-            driver.cuMemFreeHost(self.host_ptr)
-
-
-# What a verdict word holds until a kernel publishes into it (a conformance
-# cell's): neither NO_BAD_KEY nor an index any case reaches.
-UNPUBLISHED_VERDICT = 0xA5A5_A5A5_A5A5_A5A5
-
-
 class ScratchPoison:
     """While on (the conformance runner's cells), every array Runtime.empty
     hands out arrives filled with 0x00 and 0xFF by turns: a kernel may neither
@@ -395,8 +365,6 @@ class ScratchPoison:
         self.fenced = False
         self.canary = SCRATCH_CANARIES[0]
         self.guarded: list[GuardedScratch] = []
-        # (first_bad slot, the word a kernel was to publish its value into)
-        self.verdicts: list[tuple[DeviceArray, MappedWord]] = []
 
     def new_cell(self, fenced: bool = False) -> None:
         self.cells += 1
@@ -429,13 +397,10 @@ class PerCallPath:
     calls: calls is the C path (a DriverCalls), or None for cuda.core's
     launch and cuda.bindings' calls (the path before the C one, kept for a
     build without the extension, arguments the C path does not pack, and
-    A/B measurements: Runtime.through_python). publish: whether checked
-    public calls have their verdict published by the kernel (verdict_words)
-    rather than copied back (False only for A/B measurements)."""
+    A/B measurements: Runtime.through_python)."""
 
-    def __init__(self, calls, publish: bool = True):
+    def __init__(self, calls):
         self.calls = calls
-        self.publish = publish
 
 
 def per_call_driver_calls():
@@ -824,15 +789,6 @@ class Runtime:
                     found.append(f"left {int(word)} in the first word of the stream's kept "
                                  f"barrier scratch (the kernel must leave it zero: the next "
                                  f"call starts from it)")
-        verdicts, self.poison.verdicts = self.poison.verdicts, []
-        for slot, word in verdicts:
-            noted = int(self.copy_to_host(slot.ptr, np.empty(1, np.uint64))[0])
-            if word.value != noted:
-                published = ("nothing" if word.value == UNPUBLISHED_VERDICT
-                             else f"{word.value:#x}")
-                found.append(f"published {published} as the call's first bad index, where "
-                             f"first_bad holds {noted:#x} (a checked call reads the published "
-                             f"word)")
         return found
 
     def skewed_schedule(self):
@@ -980,49 +936,14 @@ class Runtime:
         if not scratch.slot_clean:
             self.memset(slot.ptr, 0xFF, 8)
         scratch.slot_clean = False  # kernels launched from here on may write it
-        scratch.published = False  # until a launch publishes the verdict (verdict_word)
         return slot
-
-    def verdict_words(self, slot: DeviceArray) -> tuple[int, int]:
-        """(departures, verdict): device addresses of a word for a kernel's
-        blocks to count their departures in (the stream's kept barrier word)
-        and of a host word into which the last of them publishes slot's value
-        (the first bad index); (0, 0) where no publication is wanted. For this
-        thread's cached slot (a checked public call) the verdict goes to the
-        read-back word, which the call then reads after its sync
-        (read_bad_key). In a conformance cell, every other cell: a new word,
-        which Runtime.scratch_overruns compares with the slot after the cell
-        (the other cells launch with none, as a check=False call does). The
-        publishing kernel must be the call's last to note bad keys."""
-        scratch = self._scratch
-        if self.poison.depth:
-            if self.poison.cells % 2:  # by turns, cells launch unpublished too (check=False's)
-                return 0, 0
-        elif not self.per_call.publish or slot is not getattr(scratch, "slot", None):
-            return 0, 0
-        departures = self.barrier_scratch(1)
-        if departures is None:  # the per-thread default stream: no kept word
-            return 0, 0
-        if self.poison.depth:
-            word = MappedWord()
-            word.value = UNPUBLISHED_VERDICT
-            self.poison.verdicts.append((slot, word))
-            return departures.ptr, word.device_ptr
-        scratch.published = True
-        return departures.ptr, self._read_back_word().device_ptr
 
     def read_bad_key(self, slot: DeviceArray) -> int:
         """The first bad index a call's kernels noted in slot (NO_BAD_KEY: none),
-        after waiting for them: published by the kernel into the read-back
-        word (verdict_word), or else copied back."""
-        scratch = self._scratch
-        if slot is getattr(scratch, "slot", None) and scratch.published:
-            self.sync("waiting for the call's kernels")
-            index = self._read_back_word().value
-        else:
-            index = self.read_word(slot.ptr)
-        if slot is getattr(scratch, "slot", None):
-            scratch.slot_clean = index == contract.NO_BAD_KEY
+        after waiting for them."""
+        index = self.read_word(slot.ptr)
+        if slot is getattr(self._scratch, "slot", None):
+            self._scratch.slot_clean = index == contract.NO_BAD_KEY
         return index
 
     def wait_for(self, foreign_stream: int) -> None:
@@ -1038,26 +959,23 @@ class Runtime:
         check(driver.cuEventRecord(event, driver.CUstream(foreign_stream)), "cuEventRecord")
         check(driver.cuStreamWaitEvent(self.handle, event, 0), "cuStreamWaitEvent")
 
-    def _read_back_word(self) -> MappedWord:
-        """This thread's pinned (and mapped) host word for reading results back."""
-        word = getattr(self._scratch, "read_back", None)
-        if word is None:
-            word = self._scratch.read_back = MappedWord()
-        return word
-
     def read_word(self, ptr: int) -> int:
         """One uint64 from the device, through this thread's pinned host word
         (an asynchronous copy, then a stream sync)."""
-        word = self._read_back_word()
+        word = getattr(self._scratch, "pinned", None)
+        if word is None:
+            host_ptr = int(check(driver.cuMemHostAlloc(8, 0), "cuMemHostAlloc"))
+            word = self._scratch.pinned = (ctypes.c_uint64 * 1).from_address(host_ptr)
+            self._scratch.pinned_ptr = host_ptr
         calls = self.per_call.calls
         if calls is not None and not self.waits.active:  # a bounded wait polls
-            status, value = calls.read_word(ptr, word.host_ptr, self.handle)
+            status, value = calls.read_word(ptr, self._scratch.pinned_ptr, self.handle)
             check(status, "reading a result word back (cuMemcpyDtoHAsync, cuStreamSynchronize)")
             return value
-        check(driver.cuMemcpyDtoHAsync(word.host_ptr, ptr, 8, self.handle),
+        check(driver.cuMemcpyDtoHAsync(self._scratch.pinned_ptr, ptr, 8, self.handle),
               "cuMemcpyDtoHAsync")
         self.sync("reading a result word back")
-        return word.value
+        return int(word[0])
 
     def copy_device(self, dst: int, src: int, nbytes: int) -> None:
         if nbytes:

@@ -137,15 +137,9 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
     if not overwrite and gate is None:
         zero_counts(rt, hist, num_bins)
-    # Where the last block publishes first_bad for the host (a checked call's
-    # read-back word: no copy queued after the kernel); a gated candidate that
-    # auto did not choose returns at once, so gated launches never publish.
-    departures, verdict = rt.verdict_words(first_bad) if gate is None else (0, 0)
     rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
-              shared_bins, overwrite, hist.ptr, first_bad.ptr, departures, verdict,
-              *gate_args(gate))
+              shared_bins, overwrite, hist.ptr, first_bad.ptr, *gate_args(gate))
     return geometry
-
 
 
 def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) -> bool:
