@@ -70,6 +70,12 @@ HARNESS_FILES = {
     "conformance/mutagen.py": ("tests/test_mutagen.py",),
     # the inputs every case draws (a slip there weakens every case at once)
     "distributions.py": ("tests/test_distributions.py",),
+    # which cases the matrix runs, for which kinds, and their bad keys: a slip
+    # there drops a path from every run while every kernel still passes
+    "conformance/cases.py": ("tests/test_conformance_rules.py", "tests/test_gpu_layout.py",
+                             "tests/test_runner_report.py", "tests/test_narrow_counters.py",
+                             "tests/test_harness_on_host_memory.py", "tests/test_user_skew.py",
+                             "tests/test_distributions.py", "tests/test_api_calls.py"),
     # how a user's .cu kernel is skewed (histkit check's skewed cases)
     "gpu/user_skew.py": ("tests/test_user_skew.py",),
     # the independent references the oracles are checked against, and the main job
