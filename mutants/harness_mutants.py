@@ -72,7 +72,8 @@ HARNESS_FILES = {
     "distributions.py": ("tests/test_distributions.py",),
     # which cases the matrix runs, for which kinds, and their bad keys: a slip
     # there drops a path from every run while every kernel still passes
-    "conformance/cases.py": ("tests/test_conformance_rules.py", "tests/test_gpu_layout.py",
+    "conformance/cases.py": ("tests/test_case_coverage.py", "tests/test_conformance_rules.py",
+                             "tests/test_gpu_layout.py",
                              "tests/test_runner_report.py", "tests/test_narrow_counters.py",
                              "tests/test_harness_on_host_memory.py", "tests/test_user_skew.py",
                              "tests/test_distributions.py", "tests/test_api_calls.py"),
