@@ -374,6 +374,11 @@ def test_a_sort_past_several_bad_keys_is_judged_on_the_valid_keys_own_positions(
     got.original_index = np.concatenate([swapped, tail])
     cell = checks.judge("stable-sort", checks.Expected(keys, 4), got, skips_bad_keys=True)
     assert cell.status == "FAIL" and "on the valid keys" in cell.detail
+    for stray in (0, 3, 7):  # any of the bad keys' indices, not only the first's
+        placed = np.concatenate([order[:-1], [stray], tail])
+        got.original_index = placed
+        cell = checks.judge("stable-sort", checks.Expected(keys, 4), got, skips_bad_keys=True)
+        assert cell.status == "FAIL" and f"holds index {stray}, not a valid key's" in cell.detail
 
 
 def test_atomic_cursor_sort_on_the_valid_keys_keeps_its_stability_finding():
