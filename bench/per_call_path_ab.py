@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
 
 import numpy as np
 from _shared import write_results
@@ -56,20 +55,16 @@ def _calls(cupy, gpu):
     return made
 
 
-def _round_median_us(call, sync, count: int) -> float:
-    times = []
-    for _ in range(count):
-        start = time.perf_counter()
-        call()
-        sync()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1e6)
+def _on_path(rt, path: str):
+    """A context in which public calls take path ("C" or "Python")."""
+    return rt.through_python() if path == "Python" else contextlib.nullcontext()
 
 
 def measure(rounds: int = ROUNDS, calls: int = CALLS) -> list[dict]:
     import cupy
 
     from histkit import gpu
+    from histkit.gpu.bench_calls import median_of_calls_us
     from histkit.gpu.device import runtime
 
     rt = runtime()
@@ -80,18 +75,18 @@ def measure(rounds: int = ROUNDS, calls: int = CALLS) -> list[dict]:
     rows = []
     for kind, n, k, call, check in _calls(cupy, gpu):
         for path in ("C", "Python"):
-            with rt.through_python() if path == "Python" else contextlib.nullcontext():
+            with _on_path(rt, path):
                 if not check(call()):
                     raise SystemExit(f"{kind} N={n} K={k} through {path}: wrong result")
         count = max(20, min(calls, int(2e5 // max(n >> 10, 1))))
         medians = {"C": [], "Python": []}
         for _ in range(rounds):
             for path in ("C", "Python"):
-                with rt.through_python() if path == "Python" else contextlib.nullcontext():
+                with _on_path(rt, path):
                     for _ in range(3):  # warm-up
                         call()
                         sync()
-                    medians[path].append(_round_median_us(call, sync, count))
+                    medians[path].append(median_of_calls_us(call, sync, count))
         row = {"call": kind, "n": n, "num_bins": k, "calls_per_round": count,
                "rounds_us": medians,
                "c_path_us": float(np.median(medians["C"])),

@@ -68,6 +68,11 @@ def median_call_us(call, sync) -> float:
     sync()
     first = time.perf_counter() - start
     count = int(min(MAX_CALLS, max(MIN_CALLS, SECONDS_PER_CONTENDER / max(first, 1e-6))))
+    return median_of_calls_us(call, sync, count)
+
+
+def median_of_calls_us(call, sync, count: int) -> float:
+    """Median wall time of count calls, each followed by sync(), in microseconds."""
     times = []
     for _ in range(count):
         start = time.perf_counter()
