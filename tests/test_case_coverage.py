@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from histkit.conformance import cases
+from histkit.conformance import cases, checks
 from histkit.conformance.cases import MEDIUM, Case, all_cases, large_cases, plant_bad_keys
 from histkit.gpu import contract, policy
 
@@ -79,6 +79,24 @@ def test_many_bins_reach_each_of_autos_paths():
     # a hot global bin with bit 0 set: K // 2 odd
     assert any(keyed(c) and c.distribution == "onebin" and (c.num_bins // 2) % 2 == 1
                and c.num_bins > 1 << 19 for c in QUICK)
+
+
+def test_autos_choice_edges_meet_a_bare_majority_among_global_keys_and_a_border_hot_bin():
+    # The probe tells the choosing kernel policy.choice_edges too: some
+    # sampled case must, at those edges, pick fast-hold by a margin of less
+    # than one warp's runs of votes (every bin global: a vote lost or
+    # misweighed turns it), and some must put its hot bin exactly on the
+    # border (fast-hold there, the fast kernel one bin further)
+    bare_majority = border = False
+    for case in (c for c in QUICK if keyed(c) and c.num_bins == 1 << 20 and c.n < 1 << 16):
+        runs = checks.auto_sample(case.keys(), contract.SAMPLE_RUNS)
+        edges = policy.choice_edges(runs, case.num_bins)
+        hot = policy.hot_global_count(runs, 0, case.num_bins)
+        bare_majority |= (policy.auto_choice(runs, 0, case.num_bins) == "fast-hold"
+                          and 2 * (hot - 2 * contract.WARP) <= runs.size)
+        border |= len(edges) == 2 and [policy.auto_choice(runs, edges[1] + step, case.num_bins)
+                                       for step in (0, 1)] == ["fast-hold", "fast"]
+    assert bare_majority and border
 
 
 def test_the_partitioned_kernel_meets_every_partition_a_forced_grid_and_its_limit():

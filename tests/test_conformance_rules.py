@@ -540,7 +540,7 @@ def test_autos_device_choice_is_judged_against_the_hosts_rule_on_the_keys(num_bi
     codes = policy.AUTO_CHOICE_CODES
     for name, code in codes.items():
         got = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample,
-                             auto_choice=(code, 1000))
+                             auto_choice=((code, 1000),))
         cell = checks.judge("histogram", expected, got)
         if name == want:
             assert cell.status == "pass", cell.detail
@@ -554,9 +554,33 @@ def test_an_unknown_device_choice_is_named_as_a_code():
     keys = np.arange(4096, dtype=np.int32) % 1000
     expected = checks.Expected(keys, 1 << 20)
     got = checks.Outcome(counts=expected.exact, first_bad=None,
-                         sample=checks.auto_sample(keys, 64), auto_choice=(7, 1000))
+                         sample=checks.auto_sample(keys, 64), auto_choice=((7, 1000),))
     cell = checks.judge("histogram", expected, got)
     assert cell.status == "FAIL" and "the unknown code 7" in cell.detail
+
+
+def test_autos_choice_is_judged_at_every_shared_bins_it_was_told():
+    # a hot-head sample (distributions.hot_head_at): bin 2^19 holds a bare
+    # majority, bin 0 the rest. With 1000 bins shared only the hot bin is
+    # global; told 0, every bin is: the hot bin must still win the votes.
+    from histkit.distributions import hot_head_at
+    from histkit.gpu import policy
+
+    keys = hot_head_at(0, 20_011, 1 << 20).astype(np.int32)
+    expected = checks.Expected(keys, 1 << 20)
+    sample = checks.auto_sample(keys, 64)
+    hold, fast = policy.AUTO_CHOICE_CODES["fast-hold"], policy.AUTO_CHOICE_CODES["fast"]
+    right = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample,
+                           auto_choice=((hold, 1000), (hold, 0), (hold, 1 << 19)))
+    assert checks.judge("histogram", expected, right).status == "pass"
+    # the votes of one warp's runs lost: the hot bin's bit falls to a minority
+    # only where every bin is global, so only the edge's verdict is wrong
+    wrong = checks.Outcome(counts=expected.exact, first_bad=None, sample=sample,
+                           auto_choice=((hold, 1000), (fast, 0), (hold, 1 << 19)))
+    cell = checks.judge("histogram", expected, wrong)
+    assert cell.status == "FAIL"
+    assert "auto chose fast on the device where its rule on the sample picks fast-hold " \
+        "(shared_bins=0," in cell.detail
 
 
 def test_bad_positions_scanned_in_chunks_are_every_bad_key_in_order(monkeypatch):

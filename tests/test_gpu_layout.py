@@ -502,3 +502,14 @@ def test_the_fast_kernel_stores_its_counts_only_when_one_block_holds_every_keys_
 
     assert contract.FAST_NARROW_SPILL == 0x8000
     assert overwrites_counts(n, num_bins, blocks, layout) is stores
+
+
+@pytest.mark.parametrize("bins,num_bins,edges", [
+    ([5] * 40 + [9] * 24, 100, (0, 5)),  # the most frequent valid bin
+    ([7] * 10 + [200] * 54, 100, (0, 7)),  # a bad key (past num_bins) is no bin
+    ([0] * 64, 100, (0,)),  # the hot bin is bin 0: one edge
+    ([2**64 - 1] * 64, 100, (0,)),  # nothing sampled
+])
+def test_autos_choice_edges_are_every_bin_global_and_the_hot_bin_first_global(bins, num_bins,
+                                                                              edges):
+    assert policy.choice_edges(np.array(bins, np.uint64).reshape(2, 32), num_bins) == edges

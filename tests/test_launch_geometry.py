@@ -85,15 +85,35 @@ def test_the_last_partition_of_bins_is_counted_when_it_is_partial(num_bins, part
 
 
 def test_the_choosing_kernel_reads_64_runs_of_32_in_one_block_of_1024():
-    rt = FakeRuntime()
-    runs, code, shared_bins = partitioned.auto_choice_probe(rt, keys_of(1 << 26), 1 << 20)
-    assert runs.shape == (64, 32) and shared_bins == (227 * 1024) // 4 - 1
-    (name, geometry, args), = rt.launched
+    rt = FakeRuntime()  # its copies read back zeros: every sampled bin 0
+    runs, verdicts = partitioned.auto_choice_probe(rt, keys_of(1 << 26), 1 << 20)
+    shared_bins = (227 * 1024) // 4 - 1
+    assert runs.shape == (64, 32) and [told for _, told in verdicts] == [shared_bins, 0]
+    (name, geometry, args), _ = rt.launched
     assert name == "auto_choice" and (geometry.grid, geometry.block) == (1, 1024)
     # it writes 64 x 32 bins and one choice word: the buffers it is handed hold them
     sample, choice = ([a for a in rt.allocated if a.ptr == ptr] for ptr in args[-2:])
     assert sample[0].n == 64 * 32 and choice[0].n == 1
     assert int(args[3]) == shared_bins and int(args[4]) == 1 << 20
+
+
+def test_the_choice_probe_tells_the_kernel_each_edge_of_the_sample_after_the_layouts_own(
+        monkeypatch):
+    rt = FakeRuntime()
+    hot, codes = 70_001, iter([2, 1, 0])
+
+    def read_back(ptr, host):
+        host[...] = hot if host.dtype == np.uint64 else next(codes)
+        return host
+
+    monkeypatch.setattr(rt, "copy_to_host", read_back)
+    runs, verdicts = partitioned.auto_choice_probe(rt, keys_of(1 << 26), 1 << 20)
+    # each verdict is the code read back after the launch told that shared_bins
+    assert verdicts == ((2, (227 * 1024) // 4 - 1), (1, 0), (0, hot))
+    told = [int(args[3]) for name, _, args in rt.launched]
+    assert told == [(227 * 1024) // 4 - 1, 0, hot]
+    # the sample is written once, by the first launch; the edges' choices alone after
+    assert [args[-2] for _, _, args in rt.launched][1:] == [0, 0]
 
 
 def test_auto_without_a_sample_launches_the_fast_kernel_alone_ungated():

@@ -128,10 +128,11 @@ class Outcome:
     first_bad: int | None = NO_REPORT
     global_atomics: int | None = None
     # histkit's method="auto": the key sample its choosing kernel read (runs x
-    # lanes), and (the AUTO_* code it wrote, the shared_bins it was told).
-    # Every pick is exact, so a wrong sample or choice shows in no count.
+    # lanes), and (the AUTO_* code it wrote, the shared_bins it was told) for
+    # each shared_bins it was told. Every pick is exact, so a wrong sample or
+    # choice shows in no count.
     sample: np.ndarray | None = None
-    auto_choice: tuple[int, int] | None = None
+    auto_choice: tuple[tuple[int, int], ...] = ()
     block: int | None = None
     grid: int | None = None
     # A sort's outputs left on the device, read a slice at a time:
@@ -300,8 +301,8 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
     if got.sample is not None:
         want_sample = auto_sample(expected.keys, *np.shape(got.sample))
         wrong = sample_rule(got.sample, want_sample)
-        if wrong is None and got.auto_choice is not None:
-            wrong = choice_rule(*got.auto_choice, want_sample, expected.num_bins)
+        for code, shared_bins in got.auto_choice:  # the first wrong choice is named
+            wrong = wrong or choice_rule(code, shared_bins, want_sample, expected.num_bins)
         if wrong is not None:
             return wrong
     if kind == "scan":

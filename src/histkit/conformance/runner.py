@@ -247,9 +247,8 @@ class CaseRun:
         if extra:
             outcome.global_atomics = int(self.read(extra["atomics"])[0])
         if kernel.choice_probe is not None:
-            outcome.sample, code, shared_bins = kernel.choice_probe(self.rt, self.keys,
-                                                                    self.case.num_bins)
-            outcome.auto_choice = (code, shared_bins)
+            outcome.sample, outcome.auto_choice = kernel.choice_probe(self.rt, self.keys,
+                                                                      self.case.num_bins)
         return outcome, str(geometry)
 
     def run_scan(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:

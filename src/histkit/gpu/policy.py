@@ -140,6 +140,22 @@ def scattered_sectors(runs: np.ndarray, shared_bins: int, num_bins: int) -> int:
     return int(np.count_nonzero(starts & (sectors != NOT_GLOBAL)))
 
 
+def choice_edges(runs: np.ndarray, num_bins: int) -> tuple[int, ...]:
+    """shared_bins values at which these sampled bins meet the rule's border
+    between shared and global bins, whatever the device's shared memory: 0
+    (every bin global, so the hot bin competes with every other key's votes)
+    and the sample's most frequent valid bin (that bin is the first global
+    one). The conformance suite runs auto's choosing kernel at each too: the
+    layout's own shared_bins reaches neither edge on most inputs."""
+    bins = np.asarray(runs, dtype=np.uint64).ravel()
+    valid = bins[bins < np.uint64(num_bins)]
+    if not valid.size:
+        return (0,)
+    values, counts = np.unique(valid, return_counts=True)
+    hot = int(values[np.argmax(counts)])
+    return (0,) if hot == 0 else (0, hot)
+
+
 @dataclass(frozen=True)
 class AutoPolicy:
     """Where method="auto" samples the keys before choosing (bench/NOTES.md)."""

@@ -107,9 +107,10 @@ class Kernel:
     # defaults: (source, defines) pairs (auto's gated builds).
     used_builds: tuple[tuple[str, dict[str, str]], ...] = ()
     # What the kernel decides that no output shows: (rt, keys, num_bins) ->
-    # (auto's key sample, SAMPLE_RUNS x WARP bins; the AUTO_* code its choosing
-    # kernel wrote; the shared_bins it was told). Every pick is exact, so a
-    # wrong sample or a wrong choice is visible only here.
+    # (auto's key sample, SAMPLE_RUNS x WARP bins; (the AUTO_* code its
+    # choosing kernel wrote, the shared_bins it was told) for each shared_bins
+    # it was told). Every pick is exact, so a wrong sample or a wrong choice
+    # is visible only here.
     choice_probe: Callable | None = None
     # When its launcher may refuse a case (UnsupportedShape), as a rule of its
     # own: (rt, n, num_bins, dtype, options) -> True where refusing is right.

@@ -31,6 +31,7 @@ from histkit.gpu.policy import (
     PARTITION_TILE,
     SAMPLE_RUNS,
     AutoPolicy,
+    choice_edges,
     fast_layout,
 )
 
@@ -120,18 +121,28 @@ def choose_on_device(rt: Runtime, keys: Keys, num_bins: int, shared_bins: int,
               np.uint64(num_bins), 0 if sample is None else sample.ptr, choice.ptr)
 
 
-def auto_choice_probe(rt: Runtime, keys: Keys, num_bins: int) -> tuple[np.ndarray, int, int]:
-    """What auto's choosing kernel reads and decides for these keys: (the
-    sampled bins, SAMPLE_RUNS x WARP; its AUTO_* code; the shared_bins it was
-    told), for the conformance suite to judge against the keys and the host's
-    rule (policy.auto_choice)."""
-    shared_bins = auto_shared_bins(rt, num_bins)
+def auto_choice_probe(rt: Runtime, keys: Keys,
+                      num_bins: int) -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
+    """What auto's choosing kernel reads and decides for these keys, for the
+    conformance suite to judge against the keys and the host's rule
+    (policy.auto_choice): (the sampled bins, SAMPLE_RUNS x WARP; one (AUTO_*
+    code, shared_bins) per shared_bins it was told). It is told the layout's
+    shared_bins, as auto's launch tells it, then each of policy.choice_edges
+    for the bins it sampled: there the rule's border between shared and
+    global bins falls on the sample's hot bin, on any device."""
     sample = rt.empty(SAMPLE_RUNS * WARP, np.uint64)
     choice = rt.empty(1, np.uint32)
-    choose_on_device(rt, keys, num_bins, shared_bins, choice, sample)
+
+    def choose(shared_bins: int, into: DeviceArray | None) -> tuple[int, int]:
+        choose_on_device(rt, keys, num_bins, shared_bins, choice, into)
+        return int(rt.copy_to_host(choice.ptr, np.empty(1, np.uint32))[0]), shared_bins
+
+    verdicts = [choose(auto_shared_bins(rt, num_bins), sample)]
     bins = rt.copy_to_host(sample.ptr, np.empty(SAMPLE_RUNS * WARP, np.uint64))
-    code = rt.copy_to_host(choice.ptr, np.empty(1, np.uint32))
-    return bins.reshape(SAMPLE_RUNS, WARP), int(code[0]), shared_bins
+    for edge in choice_edges(bins, num_bins):
+        if edge != verdicts[0][1]:
+            verdicts.append(choose(edge, None))
+    return bins.reshape(SAMPLE_RUNS, WARP), tuple(verdicts)
 
 
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
