@@ -161,23 +161,15 @@ class FakeRuntime:
 class FakeCupyArray:
     __module__ = "cupy"
 
-    def __init__(self, n, dtype, ptr, stream=None, strides=None):
+    def __init__(self, n, dtype, ptr, strides=None):
         self.n, self.dtype = n, np.dtype(dtype)
-        self.stream, self.strides = stream, strides
-        self.device = types.SimpleNamespace(id=0)
-        self.data = types.SimpleNamespace(ptr=ptr, memset_async=self._memset)
+        self.shape = (n,)
+        self.strides = strides or (self.dtype.itemsize,)
+        self.data = types.SimpleNamespace(ptr=ptr, device_id=0, memset_async=self._memset)
         self.memsets = []
 
     def _memset(self, byte, nbytes):
         self.memsets.append((byte, nbytes))
-
-    @property
-    def __cuda_array_interface__(self):
-        interface = {"shape": (self.n,), "typestr": self.dtype.str, "strides": self.strides,
-                     "data": (self.data.ptr, False), "version": 3}
-        if self.stream is not None:
-            interface["stream"] = self.stream
-        return interface
 
 
 @pytest.fixture
@@ -215,8 +207,8 @@ def fake(monkeypatch):
     return rt
 
 
-def cupy_keys(n=4096, stream=CUPY_STREAM, dtype=np.int32):
-    return FakeCupyArray(n, dtype, 0x700000, stream=stream)
+def cupy_keys(n=4096, dtype=np.int32):
+    return FakeCupyArray(n, dtype, 0x700000)
 
 
 def test_a_cupy_call_runs_on_cupys_current_stream_without_waiting_on_another(fake):
@@ -224,14 +216,12 @@ def test_a_cupy_call_runs_on_cupys_current_stream_without_waiting_on_another(fak
     assert ("on", CUPY_STREAM) in fake.log and not fake.kinds("wait_for")
 
 
-def test_keys_written_on_another_stream_are_waited_for_once(fake):
-    api.histogram(cupy_keys(stream=0x6000), 256)
-    assert fake.kinds("wait_for") == [("wait_for", 0x6000)]
-
-
-def test_an_explicit_stream_wins_over_cupys_current_one(fake):
-    api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
-    assert ("on", 0x7000) in fake.log and not fake.kinds("wait_for")
+def test_an_explicit_stream_wins_over_cupys_current_one_after_waiting_for_it_once(fake):
+    # CuPy orders the keys' pending writes on its current stream: the call on
+    # another stream waits for that one first
+    api.histogram(cupy_keys(), 256, stream=0x7000)
+    assert ("on", 0x7000) in fake.log
+    assert fake.kinds("wait_for") == [("wait_for", CUPY_STREAM)]
     # CuPy allocates the result on that stream too, so its pool orders reuse there.
     assert fake.kinds("cupy stream") == [("cupy stream", 0x7000)]
 
@@ -240,7 +230,7 @@ def test_a_cupy_without_from_external_gets_the_stream_as_an_external_stream(fake
     import cupy
 
     monkeypatch.setattr(cupy.cuda, "Stream", type("Stream", (), {}))
-    api.histogram(cupy_keys(stream=0x7000), 256, stream=0x7000)
+    api.histogram(cupy_keys(), 256, stream=0x7000)
     assert fake.kinds("cupy ExternalStream") == [("cupy ExternalStream", 0x7000)]
 
 
@@ -302,8 +292,8 @@ def test_a_call_whose_blocks_add_into_the_counts_zeroes_them_first(fake, n, num_
 
 
 def test_with_out_and_first_bad_a_call_allocates_nothing_so_it_can_be_captured(fake):
-    out = FakeCupyArray(256, np.int64, 0x1000, stream=CUPY_STREAM)
-    word = FakeCupyArray(1, np.uint64, 0x2000, stream=CUPY_STREAM)
+    out = FakeCupyArray(256, np.int64, 0x1000)
+    word = FakeCupyArray(1, np.uint64, 0x2000)
     for _ in range(3):
         got = api.histogram(cupy_keys(), 256, out=out, first_bad=word, check=False)
         assert got[0] is out and got[1] is word
@@ -347,7 +337,7 @@ def test_a_radix_sort_makes_one_pass_per_key_byte_and_waits_for_nothing(fake, dt
 
 
 def test_radix_sort_values_follow_their_keys_through_one_gather(fake):
-    values = FakeCupyArray(10_000, np.float32, 0x800000, stream=CUPY_STREAM)
+    values = FakeCupyArray(10_000, np.float32, 0x800000)
     keys, moved = api.radix_sort(cupy_keys(10_000), values)
     assert [e[1] for e in fake.kinds("launch")][-1] == "gather_values"
     assert moved.dtype == np.float32 and len(fake.cupy_allocated) == 3
@@ -358,7 +348,7 @@ def test_radix_sort_values_follow_their_keys_through_one_gather(fake):
 def test_int32_indices_are_allocated_as_int32_and_every_index_kernel_is_built_for_them(
         fake, call):
     keys = cupy_keys(10_000)
-    values = FakeCupyArray(10_000, np.float32, 0x800000, stream=CUPY_STREAM)
+    values = FakeCupyArray(10_000, np.float32, 0x800000)
     if call == "radix_sort":
         _, index = api.radix_sort(keys, index_dtype=np.int32)
         api.radix_sort(keys, values, index_dtype=np.int32)
@@ -737,20 +727,21 @@ def test_zero_counts_are_scanned_and_only_a_negative_count_is_refused(fake):
 
 def test_strided_cupy_keys_are_refused_but_packed_strides_and_single_keys_are_not(fake):
     with pytest.raises(ValueError, match="must be contiguous; got strides"):
-        api.histogram(FakeCupyArray(10, np.int32, 0x700000, CUPY_STREAM, strides=(8,)), 4)
-    api.histogram(FakeCupyArray(10, np.int32, 0x700000, CUPY_STREAM, strides=(4,)), 4)
-    api.histogram(FakeCupyArray(1, np.int32, 0x700000, CUPY_STREAM, strides=(8,)), 4)
+        api.histogram(FakeCupyArray(10, np.int32, 0x700000, strides=(8,)), 4)
+    api.histogram(FakeCupyArray(10, np.int32, 0x700000, strides=(4,)), 4)
+    api.histogram(FakeCupyArray(1, np.int32, 0x700000, strides=(8,)), 4)
 
 
-def test_an_out_array_still_being_written_on_another_stream_is_waited_for(fake):
-    out = FakeCupyArray(256, np.int64, 0x1000, stream=0x6000)
-    api.histogram(cupy_keys(), 256, out=out)
-    assert fake.kinds("wait_for") == [("wait_for", 0x6000)]
+def test_a_cupy_out_array_is_written_after_cupys_pending_work_on_it(fake):
+    # NumPy keys run on histkit's own stream, which waits for CuPy's current one
+    out = FakeCupyArray(256, np.int64, 0x1000)
+    api.histogram(np.zeros(4096, np.int32), 256, out=out)
+    assert fake.kinds("wait_for") == [("wait_for", CUPY_STREAM)]
 
 
 def test_results_for_a_stream_cupy_is_not_on_are_zeroed_on_that_stream(fake):
     # CuPy's own memset would run on CuPy's current stream, unordered with ours
-    counts, word = api.histogram(cupy_keys(1 << 20, stream=0x7000), 256, stream=0x7000,
+    counts, word = api.histogram(cupy_keys(1 << 20), 256, stream=0x7000,
                                  check=False)
     assert counts.memsets == word.memsets == []
     assert ("memset", 0, 256 * 8) in fake.log and ("memset", 0xFF, 8) in fake.log
@@ -842,11 +833,11 @@ def test_raise_if_bad_reads_the_index_and_names_the_key_or_stays_quiet():
 @pytest.mark.parametrize("n,dtype", [(256, np.int32), (255, np.int64), (257, np.int64)])
 def test_an_out_array_of_the_wrong_dtype_or_length_is_refused(fake, n, dtype):
     with pytest.raises(ValueError, match="out must hold 256 int64"):
-        api.histogram(cupy_keys(), 256, out=FakeCupyArray(n, dtype, 0x1000, stream=CUPY_STREAM))
+        api.histogram(cupy_keys(), 256, out=FakeCupyArray(n, dtype, 0x1000))
 
 
 def test_device_values_of_a_dtype_no_gather_moves_are_refused(fake):
-    values = FakeCupyArray(4096, np.complex128, 0x800000, stream=CUPY_STREAM)
+    values = FakeCupyArray(4096, np.complex128, 0x800000)
     with pytest.raises(TypeError, match="values must have a numeric dtype of 1, 2, 4 or 8"):
         api.radix_sort(cupy_keys(), values)
 

@@ -178,32 +178,33 @@ def _view(rt: Runtime, obj, name: str, integer: bool = True) -> tuple[int, int, 
     return view.ptr, shape[0], np.dtype(view.dtype)
 
 
-def _cupy_interface(array, rt: Runtime, name: str,
-                    integer: bool = True) -> tuple[int, int, np.dtype, int | None]:
-    """(pointer, length, dtype, producer stream) of a CuPy array, read through
-    its __cuda_array_interface__ (v3): cheaper per call than a general view."""
-    interface = array.__cuda_array_interface__
-    dtype = np.dtype(interface["typestr"])
-    shape = tuple(interface["shape"])
-    strides = interface.get("strides")
-    strided = (strides is not None and len(shape) == 1 and shape[0] > 1
-               and tuple(strides) != (dtype.itemsize,))
-    _check_layout(dtype, shape, name, f"strides {tuple(strides)} (in bytes)" if strided else None,
+def _cupy_array(array, rt: Runtime, name: str, integer: bool = True) -> tuple[int, int, np.dtype]:
+    """(pointer, length, dtype) of a CuPy array, read from its attributes: its
+    __cuda_array_interface__ builds a dict on every call, which cost about as
+    much as the rest of the call's argument checks."""
+    dtype = array.dtype
+    shape = array.shape
+    strided = len(shape) == 1 and shape[0] > 1 and array.strides[0] != dtype.itemsize
+    _check_layout(dtype, shape, name, f"strides {array.strides} (in bytes)" if strided else None,
                   integer)
-    _check_device(rt, array.device.id, name)
-    producer = interface.get("stream")
-    return (int(interface["data"][0]), shape[0], dtype,
-            None if producer is None else stream_handle(producer))
+    memory = array.data
+    _check_device(rt, memory.device_id, name)
+    return memory.ptr, shape[0], dtype
+
+
+def _cupy_stream(cupy) -> int:
+    """CuPy's current stream, a raw handle: where CuPy has ordered the pending
+    work on its arrays (the stream their __cuda_array_interface__ names)."""
+    return cupy.cuda.get_current_stream().ptr or _LEGACY
 
 
 def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
     import cupy
 
-    ptr, n, dtype, producer = _cupy_interface(array, rt, name)
-    own_stream = cupy.cuda.get_current_stream().ptr or _LEGACY
+    ptr, n, dtype = _cupy_array(array, rt, name)
+    own_stream = _cupy_stream(cupy)
     call_rt = rt.on(handle if handle is not None else own_stream)
-    if producer is not None:
-        call_rt.wait_for(producer)  # keys written on another stream: read them after
+    call_rt.wait_for(own_stream)  # on another stream= : read the keys after CuPy's work
     return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
 
 
@@ -251,11 +252,16 @@ def cupy_stream(cupy, handle: int):
     return cupy.cuda.ExternalStream(handle)
 
 
+# Entered when the framework already allocates on the call's stream: one
+# object for every call (a nullcontext holds no state).
+_ALREADY_ON_IT = contextlib.nullcontext()
+
+
 def _framework_stream(call: _Call):
     """A context in which the caller's framework allocates on the call's stream
     (nothing to enter when that is already its current stream)."""
     if call.framework_stream == call.rt.handle:
-        return contextlib.nullcontext()
+        return _ALREADY_ON_IT
     if call.framework == "cupy":
         import cupy
 
@@ -312,9 +318,10 @@ def _device_view(call: _Call, array, name: str, integer: bool = True):
     """(pointer, length, dtype) of a caller's device array other than the keys,
     its pending writes ordered before the call's work."""
     if _framework_of(array) == "cupy":
-        ptr, size, dtype, producer = _cupy_interface(array, call.rt, name, integer)
-        if producer is not None:
-            call.rt.wait_for(producer)  # its pending writes come before ours
+        import cupy
+
+        ptr, size, dtype = _cupy_array(array, call.rt, name, integer)
+        call.rt.wait_for(_cupy_stream(cupy))  # its pending writes come before ours
         return ptr, size, dtype
     return _view(call.rt, array, name, integer)
 
