@@ -71,7 +71,7 @@ def measure(site_a: str, site_b: str, rounds: int = ROUNDS, calls: int = CALLS) 
         row = {"call": shape, "rounds_us": {"A": a, "B": b},
                "a_us": float(np.median(a)), "b_us": float(np.median(b))}
         rows.append(row)
-        pairs = "  ".join(f"{x:6.1f}/{y:6.1f}" for x, y in zip(a, b))
+        pairs = "  ".join(f"{x:6.1f}/{y:6.1f}" for x, y in zip(a, b, strict=True))
         print(f"{shape:30s} A {row['a_us']:7.1f}  B {row['b_us']:7.1f}  rounds A/B: {pairs}",
               flush=True)
     return {"site_a": site_a, "site_b": site_b, "calls_per_round": calls, "rows": rows}
