@@ -2,6 +2,7 @@
 never timed, a failing peer is noted with its reason, times are medians."""
 
 import numpy as np
+import pytest
 
 from histkit.gpu import bench_calls
 
@@ -38,9 +39,52 @@ def test_a_right_result_is_timed_per_call_with_its_sync():
 
     row = _row()
     bench_calls._checked(row, "ours", call, sync, np.asarray, np.array([2, 0, 1]))
+    assert calls == {"call": 1, "sync": 0}  # checked now, timed with the row's others
+    bench_calls._time_in_rounds(row)
     assert row["us_per_call"]["ours"] > 0 and not row["notes"]
+    assert len(row["rounds_us"]["ours"]) == bench_calls.ROUNDS
     # every timed call is followed by its sync (the first, checked, call has none)
-    assert calls["call"] - 1 == calls["sync"] >= bench_calls.MIN_CALLS
+    assert calls["call"] - 1 == calls["sync"] >= bench_calls.ROUNDS * bench_calls.MIN_CALLS
+
+
+def test_a_rows_contenders_take_turns_leading_a_round_and_keep_the_median_round(monkeypatch):
+    clock, order = _Clock(), []
+    monkeypatch.setattr(bench_calls.time, "perf_counter", clock)
+    monkeypatch.setattr(bench_calls, "calls_per_round", lambda call, sync: 1)
+    pace = {"a": [5e-6, 1e-6, 3e-6], "b": [2e-6, 2e-6, 9e-6], "c": [4e-6, 4e-6, 4e-6]}
+
+    def contender(name):
+        def call():
+            order.append(name)
+            clock.now += pace[name][sum(1 for n in order if n == name) - 1]
+            return np.array([1])
+        return call
+
+    row = _row()
+    for name in "abc":
+        row.setdefault("contenders", []).append((name, contender(name), lambda: None))
+    bench_calls._time_in_rounds(row)
+    assert order == list("abcbcacab")  # each round one further round
+    for name, paces in pace.items():
+        assert row["rounds_us"][name] == pytest.approx([s * 1e6 for s in paces])
+    assert row["us_per_call"] == pytest.approx({"a": 3.0, "b": 2.0, "c": 4.0})
+
+
+def test_a_contender_failing_in_a_later_round_is_noted_and_given_no_figure(monkeypatch):
+    monkeypatch.setattr(bench_calls, "calls_per_round", lambda call, sync: 2)
+    made = []
+
+    def flaky():
+        made.append(1)
+        if len(made) > 3:
+            raise MemoryError("out of memory")
+
+    row = _row()
+    row["contenders"] = [("flaky", flaky, lambda: None), ("steady", lambda: None, lambda: None)]
+    bench_calls._time_in_rounds(row)
+    assert row["notes"] == {"flaky": "skipped: MemoryError: out of memory"}
+    assert list(row["us_per_call"]) == list(row["rounds_us"]) == ["steady"]
+    assert len(row["rounds_us"]["steady"]) == bench_calls.ROUNDS
 
 
 def _timed(n, num_bins, **us):
@@ -140,7 +184,7 @@ def test_a_figure_exactly_on_its_target_meets_it(monkeypatch):
 
 
 class _Clock:
-    """time.perf_counter for median_call_us, advanced only by the calls timed."""
+    """time.perf_counter for the bench's timing, advanced only by the calls timed."""
 
     def __init__(self):
         self.now = 0.0
@@ -149,7 +193,7 @@ class _Clock:
         return self.now
 
 
-def _timed_calls(monkeypatch, seconds_per_call):
+def _paced(monkeypatch, seconds_per_call):
     clock, calls = _Clock(), []
     monkeypatch.setattr(bench_calls.time, "perf_counter", clock)
 
@@ -157,27 +201,29 @@ def _timed_calls(monkeypatch, seconds_per_call):
         calls.append(seconds_per_call)
         clock.now += seconds_per_call
 
-    return bench_calls.median_call_us(call, lambda: None), len(calls)
+    return call, calls
 
 
 def test_a_median_is_the_calls_own_time_in_microseconds(monkeypatch):
-    us, _ = _timed_calls(monkeypatch, 0.002)
-    assert abs(us - 2000.0) < 1e-6
+    call, calls = _paced(monkeypatch, 0.002)
+    assert abs(bench_calls.median_of_calls_us(call, lambda: None, 7) - 2000.0) < 1e-6
+    assert len(calls) == 7
 
 
-def test_the_number_of_timed_calls_fills_the_time_allowed_within_its_bounds(monkeypatch):
+def test_the_calls_a_round_times_fill_its_time_within_their_bounds(monkeypatch):
     warm_and_first = bench_calls.WARM_UP_CALLS + 1
-    # 1 ms a call: as many as SECONDS_PER_CONTENDER holds
-    _, made = _timed_calls(monkeypatch, 0.001)
-    assert made - warm_and_first == round(bench_calls.SECONDS_PER_CONTENDER / 0.001)
-    _, made = _timed_calls(monkeypatch, 1.0)  # slow calls: never fewer than MIN_CALLS
-    assert made - warm_and_first == bench_calls.MIN_CALLS
-    _, made = _timed_calls(monkeypatch, 1e-6)  # fast calls: never more than MAX_CALLS
-    assert made - warm_and_first == bench_calls.MAX_CALLS
+    # 1 ms a call: as many as SECONDS_PER_ROUND holds
+    call, calls = _paced(monkeypatch, 0.001)
+    count = bench_calls.calls_per_round(call, lambda: None)
+    assert count == round(bench_calls.SECONDS_PER_ROUND / 0.001)
+    assert len(calls) == warm_and_first
+    call, _ = _paced(monkeypatch, 1.0)  # slow calls: never fewer than MIN_CALLS
+    assert bench_calls.calls_per_round(call, lambda: None) == bench_calls.MIN_CALLS
+    call, _ = _paced(monkeypatch, 1e-6)  # fast calls: never more than MAX_CALLS
+    assert bench_calls.calls_per_round(call, lambda: None) == bench_calls.MAX_CALLS
 
 
 def test_each_panel_of_the_calls_plot_shows_its_own_bins_rows(tmp_path):
-    import pytest
 
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt

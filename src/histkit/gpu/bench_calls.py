@@ -22,8 +22,13 @@ synchronise of its stream), timed on the host clock one call at a time:
   compile is not a per-call cost).
 
 Every result is checked against the CPU oracle before it is timed; a peer
-that is missing or wrong is recorded with the reason, never estimated. Each
-figure is the median of many calls after warm-up calls.
+that is missing or wrong is recorded with the reason, never estimated. A
+row's contenders are timed in ROUNDS rounds, each round timing every one of
+them for many calls, in an order turned by one each round (whoever ran
+first in one round runs last in the next): each figure is the median of its
+round medians, so a transient on the machine (clocks settling after a heavy
+row, another process) weighs on one round of every contender rather than on
+whichever was timed at that moment.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.gpu.bench import _skip_note, _time_peer, optional_torch
+from histkit.gpu.bench import _skip_note, optional_torch
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -54,12 +59,16 @@ MIN_TBPS_AT_2_28 = 3.8
 HISTOGRAM_PEERS = ("torch.bincount", "cupy.bincount", "CUB HistogramEven")
 SORT_PEERS = ("torch.sort(stable)",)
 WARM_UP_CALLS = 3
+ROUNDS = 3
+# Calls timed per contender and round, and the time they may take per round.
 MIN_CALLS, MAX_CALLS = 15, 400
-SECONDS_PER_CONTENDER = 0.4
+SECONDS_PER_ROUND = 0.15
 
 
-def median_call_us(call, sync) -> float:
-    """Median wall time of one call followed by sync(), in microseconds."""
+def calls_per_round(call, sync) -> int:
+    """After WARM_UP_CALLS calls, how many calls (each followed by sync()) one
+    round times: as many as SECONDS_PER_ROUND holds at the pace of one timed
+    call, within [MIN_CALLS, MAX_CALLS]."""
     for _ in range(WARM_UP_CALLS):
         call()
         sync()
@@ -67,8 +76,7 @@ def median_call_us(call, sync) -> float:
     call()
     sync()
     first = time.perf_counter() - start
-    count = int(min(MAX_CALLS, max(MIN_CALLS, SECONDS_PER_CONTENDER / max(first, 1e-6))))
-    return median_of_calls_us(call, sync, count)
+    return int(min(MAX_CALLS, max(MIN_CALLS, SECONDS_PER_ROUND / max(first, 1e-6))))
 
 
 def median_of_calls_us(call, sync, count: int) -> float:
@@ -83,10 +91,42 @@ def median_of_calls_us(call, sync, count: int) -> float:
 
 
 def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
-    """Check call's result against the oracle's, then time it per call (bench's
-    rule: a wrong or failing peer is noted, never timed)."""
-    _time_peer(row, name, lambda checked: median_call_us(checked, sync), call, want, to_host,
-               ("us_per_call", lambda us: us))
+    """Check call's result against the oracle's: a right one joins the row's
+    contenders (timed by _time_in_rounds), a wrong or failing one is noted,
+    never timed."""
+    try:
+        if not np.array_equal(to_host(call()).astype(np.int64), want):
+            row["notes"][name] = "WRONG RESULT: not timed"
+            return
+    except Exception as error:  # a peer that fails is reported, never estimated
+        row["notes"][name] = _skip_note(error)
+        return
+    row.setdefault("contenders", []).append((name, call, sync))
+
+
+def _time_in_rounds(row: dict) -> None:
+    """Time the row's checked contenders (the module's docstring): each
+    figure, in us_per_call, the median of its ROUNDS round medians, which
+    rounds_us keeps. One that fails while timed is noted, never estimated."""
+    contenders = []
+    for name, call, sync in row.pop("contenders", []):
+        try:
+            contenders.append((name, call, sync, calls_per_round(call, sync)))
+        except Exception as error:
+            row["notes"][name] = _skip_note(error)
+    medians = {name: [] for name, *_ in contenders}
+    for turn in range(ROUNDS if contenders else 0):
+        start = turn % len(contenders)
+        for name, call, sync, count in contenders[start:] + contenders[:start]:
+            if name in row["notes"]:
+                continue
+            try:
+                medians[name].append(median_of_calls_us(call, sync, count))
+            except Exception as error:
+                row["notes"][name] = _skip_note(error)
+    timed = {name: us for name, us in medians.items() if name not in row["notes"]}
+    row["us_per_call"].update({name: float(np.median(us)) for name, us in timed.items()})
+    row["rounds_us"] = timed
 
 
 def _peer(row: dict, name: str, build, sync, to_host, want) -> None:
@@ -209,16 +249,19 @@ def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
              sync, cupy.asnumpy, want)
     _peer(row, "histkit in a CUDA graph", lambda: _graph_call(cupy, keys, num_bins), sync,
           cupy.asnumpy, want)
-    if "histkit in a CUDA graph" in row["us_per_call"]:
-        row["us_per_call"]["histkit in a CUDA graph"] /= GRAPH_CALLS
-    row["us_per_call"]["histkit kernel alone"], row["kernel"] = _kernel_alone_us(
-        cupy, keys, num_bins)
     _checked(row, "cupy.bincount", lambda: cupy.bincount(keys, minlength=num_bins), sync,
              cupy.asnumpy, want)
     _torch_peer(row, "torch.bincount", torch, keys,
                 lambda tkeys: torch.bincount(tkeys, minlength=num_bins), want)
     _peer(row, "CUB HistogramEven", lambda: _cub_histogram_call(cupy, keys, num_bins), sync,
           cupy.asnumpy, want)
+    _time_in_rounds(row)
+    if "histkit in a CUDA graph" in row["us_per_call"]:  # a replay is GRAPH_CALLS calls
+        row["us_per_call"]["histkit in a CUDA graph"] /= GRAPH_CALLS
+        row["rounds_us"]["histkit in a CUDA graph"] = [
+            us / GRAPH_CALLS for us in row["rounds_us"]["histkit in a CUDA graph"]]
+    row["us_per_call"]["histkit kernel alone"], row["kernel"] = _kernel_alone_us(
+        cupy, keys, num_bins)
     return row
 
 
@@ -239,6 +282,7 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
     bits = max(1, int(np.ceil(np.log2(num_bins))))
     _peer(row, "CUB DeviceRadixSort pairs", lambda: _cub_sort_call(cupy, keys, bits), sync,
           cupy.asnumpy, want_index)
+    _time_in_rounds(row)
     row["kernel"] = _sort_path(keys, num_bins)
     return row
 
