@@ -224,7 +224,6 @@ def test_the_calls_a_round_times_fill_its_time_within_their_bounds(monkeypatch):
 
 
 def test_each_panel_of_the_calls_plot_shows_its_own_bins_rows(tmp_path):
-
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
 
