@@ -26,14 +26,20 @@ SORT_SHAPES = ((1 << 12, 256), (1 << 12, 65536), (1 << 16, 65536), (1 << 20, 655
 ROUNDS, CALLS = 6, 200
 
 
-def _calls(cupy, gpu):
-    """(name, N, K, call, check) for every shape: call() is one public call."""
+def _calls(cupy, gpu, as_keys=None):
+    """(name, N, K, call, check) for every shape: call() is one public call,
+    on CuPy keys or on as_keys(CuPy keys) (a PyTorch tensor, say: results
+    come back as the keys' kind, read here through CuPy)."""
     rng = np.random.default_rng(11)
     made = []
+
+    def host_of(result):
+        return cupy.asnumpy(cupy.asarray(result))
+
     for kind, shapes in (("histogram", HISTOGRAM_SHAPES), ("counting_sort", SORT_SHAPES)):
         for n, k in shapes:
             host = rng.integers(0, k, n, dtype=np.int32)
-            keys = cupy.asarray(host)
+            keys = cupy.asarray(host) if as_keys is None else as_keys(cupy.asarray(host))
             if kind == "histogram":
                 want = np.bincount(host, minlength=k)
 
@@ -41,7 +47,7 @@ def _calls(cupy, gpu):
                     return gpu.histogram(keys, k)
 
                 def check(result, want=want):
-                    return np.array_equal(cupy.asnumpy(result), want)
+                    return np.array_equal(host_of(result), want)
             else:
                 want = np.argsort(host, kind="stable")
 
@@ -49,8 +55,8 @@ def _calls(cupy, gpu):
                     return gpu.counting_sort(keys, k)
 
                 def check(result, want=want, host=host):
-                    return (np.array_equal(cupy.asnumpy(result[1]), want)
-                            and np.array_equal(cupy.asnumpy(result[0]), host[want]))
+                    return (np.array_equal(host_of(result[1]), want)
+                            and np.array_equal(host_of(result[0]), host[want]))
             made.append((kind, n, k, call, check))
     return made
 

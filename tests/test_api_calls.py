@@ -234,6 +234,105 @@ def test_a_cupy_without_from_external_gets_the_stream_as_an_external_stream(fake
     assert fake.kinds("cupy ExternalStream") == [("cupy ExternalStream", 0x7000)]
 
 
+TORCH_STREAM = 0x5100
+
+
+class _TorchDtype:
+    """A PyTorch dtype stand-in: hashable, named."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class FakeCudaTensor:
+    __module__ = "torch"
+    is_cuda = True
+
+    def __init__(self, n, dtype, ptr, strides=(1,), device_index=0):
+        self.dtype, self.shape, self._strides, self._ptr = dtype, (n,), strides, ptr
+        self.device = types.SimpleNamespace(index=device_index)
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def data_ptr(self):
+        return self._ptr
+
+
+@pytest.fixture
+def fake_torch(fake, monkeypatch):
+    """The recording runtime, and a fake PyTorch whose current stream is TORCH_STREAM."""
+    torch = types.ModuleType("torch")
+    for name in ("int8", "int16", "int32", "int64", "uint64", "float32", "bfloat16"):
+        setattr(torch, name, _TorchDtype(name))
+
+    def empty(n, dtype, device):
+        return FakeCudaTensor(n, dtype, 0xB00000)
+
+    def external_stream(handle, device):
+        fake.log.append(("torch stream", handle))
+        return handle
+
+    torch.empty = empty
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda device: types.SimpleNamespace(cuda_stream=TORCH_STREAM),
+        ExternalStream=external_stream, stream=lambda s: contextlib.nullcontext())
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(api, "_TORCH_DTYPES", {})
+    fake.torch = torch
+    return fake
+
+
+def torch_keys(fake, n=4096, dtype="int32", **more):
+    return FakeCudaTensor(n, getattr(fake.torch, dtype), 0x600000, **more)
+
+
+def test_a_torch_call_reads_the_tensor_and_runs_on_torchs_stream_without_waiting(fake_torch):
+    api.histogram(torch_keys(fake_torch), 256)
+    assert ("on", TORCH_STREAM) in fake_torch.log and not fake_torch.kinds("wait_for")
+    (name, _, args), = fake_torch.launched
+    assert name == "fast_histogram" and args[0] == 0x600000 and int(args[1]) == 4096
+
+
+def test_a_torch_call_on_another_stream_waits_once_for_torchs(fake_torch):
+    api.histogram(torch_keys(fake_torch), 256, stream=0x7000)
+    assert ("on", 0x7000) in fake_torch.log
+    assert fake_torch.kinds("wait_for") == [("wait_for", TORCH_STREAM)]
+    assert fake_torch.kinds("torch stream") == [("torch stream", 0x7000)]  # results there too
+
+
+def test_torch_keys_are_held_to_the_same_layout_dtype_and_device_rules(fake_torch):
+    with pytest.raises(ValueError, match=r"contiguous; got strides \(2,\) \(in elements\)"):
+        api.histogram(torch_keys(fake_torch, 10, strides=(2,)), 4)
+    api.histogram(torch_keys(fake_torch, 1, strides=(2,)), 4)  # one element: any stride
+    with pytest.raises(TypeError, match="integer dtype"):
+        api.histogram(torch_keys(fake_torch, 10, "float32"), 4)
+    with pytest.raises(ValueError, match="live on device 1"):
+        api.histogram(torch_keys(fake_torch, 10, device_index=1), 4)
+
+
+def test_a_torch_out_array_is_checked_and_written_after_torchs_pending_work(fake_torch):
+    out = FakeCudaTensor(256, fake_torch.torch.int64, 0x1000)
+    assert api.histogram(np.zeros(100, np.int32), 256, out=out) is out
+    assert fake_torch.kinds("wait_for") == [("wait_for", TORCH_STREAM)]
+    with pytest.raises(ValueError, match="out must hold 256 int64; got 256 int32"):
+        api.histogram(np.zeros(100, np.int32), 256,
+                      out=FakeCudaTensor(256, fake_torch.torch.int32, 0x1000))
+
+
+def test_a_torch_dtype_numpy_lacks_goes_through_the_general_view(fake_torch, monkeypatch):
+    viewed = []
+
+    def view(rt, obj, name, integer=True):
+        viewed.append(name)
+        raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got bfloat16")
+
+    monkeypatch.setattr(api, "_view", view)
+    with pytest.raises(TypeError, match="got bfloat16"):
+        api.histogram(torch_keys(fake_torch, 10, "bfloat16"), 4)
+    assert viewed == ["keys"]
+
+
 def test_a_checked_histogram_waits_exactly_once(fake):
     api.histogram(cupy_keys(), 256)
     assert fake.kinds("sync") == [("sync", "read_bad_key")]

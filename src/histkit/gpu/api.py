@@ -153,14 +153,11 @@ def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
     framework = _framework_of(keys)
     if framework == "cupy":
         return _cupy_call(rt, keys, handle, name)
-    own_stream = None
     if framework == "torch":
-        import torch
-
-        own_stream = stream_handle(torch.cuda.current_stream(keys.device).cuda_stream)
-    call_rt = rt.on(handle if handle is not None else own_stream)
+        return _torch_call(rt, keys, handle, name)
+    call_rt = rt.on(handle)
     ptr, n, dtype = _view(call_rt, keys, name)
-    return _Call(call_rt, Keys(ptr, n, dtype), framework, keys, own_stream)
+    return _Call(call_rt, Keys(ptr, n, dtype), framework, keys)
 
 
 def _view(rt: Runtime, obj, name: str, integer: bool = True) -> tuple[int, int, np.dtype]:
@@ -190,6 +187,51 @@ def _cupy_array(array, rt: Runtime, name: str, integer: bool = True) -> tuple[in
     memory = array.data
     _check_device(rt, memory.device_id, name)
     return memory.ptr, shape[0], dtype
+
+
+# PyTorch's dtypes that NumPy has, as NumPy's (made on the first torch call).
+_TORCH_DTYPES: dict = {}
+
+
+def _torch_tensor(torch, tensor, rt: Runtime, name: str,
+                  integer: bool = True) -> tuple[int, int, np.dtype] | None:
+    """(pointer, length, dtype) of a PyTorch CUDA tensor, read from its
+    attributes, as _cupy_array does (a DLPack export is dearer per call);
+    None for a dtype NumPy lacks (bfloat16, ...), which the general view
+    reports."""
+    if not _TORCH_DTYPES:
+        for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                      "uint64", "float16", "float32", "float64", "complex64", "complex128"):
+            if getattr(torch, dtype, None) is not None:  # the unsigned ones: PyTorch 2.3+
+                _TORCH_DTYPES[getattr(torch, dtype)] = np.dtype(dtype)
+    dtype = _TORCH_DTYPES.get(tensor.dtype)
+    if dtype is None:
+        return None
+    shape = tuple(tensor.shape)
+    strided = len(shape) == 1 and shape[0] > 1 and tensor.stride(0) != 1
+    _check_layout(dtype, shape, name,
+                  f"strides {tensor.stride()} (in elements)" if strided else None, integer)
+    _check_device(rt, tensor.device.index, name)
+    return tensor.data_ptr(), shape[0], dtype
+
+
+def _torch_stream(torch, tensor) -> int:
+    """PyTorch's current stream on the tensor's device, a raw handle: where
+    PyTorch has ordered the pending work on its tensors."""
+    return stream_handle(torch.cuda.current_stream(tensor.device).cuda_stream)
+
+
+def _torch_call(rt: Runtime, tensor, handle: int | None, name: str) -> _Call:
+    import torch
+
+    own_stream = _torch_stream(torch, tensor)
+    call_rt = rt.on(handle if handle is not None else own_stream)
+    read = _torch_tensor(torch, tensor, call_rt, name)
+    if read is None:  # a dtype NumPy lacks: the general view reports it
+        read = _view(call_rt, tensor, name)
+    else:
+        call_rt.wait_for(own_stream)  # on another stream= : read the keys after torch's work
+    return _Call(call_rt, Keys(*read), "torch", tensor, own_stream)
 
 
 def _cupy_stream(cupy) -> int:
@@ -323,6 +365,13 @@ def _device_view(call: _Call, array, name: str, integer: bool = True):
         ptr, size, dtype = _cupy_array(array, call.rt, name, integer)
         call.rt.wait_for(_cupy_stream(cupy))  # its pending writes come before ours
         return ptr, size, dtype
+    if _framework_of(array) == "torch":
+        import torch
+
+        read = _torch_tensor(torch, array, call.rt, name, integer)
+        if read is not None:
+            call.rt.wait_for(_torch_stream(torch, array))  # its pending writes first
+            return read
     return _view(call.rt, array, name, integer)
 
 
