@@ -248,9 +248,16 @@ class FakeCudaTensor:
     __module__ = "torch"
     is_cuda = True
 
-    def __init__(self, n, dtype, ptr, strides=(1,), device_index=0):
+    def __init__(self, n, dtype, ptr, strides=(1,), device_index=0, conj=False, neg=False):
         self.dtype, self.shape, self._strides, self._ptr = dtype, (n,), strides, ptr
         self.device = types.SimpleNamespace(index=device_index)
+        self._conj, self._neg = conj, neg
+
+    def is_conj(self):
+        return self._conj
+
+    def is_neg(self):
+        return self._neg
 
     def stride(self, dim=None):
         return self._strides if dim is None else self._strides[dim]
@@ -331,6 +338,27 @@ def test_a_torch_dtype_numpy_lacks_goes_through_the_general_view(fake_torch, mon
     with pytest.raises(TypeError, match="got bfloat16"):
         api.histogram(torch_keys(fake_torch, 10, "bfloat16"), 4)
     assert viewed == ["keys"]
+
+
+@pytest.mark.parametrize("lazy", [{"conj": True}, {"neg": True}])
+def test_a_lazily_conjugated_or_negated_torch_view_is_not_read_raw(fake_torch, monkeypatch,
+                                                                    lazy):
+    # its memory holds the values before the conjugation or negation: the
+    # general view (DLPack, which refuses such a tensor by name) reads it
+    viewed = []
+
+    def view(rt, obj, name, integer=True):
+        viewed.append(name)
+        raise BufferError("Can't export tensors with the conjugate bit set")
+
+    monkeypatch.setattr(api, "_view", view)
+    keys = torch_keys(fake_torch, 10_000, **lazy)
+    values = FakeCudaTensor(10_000, fake_torch.torch.float32, 0x800000, **lazy)
+    with pytest.raises(BufferError):
+        api.histogram(keys, 4)
+    with pytest.raises(BufferError):
+        api.radix_sort(torch_keys(fake_torch, 10_000), values)
+    assert viewed == ["keys", "values"]
 
 
 def test_a_checked_histogram_waits_exactly_once(fake):

@@ -197,15 +197,16 @@ def _torch_tensor(torch, tensor, rt: Runtime, name: str,
                   integer: bool = True) -> tuple[int, int, np.dtype] | None:
     """(pointer, length, dtype) of a PyTorch CUDA tensor, read from its
     attributes, as _cupy_array does (a DLPack export is dearer per call);
-    None for a dtype NumPy lacks (bfloat16, ...), which the general view
-    reports."""
+    None for a dtype NumPy lacks (bfloat16, ...) and for a lazily conjugated
+    or negated view (its memory holds the values before the conjugation or
+    negation: read raw, they would be wrong), which the general view reports."""
     if not _TORCH_DTYPES:
         for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                       "uint64", "float16", "float32", "float64", "complex64", "complex128"):
             if getattr(torch, dtype, None) is not None:  # the unsigned ones: PyTorch 2.3+
                 _TORCH_DTYPES[getattr(torch, dtype)] = np.dtype(dtype)
     dtype = _TORCH_DTYPES.get(tensor.dtype)
-    if dtype is None:
+    if dtype is None or tensor.is_conj() or tensor.is_neg():
         return None
     shape = tuple(tensor.shape)
     strided = len(shape) == 1 and shape[0] > 1 and tensor.stride(0) != 1
