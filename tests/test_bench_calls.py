@@ -257,3 +257,22 @@ def test_the_kernel_bench_times_every_exact_histogram_method_and_the_fast_kernel
     exact = [m for m in registry.methods("histogram") if m != "naive"]  # naive loses counts
     want = {f"histkit {registry.serving('histogram', m).row}" for m in exact} | {"histkit fast"}
     assert set(bench.benched_histogram_kernels()) == want
+
+
+def test_the_kernel_bench_times_a_peer_only_when_its_result_is_the_oracles():
+    from histkit.gpu import bench
+
+    timed = []
+
+    def time_with(call):
+        timed.append(call)
+        return 2.0
+
+    row = {"TBps": {}, "notes": {}}
+    right, wrong = (lambda: np.array([1, 2])), (lambda: np.array([1, 3]))
+    bench._time_peer(row, "right", time_with, right, np.array([1, 2]), np.asarray,
+                     ("TBps", lambda seconds: 1 / seconds))
+    bench._time_peer(row, "wrong", time_with, wrong, np.array([1, 2]), np.asarray,
+                     ("TBps", lambda seconds: 1 / seconds))
+    assert timed == [right] and row["TBps"] == {"right": 0.5}
+    assert row["notes"] == {"wrong": "WRONG RESULT: not timed"}

@@ -151,13 +151,15 @@ def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
         array = call_rt.to_device(keys)
         return _Call(call_rt, Keys(array.ptr, len(keys), keys.dtype), "numpy", array)
     framework = _framework_of(keys)
-    if framework == "cupy":
-        return _cupy_call(rt, keys, handle, name)
-    if framework == "torch":
-        return _torch_call(rt, keys, handle, name)
-    call_rt = rt.on(handle)
-    ptr, n, dtype = _view(call_rt, keys, name)
-    return _Call(call_rt, Keys(ptr, n, dtype), framework, keys)
+    in_place = framework in _READ_IN_PLACE
+    own_stream = _current_stream(framework, keys) if in_place else None
+    call_rt = rt.on(handle if handle is not None else own_stream)
+    read = _read_in_place(framework, keys, call_rt, name) if in_place else None
+    if read is None:  # the general view: its exporter orders its own pending work
+        read = _view(call_rt, keys, name)
+    else:  # on another stream= : read the keys after the framework's work
+        call_rt.wait_for(own_stream)
+    return _Call(call_rt, Keys(*read), framework, keys, own_stream)
 
 
 def _view(rt: Runtime, obj, name: str, integer: bool = True) -> tuple[int, int, np.dtype]:
@@ -193,13 +195,15 @@ def _cupy_array(array, rt: Runtime, name: str, integer: bool = True) -> tuple[in
 _TORCH_DTYPES: dict = {}
 
 
-def _torch_tensor(torch, tensor, rt: Runtime, name: str,
+def _torch_tensor(tensor, rt: Runtime, name: str,
                   integer: bool = True) -> tuple[int, int, np.dtype] | None:
     """(pointer, length, dtype) of a PyTorch CUDA tensor, read from its
     attributes, as _cupy_array does (a DLPack export is dearer per call);
     None for a dtype NumPy lacks (bfloat16, ...) and for a lazily conjugated
     or negated view (its memory holds the values before the conjugation or
     negation: read raw, they would be wrong), which the general view reports."""
+    import torch
+
     if not _TORCH_DTYPES:
         for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                       "uint64", "float16", "float32", "float64", "complex64", "complex128"):
@@ -216,39 +220,31 @@ def _torch_tensor(torch, tensor, rt: Runtime, name: str,
     return tensor.data_ptr(), shape[0], dtype
 
 
-def _torch_stream(torch, tensor) -> int:
-    """PyTorch's current stream on the tensor's device, a raw handle: where
-    PyTorch has ordered the pending work on its tensors."""
-    return stream_handle(torch.cuda.current_stream(tensor.device).cuda_stream)
+def _current_stream(framework: str, array) -> int:
+    """The framework's current stream for this array, a raw handle: where
+    CuPy or PyTorch has ordered the pending work on its arrays (the stream a
+    CuPy array's __cuda_array_interface__ names; the one a PyTorch tensor's
+    DLPack export orders before the consumer's)."""
+    if framework == "cupy":
+        import cupy
 
-
-def _torch_call(rt: Runtime, tensor, handle: int | None, name: str) -> _Call:
+        return cupy.cuda.get_current_stream().ptr or _LEGACY
     import torch
 
-    own_stream = _torch_stream(torch, tensor)
-    call_rt = rt.on(handle if handle is not None else own_stream)
-    read = _torch_tensor(torch, tensor, call_rt, name)
-    if read is None:  # a dtype NumPy lacks: the general view reports it
-        read = _view(call_rt, tensor, name)
-    else:
-        call_rt.wait_for(own_stream)  # on another stream= : read the keys after torch's work
-    return _Call(call_rt, Keys(*read), "torch", tensor, own_stream)
+    return stream_handle(torch.cuda.current_stream(array.device).cuda_stream)
 
 
-def _cupy_stream(cupy) -> int:
-    """CuPy's current stream, a raw handle: where CuPy has ordered the pending
-    work on its arrays (the stream their __cuda_array_interface__ names)."""
-    return cupy.cuda.get_current_stream().ptr or _LEGACY
+def _read_in_place(framework: str, array, rt: Runtime, name: str,
+                   integer: bool = True) -> tuple[int, int, np.dtype] | None:
+    """(pointer, length, dtype) of a CuPy array or PyTorch tensor read from
+    its attributes; None where the general view (_view) must take it."""
+    if framework == "cupy":
+        return _cupy_array(array, rt, name, integer)
+    return _torch_tensor(array, rt, name, integer)
 
 
-def _cupy_call(rt: Runtime, array, handle: int | None, name: str) -> _Call:
-    import cupy
-
-    ptr, n, dtype = _cupy_array(array, rt, name)
-    own_stream = _cupy_stream(cupy)
-    call_rt = rt.on(handle if handle is not None else own_stream)
-    call_rt.wait_for(own_stream)  # on another stream= : read the keys after CuPy's work
-    return _Call(call_rt, Keys(ptr, n, dtype), "cupy", array, own_stream)
+# The frameworks whose arrays _read_in_place reads.
+_READ_IN_PLACE = ("cupy", "torch")
 
 
 def _check_layout(dtype: np.dtype, shape: tuple, name: str, strided: str | None,
@@ -360,18 +356,11 @@ def _borrow(call: _Call, array, n: int, dtype, name: str) -> _Out:
 def _device_view(call: _Call, array, name: str, integer: bool = True):
     """(pointer, length, dtype) of a caller's device array other than the keys,
     its pending writes ordered before the call's work."""
-    if _framework_of(array) == "cupy":
-        import cupy
-
-        ptr, size, dtype = _cupy_array(array, call.rt, name, integer)
-        call.rt.wait_for(_cupy_stream(cupy))  # its pending writes come before ours
-        return ptr, size, dtype
-    if _framework_of(array) == "torch":
-        import torch
-
-        read = _torch_tensor(torch, array, call.rt, name, integer)
+    framework = _framework_of(array)
+    if framework in _READ_IN_PLACE:
+        read = _read_in_place(framework, array, call.rt, name, integer)
         if read is not None:
-            call.rt.wait_for(_torch_stream(torch, array))  # its pending writes first
+            call.rt.wait_for(_current_stream(framework, array))  # its pending writes first
             return read
     return _view(call.rt, array, name, integer)
 

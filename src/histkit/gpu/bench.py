@@ -179,12 +179,23 @@ def _skip_note(error: Exception) -> str:
     return f"skipped: {type(error).__name__}: {error}"
 
 
+def _right_result(row: dict, name: str, call, exact, to_host) -> bool:
+    """Whether call's result is the oracle's; a wrong or failing one is noted
+    in row (and is never timed)."""
+    try:
+        if np.array_equal(to_host(call()).astype(np.int64), exact):
+            return True
+        row["notes"][name] = "WRONG RESULT: not timed"
+    except Exception as error:  # a peer that fails is reported, never estimated
+        row["notes"][name] = _skip_note(error)
+    return False
+
+
 def _time_peer(row: dict, name: str, time_with, call, exact, to_host, per_call) -> None:
     """Check a peer's result against the oracle, then time it (or note why not)."""
+    if not _right_result(row, name, call, exact, to_host):
+        return
     try:
-        if not np.array_equal(to_host(call()).astype(np.int64), exact):
-            row["notes"][name] = "WRONG RESULT: not timed"
-            return
         row[per_call[0]][name] = per_call[1](time_with(call))
     except Exception as error:  # a peer that fails is reported, never estimated
         row["notes"][name] = _skip_note(error)

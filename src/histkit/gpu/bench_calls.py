@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.gpu.bench import _skip_note, optional_torch
+from histkit.gpu.bench import _right_result, _skip_note, optional_torch
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -94,14 +94,8 @@ def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
     """Check call's result against the oracle's: a right one joins the row's
     contenders (timed by _time_in_rounds), a wrong or failing one is noted,
     never timed."""
-    try:
-        if not np.array_equal(to_host(call()).astype(np.int64), want):
-            row["notes"][name] = "WRONG RESULT: not timed"
-            return
-    except Exception as error:  # a peer that fails is reported, never estimated
-        row["notes"][name] = _skip_note(error)
-        return
-    row.setdefault("contenders", []).append((name, call, sync))
+    if _right_result(row, name, call, want, to_host):
+        row.setdefault("contenders", []).append((name, call, sync))
 
 
 def _time_in_rounds(row: dict) -> None:
