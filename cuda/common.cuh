@@ -33,8 +33,32 @@ typedef INDEX_T hk_index;
 // too-large keys alike, exactly as the CPU oracles do.
 __device__ __forceinline__ u64 hk_bin(hk_key key) { return (u64)key; }
 
+// The verdict board (histkit/gpu/verdict.py): how a checked public call
+// learns "no bad key" without copying its first_bad word back. Its word is
+// one of the board's slots (device memory), and each slot has a flag in
+// mapped host memory. The one thread whose atomicMin finds a slot still at
+// HK_NO_BAD_KEY sets the slot's flag, so after its stream's sync the host
+// reads the flag (0: no bad key) and copies the word only when it is set. A
+// word outside the slots (a check=False caller's) flags nothing. The host
+// writes hk_verdicts into every module it loads; one never written (zeros:
+// no slots) flags nothing.
+struct hk_verdict_board {
+    u64 slots;        // device address of the first slot
+    u64 slot_count;
+    unsigned* flags;  // slot_count flags in mapped host memory
+};
+extern "C" {
+__device__ hk_verdict_board hk_verdicts;
+}
+
+// Inlined: the kernels' registers stay within 2 of what they were (ptxas,
+// sm_90), where a __noinline__ flagging call cost the fast kernel 8 more
+// (the call's convention), which can cost it a resident block per SM.
 __device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
-    atomicMin(first_bad, (u64)index);
+    if (atomicMin(first_bad, (u64)index) != HK_NO_BAD_KEY) return;  // flagged already
+    // A word below the slots wraps to a huge slot number: no flag.
+    const u64 slot = ((u64)first_bad - hk_verdicts.slots) / sizeof(u64);
+    if (slot < hk_verdicts.slot_count) *(volatile unsigned*)(hk_verdicts.flags + slot) = 1u;
 }
 
 // Gated builds, for method="auto" choosing its kernel on the device: built

@@ -53,12 +53,17 @@ HARNESS_FILES = {
     "conformance/runner.py": ("tests/test_bounded_waits.py", "tests/test_runner_report.py",
                               "tests/test_harness_on_host_memory.py"),
     "conformance/checks.py": ("tests/test_conformance_rules.py", "tests/test_runner_report.py",
-                              "tests/test_scan_and_sort_oracles.py"),
+                              "tests/test_scan_and_sort_oracles.py",
+                              "tests/test_verdict_board.py"),
     "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
                       "tests/test_runner_report.py", "tests/test_api_calls.py",
                       "tests/test_gpu_layout.py", "tests/test_runtime_memory.py",
                       # the launch bookkeeping and the C path of the per-call driver calls
-                      "tests/test_launch_geometry.py", "tests/test_driver_calls.py"),
+                      "tests/test_launch_geometry.py", "tests/test_driver_calls.py",
+                      # the bad-key slot on the verdict board and off it
+                      "tests/test_verdict_board.py"),
+    # the verdict board's bookkeeping, and the judge's reading of it
+    "gpu/verdict.py": ("tests/test_verdict_board.py", "tests/test_harness_on_host_memory.py"),
     "conformance/check.py": CHECK_TESTS,
     "conformance/foreign.py": CHECK_TESTS,  # a user's callable judged
     "conformance/check_cli.py": ("tests/test_check_cli.py", *CHECK_TESTS),  # `histkit check`

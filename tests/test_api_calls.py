@@ -987,41 +987,6 @@ def test_each_thread_makes_the_devices_context_current_once_before_its_first_cal
     assert made_current == [threading.get_ident(), worker.ident]
 
 
-def test_the_bad_key_slot_is_reset_exactly_when_a_kernel_may_have_written_it(monkeypatch):
-    # The real Runtime's slot protocol, its device word pretended: a call must
-    # never report the bad key an earlier call found, and a clean slot is not
-    # set again (a memset is a driver call per public call).
-    import threading
-
-    from histkit.gpu.device import DeviceArray, Runtime
-
-    rt = Runtime.__new__(Runtime)
-    rt._scratch, rt._base = threading.local(), rt
-    word = {"value": 0}  # what fresh device memory happens to hold
-    memsets = []
-
-    def memset(ptr, byte, nbytes):
-        memsets.append(byte)
-        word["value"] = int.from_bytes(bytes([byte]) * nbytes, "little")
-
-    monkeypatch.setattr(rt, "empty", lambda n, dtype: DeviceArray(
-        types.SimpleNamespace(handle=0x1000), n, np.dtype(dtype)), raising=False)
-    monkeypatch.setattr(rt, "sync", lambda what: None, raising=False)
-    monkeypatch.setattr(rt, "memset", memset, raising=False)
-    monkeypatch.setattr(rt, "read_word", lambda ptr: word["value"], raising=False)
-
-    def call(bad_index=None):
-        slot = rt.bad_key_slot()
-        if bad_index is not None:  # the call's kernel notes a bad key
-            word["value"] = bad_index
-        return rt.read_bad_key(slot)
-
-    assert call() == NO_BAD_KEY and memsets == [0xFF]  # set once, when made
-    assert call() == NO_BAD_KEY and memsets == [0xFF]  # clean: not set again
-    assert call(bad_index=5) == 5
-    assert call() == NO_BAD_KEY and memsets == [0xFF, 0xFF]  # reset after a bad key
-
-
 def test_work_on_another_stream_is_waited_for_through_one_event_and_none_on_its_own(
         monkeypatch):
     # The real Runtime's wait_for, its driver pretended: keys written on the

@@ -319,6 +319,45 @@ def test_a_bad_key_in_one_call_does_not_leak_into_the_next(call):
 
 
 @needs_gpu
+@pytest.mark.parametrize("call", ["atomic", "privatized", "partitioned", "naive", "auto",
+                                  "stable", "unstable"])
+def test_a_checked_call_copies_its_bad_key_word_back_only_when_a_kernel_flagged_it(
+        call, monkeypatch):
+    # The verdict board (histkit.gpu.verdict): every module the call loads
+    # must have been given the board, and a call with no bad key must not
+    # copy its word back (the copy is what the board saves); one with a bad
+    # key must still raise it, and the next call must not see it again.
+    from histkit.gpu.device import runtime
+
+    rt = runtime()
+    copies = []
+    read_word = rt.read_word
+    monkeypatch.setattr(rt, "read_word", lambda ptr: copies.append(ptr) or read_word(ptr))
+    if call in ("stable", "unstable"):
+        def run(keys):
+            return gpu.counting_sort(keys, 256, stable=call == "stable")[0]
+        want = np.sort
+    else:
+        def run(keys):
+            return gpu.histogram(keys, 256, method=call)
+        want = (lambda keys: oracles.histogram(keys, 256)) if call != "naive" else None
+    keys = make_keys("uniform", 3000, 256, seed=5)
+    for _ in range(2):
+        got = run(keys)
+        if want is not None:
+            np.testing.assert_array_equal(got, want(keys))
+    assert rt.verdicts.usable and rt._scratch.board_slot is not None
+    assert copies == []
+    bad = keys.copy()
+    bad[[700, 2000]] = [256, -1]
+    with pytest.raises(oracles.BadKeyError, match="index 700 is 256"):
+        run(bad)
+    assert len(copies) == 1
+    run(keys)
+    assert len(copies) == 1
+
+
+@needs_gpu
 def test_repeated_calls_set_kernel_attributes_and_ask_occupancy_once():
     from histkit.gpu.device import runtime
 

@@ -4,6 +4,8 @@ scratch and the runner's output guards, with the driver calls they make
 the same code; here it is checked without one: a write just outside any
 array the suite hands a kernel must be named, and nothing else."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from histkit.gpu.device import (
     ScheduleSkew,
     ScratchPoison,
 )
+from histkit.gpu.verdict import GUARD_SLOTS, MARGIN, VerdictBoard
 
 
 class HostMemory:
@@ -62,7 +65,30 @@ def rt(monkeypatch):
 
     runtime._empty, runtime.memset = empty, memset
     runtime.copy_to_host, runtime.to_device = copy_to_host, to_device
+    runtime.verdicts = VerdictBoard(HostBoardMemory(memory), slot_count=64)
     return runtime
+
+
+class HostBoardMemory:
+    """The verdict board's storage on HostMemory; its flags in real host memory."""
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.flags = None
+
+    def device(self, nbytes):
+        buffer = self.memory.allocate(nbytes)
+        return buffer, buffer.handle
+
+    def fill(self, ptr, byte, nbytes):
+        self.memory.bytes[ptr:ptr + nbytes] = byte
+
+    def mapped(self, nbytes):
+        self.flags = ctypes.create_string_buffer(nbytes)
+        return ctypes.addressof(self.flags), 0xF000_0000
+
+    def write_global(self, module, name, data):
+        return True
 
 
 def test_poisoned_scratch_arrives_filled_between_canaries(rt):
@@ -626,3 +652,93 @@ def test_a_histogram_launcher_that_adds_into_counts_it_never_zeroed_fails(rt, ze
                         _host_histogram(rt.memory, zeroes))
         cell, _ = run.judge(kernel, DEFAULT)
     assert cell.status == status, cell.detail
+
+
+# --- the verdict board in a cell: histkit's kernels flag their bad keys -------
+
+def noting_kernel(rt, flag=True, touch=0):
+    """A histogram launcher that counts the keys exactly and notes the first
+    bad one as common.cuh's hk_note_bad_key does (flag=False: without
+    flagging it; touch: also writes the word that many words off)."""
+
+    def run(rt_, keys, num_bins, hist, first_bad, grid=None):
+        host = rt.copy_to_host(keys.ptr, np.empty(keys.n, keys.dtype))
+        valid = host[(host >= 0) & (host < num_bins)]
+        counts = np.bincount(valid, minlength=num_bins).astype(np.uint64)
+        rt.memory.bytes[hist.ptr:hist.ptr + 8 * num_bins] = counts.view(np.uint8)
+        bad = np.flatnonzero((host < 0) | (host >= num_bins))
+        board = rt.verdicts
+        if bad.size:
+            word = np.array([bad[0]], np.uint64).view(np.uint8)
+            rt.memory.bytes[first_bad.ptr:first_bad.ptr + 8] = word
+            slot = (first_bad.ptr - board.slots) // 8
+            if flag and 0 <= slot < board.slot_count:
+                board._flags[MARGIN + slot] = 1
+        if touch:
+            rt.memory.bytes[first_bad.ptr + 8 * touch] = 0
+        from histkit.gpu.geometry import Geometry
+        return Geometry("noting", 1, 32)
+
+    return run
+
+
+def histkit_kernel(run, publishes=True):
+    from histkit.gpu.registry import Kernel
+
+    return Kernel("mine", "histogram", "mine.cu", ("mine",), run, publishes_verdict=publishes)
+
+
+@pytest.fixture
+def bad_case(rt):
+    def make():
+        with rt.poisoned_scratch():
+            return CaseRun(rt, Case("uniform", 100, 16, seed=1, bad="several"))
+    return make
+
+
+def test_histkit_kernels_are_judged_on_the_board_in_turn_and_pass_when_they_flag(rt, bad_case):
+    from histkit.gpu.registry import DEFAULT
+
+    positions = []
+    for _ in range(3):
+        run = bad_case()
+        cell, _ = run.judge(histkit_kernel(noting_kernel(rt)), DEFAULT)
+        positions.append(run.judged)
+        assert cell.status == "pass", cell.detail
+    assert positions == [63, 64, -1]  # the last slot, just past it, just before the slots
+
+
+def test_a_bad_key_reported_but_not_flagged_on_the_board_fails(rt, bad_case):
+    from histkit.gpu.registry import DEFAULT
+
+    cell, _ = bad_case().judge(histkit_kernel(noting_kernel(rt, flag=False)), DEFAULT)
+    assert cell.status == "FAIL" and "without flagging it" in cell.detail
+
+
+def test_a_flag_set_for_a_word_just_outside_the_slots_fails(rt, bad_case):
+    from histkit.gpu.registry import DEFAULT
+
+    def flags_anything(rt_, keys, num_bins, hist, first_bad, grid=None):
+        geometry = noting_kernel(rt)(rt_, keys, num_bins, hist, first_bad, grid)
+        rt.verdicts._flags[MARGIN + (first_bad.ptr - rt.verdicts.slots) // 8] = 1  # no range test
+        return geometry
+
+    cells = [bad_case().judge(histkit_kernel(flags_anything), DEFAULT)[0] for _ in range(3)]
+    assert [c.status for c in cells] == ["pass", "FAIL", "FAIL"]
+    assert all("just outside its slots" in c.detail for c in cells[1:])
+
+
+@pytest.mark.parametrize("touch, says", [(1, "1 word(s) past"), (-GUARD_SLOTS, "before")])
+def test_a_write_beside_the_boards_first_bad_word_is_named(rt, bad_case, touch, says):
+    from histkit.gpu.registry import DEFAULT
+
+    cell, _ = bad_case().judge(histkit_kernel(noting_kernel(rt, touch=touch)), DEFAULT)
+    assert cell.status == "FAIL" and says in cell.detail
+
+
+def test_a_users_kernel_gets_a_guarded_word_off_the_board(rt, bad_case):
+    from histkit.gpu.registry import DEFAULT
+
+    run = bad_case()
+    cell, _ = run.judge(histkit_kernel(noting_kernel(rt, flag=False), publishes=False), DEFAULT)
+    assert cell.status == "pass" and run.judge_word is None

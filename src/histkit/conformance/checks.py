@@ -126,6 +126,9 @@ class Outcome:
     original_index: np.ndarray | None = None
     sorted_values: np.ndarray | None = None
     first_bad: int | None = NO_REPORT
+    # histkit's kernels: whether the verdict board's flag of the first_bad
+    # word was set (histkit.gpu.verdict); None: not judged (a user's kernel).
+    published: bool | None = None
     global_atomics: int | None = None
     # histkit's method="auto": the key sample its choosing kernel read (runs x
     # lanes), and (the AUTO_* code it wrote, the shared_bins it was told) for
@@ -224,6 +227,18 @@ class Expected:
         return oracles.privatized_histogram(self.keys, self.num_bins, block, grid)[1]
 
 
+def published_rule(reported: int | None, published: bool | None) -> Cell | None:
+    """histkit's kernels flag their first_bad word on the verdict board
+    exactly when they report a bad key in it (a checked call reads the flag,
+    not the word): a FAIL otherwise, None when they agree or it is not judged."""
+    if published is None or published == (reported is not NO_REPORT):
+        return None
+    if published:
+        return Cell("FAIL", "flagged a bad key on the verdict board but reported none")
+    return Cell("FAIL", f"reported a bad key at index {reported} without flagging it on the "
+                        f"verdict board: a checked call would miss it")
+
+
 def bad_key_rule(expected: Expected, reported: int | None) -> Cell | None:
     """FAIL, or a pass cell for a bad-key input, or None when the rule has more to check."""
     bad = expected.bad
@@ -309,7 +324,7 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         return equal(got.offsets, expected.offsets(), "offset")
     if kind == "radix-sort":  # every key is valid: there is no K
         return radix_sorted(expected, got)
-    cell = bad_key_rule(expected, got.first_bad)
+    cell = published_rule(got.first_bad, got.published) or bad_key_rule(expected, got.first_bad)
     if cell is not None:
         if cell.status == "pass" and skips_bad_keys and kind in SKIPPING_KINDS:
             return _judge_valid_part(kind, expected, got, warp_size, cell)

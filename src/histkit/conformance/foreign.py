@@ -211,6 +211,7 @@ class CudaFileImpl:
                       count_dtype=COUNT_TYPES[self.count_bits][1]
                       if self.kind not in ("sort", "stable-sort") else "uint64",
                       skips_bad_keys=False,  # the ABI asks only for the first bad index
+                      publishes_verdict=False,  # nor for histkit's verdict board
                       # its launcher refuses bins past a block's shared memory
                       may_refuse=(bins_past_shared_memory(self.count_bits // 8)
                                   if self.kind == "privatized" else None))

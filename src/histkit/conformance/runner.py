@@ -50,6 +50,7 @@ from histkit.gpu.errors import SkewUnavailable, UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.policy import LOOK_BACK_BYTES_PER_TILE, digit_shifts, tile_keys
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS, TAKES_KEYS, Kernel, Variant
+from histkit.gpu.verdict import judge_reading
 from histkit.oracles._inputs import available_memory
 
 # One warp walks the whole input alone: past these it is only slow, not new.
@@ -129,6 +130,8 @@ class CaseRun:
         dtype = self.host.dtype
         self.fenced: set[int] = set()  # pointers of inputs placed against unmapped memory
         self.fenced_at_start: set[int] = set()  # outputs with unmapped memory before them
+        self.judge_word: DeviceArray | None = None  # the verdict board's (first_bad_slot)
+        self.judged = 0  # its slot number
         if case.scan_counts:  # no keys: the scans upload the counts themselves
             self.device_array, self.keys = None, None
         elif case.fenced:
@@ -225,24 +228,53 @@ class CaseRun:
         self.fenced.add(array.ptr)
         return array
 
-    def first_bad_slot(self) -> DeviceArray:
-        return self.output(1, np.uint64, fill=0xFF)
+    def first_bad_slot(self, kernel: Kernel) -> DeviceArray:
+        """Where the kernels note the first bad key: for histkit's own kernels
+        a word of the verdict board between guard words, in turn its last
+        slot and the words just past and just before its slots (their flags
+        are judged too: verdict.judge_reading, checks.published_rule); else,
+        and in a fenced case (its word against unmapped memory), a guarded
+        output."""
+        board = self.rt.verdicts
+        if not (kernel.publishes_verdict and board.usable and not self.case.fenced):
+            return self.output(1, np.uint64, fill=0xFF)
+        self.judged = board.next_judged()
+        start, words = board.stretch(self.judged)
+        self.rt.memset(start, 0xFF, words * 8)
+        self.judge_word = DeviceArray(BufferWindow(board.buffer, board.offset(self.judged)), 1,
+                                      np.dtype(np.uint64))
+        return self.judge_word
+
+    def verdict(self, slot: DeviceArray) -> tuple[int | None, bool | None]:
+        """(the first bad index reported in slot, or None; whether the verdict
+        board flagged it, None where that is not judged)."""
+        if slot is not self.judge_word:
+            index = int(self.read(slot, fill=0xFF)[0])
+            return (None if index == NO_BAD_KEY else index), None
+        board = self.rt.verdicts
+        start, words = board.stretch(self.judged)
+        stretch = self.rt.copy_to_host(start, np.empty(words, np.uint64))  # waits
+        index, flagged, wrong = judge_reading(stretch, board.stretch_flags(self.judged),
+                                              on_board=0 <= self.judged < board.slot_count)
+        if wrong:
+            raise GuardViolation(wrong)
+        return index, flagged
 
     def reported_bad(self, slot: DeviceArray) -> int | None:
-        index = int(self.read(slot, fill=0xFF)[0])
-        return None if index == NO_BAD_KEY else index
+        return self.verdict(slot)[0]
 
     # --- one launcher per family of kinds: each returns (Outcome, geometry) ------
     def run_histogram(self, kernel: Kernel, variant: Variant) -> tuple[checks.Outcome, str]:
         # Poisoned, not zeroed: a launcher leaves the exact counts whatever
         # the buffer held (the public calls hand it uninitialised memory).
         hist = self.output(self.case.num_bins, np.dtype(kernel.count_dtype), fill=POISON)
-        slot = self.first_bad_slot()
+        slot = self.first_bad_slot(kernel)
         extra = {"atomics": self.output(1, np.uint64)} if kernel.kind == "privatized" else {}
         geometry = kernel.run(self.rt, self.keys, self.case.num_bins, hist, slot,
                               grid=self.case.grid, **variant.options, **extra)
+        first_bad, published = self.verdict(slot)
         outcome = checks.Outcome(counts=self.read(hist, fill=POISON).astype(np.int64),
-                                 first_bad=self.reported_bad(slot),
+                                 first_bad=first_bad, published=published,
                                  block=geometry.block, grid=geometry.grid)
         if extra:
             outcome.global_atomics = int(self.read(extra["atomics"])[0])
@@ -268,7 +300,7 @@ class CaseRun:
             return checks.Outcome(sorted_keys=empty, original_index=empty.astype(np.int64)), ""
         out_keys = self.output(n, self.host.dtype, fill=POISON)
         out_index = self.output(n, variant.options.get("index_dtype", np.int64), fill=POISON)
-        slot = self.first_bad_slot()
+        slot = self.first_bad_slot(kernel)
 
         def between() -> bool:
             # Scatter only when the count's verdict is the oracle's. A bad-key
@@ -281,7 +313,8 @@ class CaseRun:
         geometries = kernel.run(self.rt, self.keys, self.case.num_bins, out_keys, out_index,
                                 slot, [], grid=self.case.grid, between=between,
                                 **variant.options)
-        outcome = checks.Outcome(first_bad=self.reported_bad(slot))
+        first_bad, published = self.verdict(slot)
+        outcome = checks.Outcome(first_bad=first_bad, published=published)
         shape = " + ".join(map(str, geometries))
         if (self.expected.bad is None) != (outcome.first_bad is None):
             return outcome, shape  # a wrong bad-key verdict: the rule FAILs it on that alone

@@ -41,9 +41,10 @@ except ImportError:  # pragma: no cover - exercised on hosts without the extra
     driver = None
 
 from histkit.gpu import contract
-from histkit.gpu.compiler import compile_cubin
+from histkit.gpu.compiler import compile_cubin, files_of
 from histkit.gpu.errors import CudaError, DeviceHang, DeviceMemoryError, GpuUnavailableError
 from histkit.gpu.geometry import Geometry
+from histkit.gpu.verdict import COMMON_HEADER, SlotLease, VerdictBoard
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS if driver is not None else None
 _NOT_READY = driver.CUresult.CUDA_ERROR_NOT_READY if driver is not None else None
@@ -425,6 +426,42 @@ def per_call_driver_calls():
     return DriverCalls(*addresses)
 
 
+class BoardMemory:
+    """A runtime's storage for its VerdictBoard (verdict.py): kept device
+    memory, mapped host memory, and the modules' board global."""
+
+    def __init__(self, rt: Runtime):
+        self.rt = rt
+
+    def device(self, nbytes: int):
+        buffer = self.rt._allocate(nbytes)  # kept: never pooled, never freed
+        return buffer, int(buffer.handle)
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        self.rt.memset(ptr, byte, nbytes)
+        self.rt.sync("filling the verdict board")
+
+    def mapped(self, nbytes: int) -> tuple[int, int]:
+        host = int(check(driver.cuMemHostAlloc(nbytes, driver.CU_MEMHOSTALLOC_DEVICEMAP),
+                         "cuMemHostAlloc(DEVICEMAP)"))
+        ctypes.memset(host, 0, nbytes)
+        device = int(check(driver.cuMemHostGetDevicePointer(host, 0),
+                           "cuMemHostGetDevicePointer"))
+        return host, device
+
+    def write_global(self, module, name: bytes, data: bytes) -> bool:
+        status, ptr, size = driver.cuLibraryGetGlobal(module.handle, name)
+        if status == driver.CUresult.CUDA_ERROR_NOT_FOUND:
+            return False
+        check((status,), f"cuLibraryGetGlobal({name.decode()})")
+        if int(size) != len(data):
+            return False  # a layout this host does not know: never write it
+        image = ctypes.create_string_buffer(data, len(data))
+        check(driver.cuMemcpyHtoD(int(ptr), ctypes.addressof(image), len(data)),
+              f"cuMemcpyHtoD({name.decode()})")
+        return True
+
+
 class Runtime:
     def __init__(self):
         try:
@@ -467,6 +504,7 @@ class Runtime:
         self._barrier_scratch = None
         self.waits = WaitBound()  # shared with every stream view (copy.copy)
         self.per_call = PerCallPath(per_call_driver_calls())  # shared with the views too
+        self.verdicts = VerdictBoard(BoardMemory(self))  # shared with the views too
 
     def _can_launch_cooperatively(self) -> bool:
         """Whether the device takes cooperative launches (every block resident
@@ -522,7 +560,9 @@ class Runtime:
 
             cubin = compile_cubin(source, defines, self.arch)
             module = ObjectCode.from_cubin(cubin)
-            self._kernels[key] = module.get_kernel(name)
+            kernel = module.get_kernel(name)
+            self.verdicts.install(module, reads_board=COMMON_HEADER in files_of(source))
+            self._kernels[key] = kernel
         return self._kernels[key]
 
     def allow_shared(self, kernel, nbytes: int) -> None:
@@ -922,16 +962,26 @@ class Runtime:
     # --- per-call scratch -------------------------------------------------
     def bad_key_slot(self) -> DeviceArray:
         """This thread's cached first-bad-key word on the device, holding
-        NO_BAD_KEY. Valid until this thread's next call: public calls use it
-        synchronously, one at a time. It is reset only when a kernel may have
-        written it since read_bad_key last found it untouched."""
+        NO_BAD_KEY: a slot of the verdict board (verdict.py) while one is
+        free, else a word of its own. Valid until this thread's next call:
+        public calls use it synchronously, one at a time. It is reset only
+        when a kernel may have written it since read_bad_key last found it
+        untouched."""
         scratch = self._scratch
         slot = getattr(scratch, "slot", None)
         if slot is None:
-            # On histkit's own stream, which outlives every caller's, and ready
-            # before any stream uses it.
-            slot = scratch.slot = self._base.empty(1, np.uint64)
-            self._base.sync("allocating the bad-key slot")
+            board_slot = scratch.board_slot = self.verdicts.claim()
+            if board_slot is None:
+                # On histkit's own stream, which outlives every caller's, and
+                # ready before any stream uses it.
+                slot = self._base.empty(1, np.uint64)
+                self._base.sync("allocating the bad-key slot")
+            else:
+                scratch.lease = SlotLease(self.verdicts, board_slot)  # back when the thread ends
+                slot = DeviceArray(BufferWindow(self.verdicts.buffer,
+                                                self.verdicts.offset(board_slot)),
+                                   1, np.dtype(np.uint64))
+            scratch.slot = slot
             scratch.slot_clean = False
         if not scratch.slot_clean:
             self.memset(slot.ptr, 0xFF, 8)
@@ -940,10 +990,20 @@ class Runtime:
 
     def read_bad_key(self, slot: DeviceArray) -> int:
         """The first bad index a call's kernels noted in slot (NO_BAD_KEY: none),
-        after waiting for them."""
+        after waiting for them. This thread's board slot is copied back only
+        when its flag says a kernel lowered it."""
+        scratch = self._scratch
+        if slot is not getattr(scratch, "slot", None):
+            return self.read_word(slot.ptr)
+        board_slot = scratch.board_slot
+        if board_slot is not None and self.verdicts.usable:
+            self.sync("waiting for the call's kernels")
+            if not self.verdicts.flagged(board_slot):
+                scratch.slot_clean = True
+                return contract.NO_BAD_KEY
+            self.verdicts.lower(board_slot)
         index = self.read_word(slot.ptr)
-        if slot is getattr(self._scratch, "slot", None):
-            self._scratch.slot_clean = index == contract.NO_BAD_KEY
+        scratch.slot_clean = index == contract.NO_BAD_KEY
         return index
 
     def wait_for(self, foreign_stream: int) -> None:

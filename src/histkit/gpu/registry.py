@@ -103,6 +103,10 @@ class Kernel:
     # kernels promise it (check=False hands those results back); a user's
     # kernel under the ABI does not.
     skips_bad_keys: bool = True
+    # Bad keys are flagged on the verdict board too (common.cuh's
+    # hk_note_bad_key; histkit.gpu.verdict), which checked calls rely on:
+    # histkit's kernels do; a user's kernel under the ABI need not.
+    publishes_verdict: bool = True
     # Builds of the other sources (uses) its launches make besides their
     # defaults: (source, defines) pairs (auto's gated builds).
     used_builds: tuple[tuple[str, dict[str, str]], ...] = ()
