@@ -114,6 +114,7 @@ def test_threads_claim_distinct_slots_clear_of_the_judges_words_until_none_is_le
 def test_the_judge_turns_through_the_last_slot_and_the_words_just_outside():
     board = VerdictBoard(FakeBoardMemory(), slot_count=64)
     assert [board.next_judged() for _ in range(6)] == [63, 64, -1, 63, 64, -1]
+    assert [board.holds(slot) for slot in (0, 63, 64, -1)] == [True, True, False, False]
     for judged in (64, -1):  # every stretch's words and flags lie in the board's memory
         start, words = board.stretch(judged)
         assert start >= MEMORY_AT and start + 8 * words <= MEMORY_AT + 8 * (64 + 2 * MARGIN)

@@ -241,8 +241,7 @@ class CaseRun:
         self.judged = board.next_judged()
         start, words = board.stretch(self.judged)
         self.rt.memset(start, 0xFF, words * 8)
-        self.judge_word = DeviceArray(BufferWindow(board.buffer, board.offset(self.judged)), 1,
-                                      np.dtype(np.uint64))
+        self.judge_word = self.rt.board_word(self.judged)
         return self.judge_word
 
     def verdict(self, slot: DeviceArray) -> tuple[int | None, bool | None]:
@@ -255,7 +254,7 @@ class CaseRun:
         start, words = board.stretch(self.judged)
         stretch = self.rt.copy_to_host(start, np.empty(words, np.uint64))  # waits
         index, flagged, wrong = judge_reading(stretch, board.stretch_flags(self.judged),
-                                              on_board=0 <= self.judged < board.slot_count)
+                                              on_board=board.holds(self.judged))
         if wrong:
             raise GuardViolation(wrong)
         return index, flagged

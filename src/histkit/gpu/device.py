@@ -978,15 +978,18 @@ class Runtime:
                 self._base.sync("allocating the bad-key slot")
             else:
                 scratch.lease = SlotLease(self.verdicts, board_slot)  # back when the thread ends
-                slot = DeviceArray(BufferWindow(self.verdicts.buffer,
-                                                self.verdicts.offset(board_slot)),
-                                   1, np.dtype(np.uint64))
+                slot = self.board_word(board_slot)
             scratch.slot = slot
             scratch.slot_clean = False
         if not scratch.slot_clean:
             self.memset(slot.ptr, 0xFF, 8)
         scratch.slot_clean = False  # kernels launched from here on may write it
         return slot
+
+    def board_word(self, slot: int) -> DeviceArray:
+        """A verdict board slot's word (a margin word's too) as a one-element array."""
+        return DeviceArray(BufferWindow(self.verdicts.buffer, self.verdicts.offset(slot)), 1,
+                           np.dtype(np.uint64))
 
     def read_bad_key(self, slot: DeviceArray) -> int:
         """The first bad index a call's kernels noted in slot (NO_BAD_KEY: none),

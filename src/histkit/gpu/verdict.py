@@ -26,7 +26,7 @@ flagging them, so then the board is switched off (``usable``) and every call
 copies its word back, as before: slower, never wrong.
 
 The conformance runner judges every cell of histkit's own kernels on the
-board, its first_bad word in turn at each of JUDGE_POSITIONS: the last slot
+board, its first_bad word in turn at each of judge_positions: the last slot
 (its flag must be set exactly when the kernels report a bad key:
 checks.published_rule), and the words just past and just before the slots
 (no flag may be set: the kernels' range test). Both ends of the slots' and
@@ -126,6 +126,10 @@ class VerdictBoard:
         """The device address of a slot's word (a margin word's too)."""
         return self.slots + 8 * slot
 
+    def holds(self, slot: int) -> bool:
+        """Whether a slot number is one the kernels are told of (not a margin word)."""
+        return 0 <= slot < self.slot_count
+
     def offset(self, slot: int) -> int:
         """Where a slot's word lies in self.buffer, in bytes."""
         return 8 * (MARGIN + slot)
@@ -140,9 +144,10 @@ class VerdictBoard:
 
     # --- the conformance runner's words --------------------------------------
     def next_judged(self) -> int:
-        """The judge's next first_bad word (JUDGE_POSITIONS in turn), its
+        """The judge's next first_bad word (judge_positions in turn), its
         stretch's flags cleared."""
-        position = judge_positions(self.slot_count)[self._judged % 3]
+        positions = judge_positions(self.slot_count)
+        position = positions[self._judged % len(positions)]
         self._judged += 1
         for i in range(-GUARD_SLOTS, GUARD_SLOTS + 1):
             self.lower(position + i)
