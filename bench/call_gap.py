@@ -1,0 +1,166 @@
+"""Where a large call's time goes beyond its kernel's (issue 11: at 2^28 keys a
+gpu.histogram call is 29-59 us above its kernel alone, against 16-23 us at
+every smaller N).
+
+    python bench/call_gap.py [--calls 40] [--out bench/results]
+
+Three parts, printed as they come and written to
+<out>/call-gap-<arch>-<today>.json:
+
+- context: the context's scheduling flags (how a host wait waits) and the
+  release threshold of the memory pool cuda.core allocates from (0 would give
+  freed memory back to the driver at every sync);
+- waits: a one-thread kernel that spins on the GPU's clock for d us, launched
+  and waited for by cuStreamSynchronize and by polling cuStreamQuery: the
+  host's wall time minus the kernel's GPU time is what a wait costs beyond
+  the work, as a function of how long the work runs;
+- shapes: at large N, the public call; the call into out= and first_bad=
+  with check=False, then a sync; auto's launch alone then a sync, and then a
+  polled wait; the GPU time of auto's launches when they start on an idle
+  GPU (events around one launch) and back to back (histkit bench's timer).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _shared import event_seconds, median_seconds, write_results
+
+SPIN_SOURCE = r"""
+extern "C" __global__ void spin_for(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+"""
+WAIT_US = (5, 20, 50, 100, 250, 400, 1000, 2000)
+SHAPES = ((1 << 24, 1 << 20), (1 << 28, 256), (1 << 28, 65536), (1 << 28, 1 << 20))
+
+
+def context_facts() -> dict:
+    from cuda.bindings import driver
+
+    from histkit.gpu.device import check, runtime
+
+    rt = runtime()
+    flags = int(check(driver.cuCtxGetFlags(), "cuCtxGetFlags"))
+    schedule = {0: "AUTO", 1: "SPIN", 2: "YIELD", 4: "BLOCKING_SYNC"}.get(flags & 7, str(flags))
+    facts = {"context flags": flags, "schedule": schedule,
+             "memory resource": type(rt.device.memory_resource).__name__}
+    try:
+        pool = check(driver.cuDeviceGetMemPool(rt.device.device_id), "cuDeviceGetMemPool")
+        attribute = driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+        facts["current pool release threshold"] = int(
+            check(driver.cuMemPoolGetAttribute(pool, attribute), "cuMemPoolGetAttribute"))
+    except Exception as error:  # a device without memory pools
+        facts["current pool release threshold"] = f"not read: {error}"
+    return facts
+
+
+def wait_costs(cupy, calls: int) -> list[dict]:
+    """Host wall time minus GPU time of a d-us kernel, per way of waiting."""
+    from cuda.bindings import driver
+
+    spin = cupy.RawKernel(SPIN_SOURCE, "spin_for")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    handle = stream.ptr
+
+    def launch(ns):
+        spin((1,), (1,), (np.uint64(ns),), stream=stream)
+
+    def polled():
+        while driver.cuStreamQuery(handle)[0] != driver.CUresult.CUDA_SUCCESS:
+            pass
+
+    rows = []
+    for us in WAIT_US:
+        ns = us * 1000
+        gpu_us = event_seconds(cupy, lambda ns=ns: launch(ns), stream, repeats=15) * 1e6
+        row = {"spin us": us, "GPU us": gpu_us}
+        for name, wait in (("cuStreamSynchronize", lambda: driver.cuStreamSynchronize(handle)),
+                           ("polled cuStreamQuery", polled)):
+            wall = median_seconds(lambda ns=ns, wait=wait: (launch(ns), wait()), calls,
+                                  warm_up=3) * 1e6
+            row[f"{name} - GPU"] = wall - gpu_us
+        rows.append(row)
+        print("wait " + "  ".join(f"{k} {v:7.1f}" for k, v in row.items()), flush=True)
+    return rows
+
+
+def shape_costs(cupy, calls: int) -> list[dict]:
+    rows = []
+    for n, num_bins in SHAPES:
+        row = shape_row(cupy, n, num_bins, calls)
+        rows.append(row)
+        print(f"N=2^{n.bit_length() - 1} K={num_bins} "
+              + "  ".join(f"{k} {v:7.1f}" for k, v in row.items() if k not in ("N", "K")),
+              flush=True)
+    return rows
+
+
+def shape_row(cupy, n: int, num_bins: int, calls: int) -> dict:
+    from cuda.bindings import driver
+
+    from histkit import gpu
+    from histkit.gpu import registry
+    from histkit.gpu.api import _begin
+    from histkit.gpu.bench import Timer, _as_array
+    from histkit.gpu.device import runtime
+
+    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+    auto = registry.serving("histogram", "auto")
+    call = _begin(runtime(), keys, None, True)
+    crt, device_keys = call.rt, call.keys
+    hist = cupy.empty(num_bins, cupy.int64)
+    word = cupy.empty(1, cupy.uint64)
+    slot = crt.bad_key_slot()
+
+    def launch(on=crt):
+        auto.run(on, device_keys, num_bins, _as_array(hist), slot)
+
+    def polled():
+        while driver.cuStreamQuery(crt.handle)[0] != driver.CUresult.CUDA_SUCCESS:
+            pass
+
+    launch()
+    crt.sync("warm-up")
+    steps = {
+        "call": lambda: gpu.histogram(keys, num_bins),
+        "out= check=False +sync": lambda: (
+            gpu.histogram(keys, num_bins, out=hist, first_bad=word, check=False),
+            crt.sync("x")),
+        "launch+sync": lambda: (launch(), crt.sync("x")),
+        "launch+poll": lambda: (launch(), polled()),
+    }
+    row = {"N": n, "K": num_bins}
+    row.update({name: median_seconds(step, calls, warm_up=3) * 1e6
+                for name, step in steps.items()})
+    crt.sync("after the steps")
+    stream = cupy.cuda.get_current_stream()
+    row["GPU from idle (events)"] = event_seconds(cupy, launch, stream, repeats=15) * 1e6
+    # Timer.ours times histkit's own stream: the launches go there too.
+    row["GPU back to back"] = Timer(cupy, None).ours(lambda: launch(runtime())) * 1e6
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args()
+    import cupy
+
+    from histkit.gpu.device import runtime
+
+    facts = context_facts()
+    print("context " + "  ".join(f"{k}: {v}" for k, v in facts.items()), flush=True)
+    results = {"device": runtime().device.name, "context": facts,
+               "waits": wait_costs(cupy, args.calls), "shapes": shape_costs(cupy, args.calls)}
+    write_results(args.out, f"call-gap-{runtime().arch}", results)
+
+
+if __name__ == "__main__":
+    main()
