@@ -14,6 +14,10 @@ Three parts, printed as they come and written to
   and waited for by cuStreamSynchronize and by polling cuStreamQuery: the
   host's wall time minus the kernel's GPU time is what a wait costs beyond
   the work, as a function of how long the work runs;
+- profile (--profile): cProfile of the public call at the largest shape
+  (where the host's time goes), and that call timed with histkit's pool
+  taking scratch of any size against its default (POOL_MAX_BLOCK), in
+  alternating rounds;
 - shapes: at large N, the public call; the call into out= and first_bad=
   with check=False, then a sync; auto's launch alone then a sync, and then a
   polled wait; the GPU time of auto's launches when they start on an idle
@@ -23,6 +27,8 @@ Three parts, printed as they come and written to
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 
 import numpy as np
 from _shared import event_seconds, median_seconds, write_results
@@ -146,15 +152,49 @@ def shape_row(cupy, n: int, num_bins: int, calls: int) -> dict:
     return row
 
 
+def profile_largest(cupy, calls: int, top: int = 22) -> dict:
+    from histkit import gpu
+    from histkit.gpu import device
+
+    n, num_bins = SHAPES[-1]
+    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+    for _ in range(3):
+        gpu.histogram(keys, num_bins)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        gpu.histogram(keys, num_bins)
+    profile.disable()
+    print(f"cProfile of {calls} calls at N=2^{n.bit_length() - 1}, K={num_bins}:")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profile).sort_stats("cumtime").print_stats(top)
+    default = device.POOL_MAX_BLOCK
+    figures = {"default pool": [], "pool takes any size": []}
+    for _ in range(4):
+        for name, limit in (("default pool", default), ("pool takes any size", 1 << 40)):
+            device.POOL_MAX_BLOCK = limit
+            figures[name].append(median_seconds(lambda: gpu.histogram(keys, num_bins), calls,
+                                                warm_up=3) * 1e6)
+    device.POOL_MAX_BLOCK = default
+    print("pool A/B [us per call, rounds] " + "  ".join(
+        f"{name} {' '.join(f'{us:.1f}' for us in rounds)}" for name, rounds in figures.items()),
+        flush=True)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--profile", action="store_true", help="the profile part only")
     args = parser.parse_args()
     import cupy
 
     from histkit.gpu.device import runtime
 
+    if args.profile:
+        profile_largest(cupy, args.calls)
+        return
     facts = context_facts()
     print("context " + "  ".join(f"{k}: {v}" for k, v in facts.items()), flush=True)
     results = {"device": runtime().device.name, "context": facts,

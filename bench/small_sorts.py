@@ -1,6 +1,7 @@
-"""Small stable sorts: the resident path (one cooperative launch) against the
-onesweep passes, and whole gpu.counting_sort calls against
-torch.sort(stable=True), at N = 2^12 ... 2^21 and K = 256, 65536.
+"""Small stable sorts: rank_sort (every key compared with every other, up to
+RANK_MAX_KEYS keys) and the resident path (one cooperative launch) against
+the onesweep passes, and whole gpu.counting_sort calls against
+torch.sort(stable=True), at N = 2^10 ... 2^21 and K = 256, 65536.
 
 Each row first checks gpu.counting_sort against cupy.argsort (stable). The
 two paths are timed as launcher + stream sync (what they queue, and the wait
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from _shared import gpu_rows_main, median_seconds
 
-SIZES = (12, 16, 18, 20, 21)  # log2 N
+SIZES = (10, 11, 12, 13, 14, 16, 18, 20, 21)  # log2 N
 BINS = (256, 65536)
 
 
@@ -23,6 +24,7 @@ def sort_row(cupy, torch, rt, n_log2: int, num_bins: int, repeats: int) -> dict:
     from histkit import gpu
     from histkit.gpu import registry
     from histkit.gpu.api import _begin
+    from histkit.gpu.launch import rank as launch_rank
     from histkit.gpu.launch import resident as launch_resident
 
     keys = cupy.random.RandomState(1).randint(0, num_bins, 1 << n_log2, dtype=cupy.int32)
@@ -42,6 +44,8 @@ def sort_row(cupy, torch, rt, n_log2: int, num_bins: int, repeats: int) -> dict:
     out_index = cupy.empty(keys.size, cupy.int64)
     slot = call.rt.bad_key_slot()
     paths = {"onesweep launch + sync": "sort-stable"}
+    if launch_rank.rank_fits(call.keys.n, num_bins):
+        paths["rank launch + sync"] = "sort-stable-rank"
     if launch_resident.resident_fits(call.rt, call.keys, num_bins):
         paths["resident launch + sync"] = "sort-stable-resident"
     for name, row_name in paths.items():

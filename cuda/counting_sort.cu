@@ -38,6 +38,9 @@
 //                     the GPU at once (small N): blocks wait for each other
 //                     between the steps of a pass instead of counting first
 //                     and looking back (see its section below).
+//   rank_sort         the smallest inputs (up to RANK_MAX_KEYS keys): each
+//                     key's output slot counted directly, one launch, no
+//                     passes and no waits (its section, at the end).
 //
 // Built with -DRADIX_KEYS=1, the same passes sort full-width keys (gpu.radix_sort,
 // one pass per byte of the key): a key's digits come from its order-preserving
@@ -657,3 +660,76 @@ resident_sort(const hk_key* keys, i64 n, u64 num_bins, unsigned num_passes, u64*
     }
     leave_arrivals_zeroed(arrivals, passed);
 }
+
+// --- Small sorts: each key's slot counted directly (rank_sort) ------------------
+//
+// A key's slot in the stable order is the number of keys before it there:
+// those with a smaller bin, and those with an equal bin and a smaller index.
+// Up to RANK_MAX_KEYS keys, rank_sort counts them by comparing every key with
+// every other: n^2 comparisons (16.8M at 2^12 keys: microseconds spread over
+// the GPU), where resident_sort's passes wait for each other and onesweep's
+// take several launches. A bad key counts as bin num_bins, after every valid
+// key: the first slots hold the valid keys' sort, as the API promises, and
+// the slots stay a permutation (the host sends no num_bins past
+// RANK_MAX_BINS, so a bin fits 32 bits below the padding's RANK_PAST_END).
+//
+// A block has RANK_WARPS warps and owns 32 keys, one per lane; its warps
+// split the keys compared with into runs of whole 32-key chunks, and each
+// warp stages its run in shared memory as 32-bit bins (bad keys clamped to
+// num_bins) and counts. The run's chunks before the block's own chunk count
+// keys whose bin is <= the lane's (an equal bin with a smaller index comes
+// first), those after it count smaller bins only, and the own chunk compares
+// indices too; each test is the same for the whole warp. Then the block adds
+// its warps' counts and lane i writes key i to its slot.
+#ifndef RADIX_KEYS
+#ifndef RANK_WARPS
+#define RANK_WARPS 8
+#endif
+#ifndef RANK_MAX_KEYS
+#define RANK_MAX_KEYS 8192
+#endif
+#define RANK_PAST_END 0xffffffffu  // a staged slot past the last key: after every key
+
+extern "C" __global__ void __launch_bounds__(RANK_WARPS * 32)
+rank_sort(const hk_key* keys, i64 n, u64 num_bins, u64* first_bad, hk_key* out_keys,
+          hk_index* out_index) {
+    __shared__ __align__(16) unsigned staged[RANK_MAX_KEYS];
+    __shared__ unsigned counted[RANK_WARPS][32];
+    hk_skew_warps();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int chunks = (int)((n + 31) >> 5);
+    const int chunks_per_warp = (chunks + RANK_WARPS - 1) / RANK_WARPS;
+    const int first = min(chunks, warp * chunks_per_warp) * 32;
+    const int last = min(chunks, (warp + 1) * chunks_per_warp) * 32;
+    for (int j = first + lane; j < last; j += 32)
+        staged[j] = j < n ? (unsigned)min(sort_bin(keys[j]), num_bins) : RANK_PAST_END;
+    __syncwarp();
+    const int own = blockIdx.x * 32, i = own + lane;
+    const hk_key key = i < n ? keys[i] : (hk_key)0;
+    const u64 bin = sort_bin(key);
+    const unsigned mine = (unsigned)min(bin, num_bins);
+    unsigned before = 0;
+    for (int j = first; j < min(last, own); j += 4) {  // chunks before the own one
+        const uint4 v = *(const uint4*)&staged[j];
+        before += (v.x <= mine) + (v.y <= mine) + (v.z <= mine) + (v.w <= mine);
+    }
+    if (first <= own && own < last)  // the own chunk: equal bins ordered by index
+        for (int j = own; j < own + 32; ++j) {
+            const unsigned v = staged[j];
+            before += v < mine || (v == mine && j < i);
+        }
+    for (int j = max(first, own + 32); j < last; j += 4) {  // chunks after it
+        const uint4 v = *(const uint4*)&staged[j];
+        before += (v.x < mine) + (v.y < mine) + (v.z < mine) + (v.w < mine);
+    }
+    counted[warp][lane] = before;
+    __syncthreads();
+    if (warp != 0 || i >= n) return;
+    unsigned slot = 0;
+#pragma unroll
+    for (int w = 0; w < RANK_WARPS; ++w) slot += counted[w][lane];
+    out_keys[slot] = key;
+    out_index[slot] = (hk_index)i;
+    if (bin >= num_bins) hk_note_bad_key(first_bad, i);
+}
+#endif

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.distributions import full_width_keys, make_keys
-from histkit.gpu.contract import SCAN_ITEMS, SCAN_THREADS, TILE_WARPS, WARP, tile_items
+from histkit.gpu.contract import (
+    RANK_MAX_KEYS,
+    SCAN_ITEMS,
+    SCAN_THREADS,
+    TILE_WARPS,
+    WARP,
+    tile_items,
+)
 from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 DISTRIBUTIONS = ("uniform", "onebin", "zipf", "sorted", "round-robin")
@@ -395,6 +402,20 @@ def _fenced_cases() -> list[Case]:
             Case("round-robin", 20_011, 65_539, seed=14, fenced=True)]
 
 
+def _small_sort_cases() -> list[Case]:
+    """rank_sort's edges (the stable sort of up to RANK_MAX_KEYS keys, each
+    compared with every other): its largest input, where its warps' runs end
+    at its staged array's end, and one key more (the resident sort's, which
+    rank_sort must refuse); every key in one bin there (the index alone
+    orders them); many bins; bad keys spread through a full-size input; and
+    warps out of step at an input whose chunks leave the last warp short."""
+    top = RANK_MAX_KEYS
+    return [Case("uniform", top, 65536, seed=17), Case("onebin", top, 256, seed=17),
+            Case("zipf", top - 1, 1 << 20, seed=17), Case("round-robin", top + 1, 256, seed=17),
+            Case("uniform", top, 1000, seed=17, bad="spread"),
+            Case("sorted", 3_001, 300, seed=17, skewed=True)]
+
+
 def _scan_count_cases() -> list[Case]:
     """A scan's own inputs: counts summing past 2^32 (a 32-bit running sum,
     tile sum or offset wraps), over one tile and one more count, many tiles
@@ -406,7 +427,7 @@ def _scan_count_cases() -> list[Case]:
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
              + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
-             + _bad_key_cases() + _scan_count_cases()
+             + _bad_key_cases() + _small_sort_cases() + _scan_count_cases()
              + _full_width_cases() + _counted_past_2_31_cases() + _skewed_cases()
              + _fenced_cases() + [_fenced_past_2_31_case()])
     return cases if quick else cases + large_cases()

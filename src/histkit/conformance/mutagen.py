@@ -58,6 +58,8 @@ def _slip(name: str, pattern: str, replacement: str, what: str, needs: str = "qu
 
 # Binary operators are matched with the spaces around them (the code's style),
 # so template brackets and shifts are not taken for comparisons.
+# One initialiser: no comma outside brackets (nested up to two deep).
+_ONE_VALUE = r"(?:[^;,()]|\((?:[^()]|\([^()]*\))*\))+"
 SLIPS = (
     _slip("lt-to-le", r" < ", " <= ", "a '<' made '<=' (one more round, slot or key)"),
     _slip("le-to-lt", r" <= ", " < ", "a '<=' made '<' (one fewer)"),
@@ -133,8 +135,20 @@ SLIPS = (
     _slip("volatile-dropped", r"\bvolatile ", "",
           "a volatile qualifier dropped (a load the compiler may hoist or merge)"),
     # A 64-bit index, length or offset declared or cast as a 32-bit int: the
-    # classic kernel bug, invisible below 2^31 elements (cases.huge_cases).
-    _slip("index-narrowed", r"\bi64\b", "int",
+    # classic kernel bug, invisible below 2^31 elements (cases.huge_cases). A
+    # constant declared alone with its value keeps its type and gets its value
+    # through an int: the same wrapped number, where an int constant would not
+    # compile beside i64s (max(int, i64) matches no single overload). A
+    # variable, a loop's too, is narrowed itself (it wraps as it changes).
+    # Left alone: the typedef itself, and a cast that is min's or max's first
+    # argument (an int there beside an i64 would not compile either: a bug
+    # no one can ship).
+    _slip("index-narrowed", rf"\bconst i64 (\w+) = ({_ONE_VALUE});\s*$",
+          r"const i64 \1 = (int)(\2);",
+          "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
+    _slip("index-narrowed",
+          rf"(?<!long long )(?<!min\(\()(?<!max\(\()\bi64\b"
+          rf"(?!(?<=const i64) \w+ = {_ONE_VALUE};\s*$)", "int",
           "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
 )
 

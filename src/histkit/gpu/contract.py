@@ -117,6 +117,13 @@ RESIDENT_SMALL_TILE_ITEMS = (4, 8)
 # launch + sync, K = 256 / 65536): the direct sum 22.1 / 32.9 us at 16 tiles
 # against 34.5 / 59.8 for the scan, 33.1 / 54.3 at 64 tiles against 25.1 / 39.3.
 RESIDENT_DIRECT_PREFIX_TILES = 32
+# rank_sort (the smallest stable sorts): up to RANK_MAX_KEYS keys, each
+# compared with every other, by blocks of RANK_WARPS warps owning 32 keys; a
+# bin is compared as 32 bits, num_bins at most RANK_MAX_BINS (the staged
+# padding, 2^32 - 1, must come after every clamped bin).
+RANK_MAX_KEYS = 8192
+RANK_WARPS = 8
+RANK_MAX_BINS = 2**32 - 2
 HIST_ITEMS = 8  # keys each thread of digit_histograms loads per round
 STAGE_LOADS = 4  # rounds whose original indices a scatter thread loads at once
 MAX_PASSES = 8  # a pass per byte of a 64-bit key
@@ -156,7 +163,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                          "WIDE_KEY_ONESWEEP_MIN_BLOCKS": WIDE_KEY_ONESWEEP_MIN_BLOCKS,
                          "RESIDENT_MIN_BLOCKS": RESIDENT_MIN_BLOCKS,
                          "MAX_PASSES": MAX_PASSES,
-                         "DIRECT_PREFIX_TILES": RESIDENT_DIRECT_PREFIX_TILES},
+                         "DIRECT_PREFIX_TILES": RESIDENT_DIRECT_PREFIX_TILES,
+                         "RANK_MAX_KEYS": RANK_MAX_KEYS, "RANK_WARPS": RANK_WARPS},
 }
 
 

@@ -34,7 +34,7 @@ from functools import cache
 import numpy as np
 
 from histkit.gpu import contract, policy
-from histkit.gpu.launch import histogram, partitioned, resident, scan, sort
+from histkit.gpu.launch import histogram, partitioned, rank, resident, scan, sort
 
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
@@ -157,12 +157,24 @@ def _resident_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_aliv
     return geometries
 
 
+def _rank_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid=None,
+               between=None, index_dtype=np.int64):
+    geometry = rank.rank_sort(rt, keys, num_bins, out_keys, out_index, first_bad.ptr,
+                              index_dtype)
+    if between is not None:  # one launch: the count's verdict is judged after it
+        between()
+    return [geometry]
+
+
 def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
                         grid=None, between=None, index_dtype=np.int64):
-    """gpu.counting_sort(stable=True): one resident launch when every tile fits
-    on the GPU at once (and no grid is forced), else the onesweep passes."""
+    """gpu.counting_sort(stable=True), when no grid is forced: rank_sort up to
+    RANK_MAX_KEYS keys, else one resident launch when every tile fits on the
+    GPU at once, else the onesweep passes."""
     run = _stable_sort
-    if grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
+    if grid is None and rank.rank_fits(keys.n, num_bins):
+        run = _rank_sort
+    elif grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
         run = _resident_sort
     return run(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid, between,
                index_dtype)
@@ -209,6 +221,11 @@ def _tiles_past_one_block_per_sm(rt, n, num_bins, dtype, options) -> bool:
     dtype = np.dtype(dtype)
     largest = contract.resident_tile_items(dtype.itemsize)
     return not rt.cooperative or n > rt.sm_count * policy.tile_keys(dtype, largest)
+
+
+def _past_rank_sort(rt, n, num_bins, dtype, options) -> bool:
+    """rank_sort takes up to RANK_MAX_KEYS keys (and bins that compare as 32 bits)."""
+    return not rank.rank_fits(n, num_bins)
 
 
 def _fast_builds() -> tuple[dict[str, str], ...]:
@@ -298,9 +315,15 @@ KERNELS: tuple[Kernel, ...] = (
            variants=(DEFAULT, INT32_INDEX,
                      Variant("full-tiles", {"full_tiles": True},
                              "its largest tile at every N (small N takes smaller ones)"))),
-    # What gpu.counting_sort(stable=True) runs: resident when it fits, else onesweep.
+    # The smallest inputs: every key compared with every other, one launch.
+    Kernel("sort-stable-rank", "stable-sort", "counting_sort.cu", ("rank_sort",), _rank_sort,
+           takes_grid=False, may_refuse=_past_rank_sort, builds=({}, INT32_INDEX_BUILD),
+           variants=(DEFAULT, INT32_INDEX)),
+    # What gpu.counting_sort(stable=True) runs: rank_sort for the smallest
+    # inputs, resident when it fits, else onesweep.
     Kernel("sort-stable-auto", "stable-sort", "counting_sort.cu",
-           ("resident_sort", "digit_histograms", "onesweep_scatter"), _stable_sort_choice,
+           ("rank_sort", "resident_sort", "digit_histograms", "onesweep_scatter"),
+           _stable_sort_choice,
            serves=("counting_sort", True),
            builds=({}, INT32_INDEX_BUILD, *RESIDENT_TILE_BUILDS)),
     Kernel("sort-atomic-cursor", "sort", "counting_sort.cu", ("scatter_atomic_cursor",),
