@@ -276,3 +276,21 @@ def test_the_kernel_bench_times_a_peer_only_when_its_result_is_the_oracles():
                      ("TBps", lambda seconds: 1 / seconds))
     assert timed == [right] and row["TBps"] == {"right": 0.5}
     assert row["notes"] == {"wrong": "WRONG RESULT: not timed"}
+
+
+def test_a_contender_that_times_itself_gives_one_figure_a_round_in_the_rotation(monkeypatch):
+    # the kernel alone is timed by CUDA events in the same rounds as the calls
+    monkeypatch.setattr(bench_calls, "calls_per_round", lambda call, sync: 1)
+    order, figures = [], iter([12.0, 10.0, 11.0])
+
+    def self_timed():
+        order.append("kernel")
+        return next(figures)
+
+    row = _row()
+    row["contenders"] = [("call", lambda: order.append("call"), lambda: None),
+                         ("kernel", None, None, self_timed)]
+    bench_calls._time_in_rounds(row)
+    assert order == ["call", "kernel", "kernel", "call", "call", "kernel"]
+    assert row["rounds_us"]["kernel"] == [12.0, 10.0, 11.0]
+    assert row["us_per_call"]["kernel"] == 11.0

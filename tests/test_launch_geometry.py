@@ -263,3 +263,38 @@ def test_the_fast_kernels_scalar_head_reaches_the_first_aligned_vector_and_no_fu
         ptr, n, head):
     # misaligned int32 keys (ptr % 4 != 0) are all read one by one
     assert launch_histogram._vector_head(Keys(ptr, n, np.dtype(np.int32))) == head
+
+
+@pytest.mark.parametrize("n,num_bins,path", [
+    (1, 256, "rank_sort"),
+    (4096, 256, "rank_sort"),  # one resident pass beats n^2 comparisons past 2^12 keys ...
+    (4097, 256, "resident_sort"),
+    (8192, 65536, "rank_sort"),  # ... two only past 2^13
+    (8193, 65536, "resident_sort"),
+])
+def test_the_stable_sort_takes_rank_sort_up_to_4096_keys_at_one_digit_8192_at_two(
+        n, num_bins, path):
+    from histkit.gpu import registry
+
+    rt = FakeRuntime()
+    out_keys, out_index = FakeArray(0x20000, n, np.int32), FakeArray(0x40000, n, np.int64)
+    registry.serving("counting_sort", True).run(rt, keys_of(n), num_bins, out_keys, out_index,
+                                                FakeArray(0x8, 1, np.uint64), [])
+    assert [name.split("[")[0] for name, _, _ in rt.launched] == [path]
+
+
+def test_rank_sort_takes_a_block_of_8_warps_per_32_keys_and_refuses_past_8192_keys():
+    from histkit.gpu.errors import UnsupportedShape
+    from histkit.gpu.launch import rank
+
+    rt = FakeRuntime()
+    slot = FakeArray(0x8, 1, np.uint64)
+    out_keys, out_index = FakeArray(0x20000, 8192, np.int32), FakeArray(0x40000, 8192, np.int64)
+    geometry = rank.rank_sort(rt, keys_of(4099), 300, out_keys, out_index, slot.ptr)
+    assert (geometry.grid, geometry.block, geometry.shared_bytes) == (129, 256, 0)
+    _, _, arguments = rt.launched[-1]
+    assert [int(a) for a in arguments] == [0x1000, 4099, 300, slot.ptr, 0x20000, 0x40000]
+    with pytest.raises(UnsupportedShape, match="1 to 8192 keys"):
+        rank.rank_sort(rt, keys_of(8193), 300, out_keys, out_index, slot.ptr)
+    with pytest.raises(UnsupportedShape, match="num_bins <= 4294967294"):
+        rank.rank_sort(rt, keys_of(100), 2**32 - 1, out_keys, out_index, slot.ptr)

@@ -84,6 +84,9 @@ class Case:
     # The inputs (keys, a scan's counts, the radix sort's values) end where
     # mapped memory ends (Runtime.fenced_copy): a read one past them faults.
     fenced: bool = False
+    # With fenced: the inputs start where mapped memory starts instead
+    # (Runtime.fenced_copy(at_start=True)): a read one before them faults.
+    fenced_at_start: bool = False
     # The "keys" are a scan's N counts (num_bins is N: the scan's length),
     # each below SCAN_COUNT_LIMIT; only scan kernels judge them.
     scan_counts: bool = False
@@ -126,7 +129,7 @@ class Case:
         if self.skewed:
             name += "/skewed"
         if self.fenced:
-            name += "/fenced"
+            name += "/fenced-at-start" if self.fenced_at_start else "/fenced"
         if self.kinds is not None:
             name += f"/kinds={'+'.join(self.kinds)}"
         return name
@@ -394,8 +397,13 @@ def _fenced_cases() -> list[Case]:
     multiples, one block and several, many bins (K is the scan's length: at
     least one scanned K is off every scan tile, or a load one past the last
     tile's counts stays inside it).
-    Last in the matrix: a fault spoils the CUDA context for what follows."""
+    Last in the matrix: a fault spoils the CUDA context for what follows.
+    One more input starts against unmapped memory instead (a kernel that
+    loads the key before its first faults), and two are rank_sort's: a
+    partial last chunk (a load past the keys by its staging or its lanes)."""
     return [Case("uniform", 10_007, 256, seed=14, fenced=True),
+            Case("uniform", 5_003, 1_000, seed=14, fenced=True, fenced_at_start=True),
+            Case("zipf", 4_099, 300, seed=14, dtype="int16", fenced=True),
             Case("sorted", 4_096, 4_096, seed=14, dtype="int8", fenced=True),
             Case("uniform", 65_536, 70_000, seed=14, dtype="uint16", grid=2, fenced=True),
             Case("zipf", 100_003, 1_000, seed=14, dtype="int64", grid=1, fenced=True),
@@ -408,12 +416,14 @@ def _small_sort_cases() -> list[Case]:
     at its staged array's end, and one key more (the resident sort's, which
     rank_sort must refuse); every key in one bin there (the index alone
     orders them); many bins; bad keys spread through a full-size input; and
-    warps out of step at an input whose chunks leave the last warp short."""
+    warps out of step at an input whose chunks leave the last warp short,
+    and at one whose last warp's run ends at the staged array's end."""
     top = RANK_MAX_KEYS
     return [Case("uniform", top, 65536, seed=17), Case("onebin", top, 256, seed=17),
             Case("zipf", top - 1, 1 << 20, seed=17), Case("round-robin", top + 1, 256, seed=17),
             Case("uniform", top, 1000, seed=17, bad="spread"),
-            Case("sorted", 3_001, 300, seed=17, skewed=True)]
+            Case("sorted", 3_001, 300, seed=17, skewed=True),
+            Case("uniform", top - 5, 70_000, seed=17, skewed=True)]
 
 
 def _scan_count_cases() -> list[Case]:

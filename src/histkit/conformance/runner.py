@@ -224,7 +224,7 @@ class CaseRun:
                            host.dtype)
 
     def fenced_input(self, host: np.ndarray) -> DeviceArray:
-        array = self.rt.fenced_copy(host)
+        array = self.rt.fenced_copy(host, at_start=self.case.fenced_at_start)
         self.fenced.add(array.ptr)
         return array
 

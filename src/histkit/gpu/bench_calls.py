@@ -10,7 +10,8 @@ synchronise of its stream), timed on the host clock one call at a time:
   CuPy array (results come back as CuPy arrays);
 - histkit's kernel alone: the kernel ``auto`` picks, launched on
   pre-allocated buffers (with the zeroing of its counts where it adds into
-  them) and timed with CUDA events (the floor a call can reach);
+  them) and timed with CUDA events (the floor a call can reach), in the same
+  rounds as the calls;
 - histkit with ``check=False`` (no wait inside the call; the bench's sync
   waits), and histkit per call in a CUDA graph: GRAPH_CALLS calls with
   ``out=`` and ``first_bad=`` captured once on a CuPy stream, the graph
@@ -37,6 +38,7 @@ import json
 import platform
 import time
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -101,21 +103,27 @@ def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
 def _time_in_rounds(row: dict) -> None:
     """Time the row's checked contenders (the module's docstring): each
     figure, in us_per_call, the median of its ROUNDS round medians, which
-    rounds_us keeps. One that fails while timed is noted, never estimated."""
+    rounds_us keeps. A contender is (name, call, sync), timed per call, or
+    (name, call, sync, round_us) when it times itself (round_us() gives one
+    round's figure: the kernel alone, by CUDA events). One that fails while
+    timed is noted, never estimated."""
     contenders = []
-    for name, call, sync in row.pop("contenders", []):
+    for name, call, sync, *own in row.pop("contenders", []):
         try:
-            contenders.append((name, call, sync, calls_per_round(call, sync)))
+            round_us = own[0] if own else partial(median_of_calls_us, call, sync,
+                                                  calls_per_round(call, sync))
         except Exception as error:
             row["notes"][name] = _skip_note(error)
-    medians = {name: [] for name, *_ in contenders}
+            continue
+        contenders.append((name, round_us))
+    medians = {name: [] for name, _ in contenders}
     for turn in range(ROUNDS if contenders else 0):
         start = turn % len(contenders)
-        for name, call, sync, count in contenders[start:] + contenders[:start]:
+        for name, round_us in contenders[start:] + contenders[:start]:
             if name in row["notes"]:
                 continue
             try:
-                medians[name].append(median_of_calls_us(call, sync, count))
+                medians[name].append(round_us())
             except Exception as error:
                 row["notes"][name] = _skip_note(error)
     timed = {name: us for name, us in medians.items() if name not in row["notes"]}
@@ -211,8 +219,11 @@ def _graph_call(cupy, keys, num_bins: int):
     return call
 
 
-def _kernel_alone_us(cupy, keys, num_bins: int) -> tuple[float, str]:
-    """The auto kernel on pre-allocated buffers, timed with CUDA events (median)."""
+def _kernel_alone(row: dict, cupy, keys, num_bins: int, want) -> None:
+    """The auto kernel on pre-allocated buffers (with the zeroing of its counts
+    where it adds into them), its result checked against the oracle's, then
+    timed with CUDA events (histkit bench's Timer) in the row's rounds: the
+    floor a call can reach, measured beside the calls it is compared with."""
     from histkit.gpu import registry
     from histkit.gpu.bench import Timer, _keys_of
     from histkit.gpu.device import runtime
@@ -222,12 +233,18 @@ def _kernel_alone_us(cupy, keys, num_bins: int) -> tuple[float, str]:
     first_bad = rt.bad_key_slot()
     device_keys = _keys_of(keys)
     auto = registry.serving("histogram", "auto")
-    geometry = auto.run(rt, device_keys, num_bins, hist, first_bad)
 
-    def launch():  # zeroing the counts, where the kernel adds into them, included
-        auto.run(rt, device_keys, num_bins, hist, first_bad)
+    def launch():
+        return auto.run(rt, device_keys, num_bins, hist, first_bad)
 
-    return Timer(cupy, None).ours(launch) * 1e6, str(geometry)
+    def counts(array) -> np.ndarray:
+        rt.sync("the kernel alone")
+        return cupy.asnumpy(cupy.asarray(array))
+
+    row["kernel"] = str(launch())
+    if _right_result(row, "histkit kernel alone", lambda: hist, want, counts):
+        row.setdefault("contenders", []).append(
+            ("histkit kernel alone", launch, None, lambda: Timer(cupy, None).ours(launch) * 1e6))
 
 
 def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
@@ -249,13 +266,12 @@ def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
                 lambda tkeys: torch.bincount(tkeys, minlength=num_bins), want)
     _peer(row, "CUB HistogramEven", lambda: _cub_histogram_call(cupy, keys, num_bins), sync,
           cupy.asnumpy, want)
+    _kernel_alone(row, cupy, keys, num_bins, want)
     _time_in_rounds(row)
     if "histkit in a CUDA graph" in row["us_per_call"]:  # a replay is GRAPH_CALLS calls
         row["us_per_call"]["histkit in a CUDA graph"] /= GRAPH_CALLS
         row["rounds_us"]["histkit in a CUDA graph"] = [
             us / GRAPH_CALLS for us in row["rounds_us"]["histkit in a CUDA graph"]]
-    row["us_per_call"]["histkit kernel alone"], row["kernel"] = _kernel_alone_us(
-        cupy, keys, num_bins)
     return row
 
 

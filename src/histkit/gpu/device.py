@@ -152,8 +152,15 @@ class DeviceArray:
 # names it, and the per-thread default stream (2) is another stream on each
 # thread, which would not order a reuse after the last use.
 LASTING_STREAMS = (1,)
-POOL_MAX_BLOCK = 64 << 20  # larger buffers cost little to allocate next to their work
 POOL_MAX_BYTES = 1 << 30
+# Blocks up to half the pool are kept: a freed buffer stays reserved by the
+# driver's pool anyway (cuda.core sets its release threshold to the maximum),
+# and taking it back here skips cuMemAllocFromPoolAsync and cuMemFreeAsync:
+# 2^28 keys over 2^20 bins (the partitioned kernel's 512 MiB of low bins) took
+# 1737.3-1742.6 us a call with blocks up to 64 MiB pooled, 1727.1-1734.8 with
+# any (4 alternating rounds each, H200, bench/call_gap.py --profile,
+# call-gap-profile-h200-2026-12-03-session29.log).
+POOL_MAX_BLOCK = POOL_MAX_BYTES // 2
 
 
 def size_class(nbytes: int) -> int:
@@ -938,12 +945,13 @@ class Runtime:
         return DeviceArray(FencedBuffer(self.device.device_id, n * dtype.itemsize,
                                         at_start=True), n, dtype)
 
-    def fenced_copy(self, host: np.ndarray) -> DeviceArray:
+    def fenced_copy(self, host: np.ndarray, at_start: bool = False) -> DeviceArray:
         """host on the device in a FencedBuffer: the byte after its last
-        element is unmapped (CudaError where this driver cannot do it)."""
+        element is unmapped (at_start: the byte before its first); CudaError
+        where this driver cannot do it."""
         host = np.ascontiguousarray(host)
-        array = DeviceArray(FencedBuffer(self.device.device_id, host.nbytes), len(host),
-                            host.dtype)
+        array = DeviceArray(FencedBuffer(self.device.device_id, host.nbytes, at_start),
+                            len(host), host.dtype)
         if host.nbytes:
             self._wait_before_pageable_copy("copying inputs to the device")
             check(driver.cuMemcpyHtoDAsync(array.ptr, host.ctypes.data, host.nbytes,

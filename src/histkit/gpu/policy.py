@@ -246,3 +246,17 @@ def resident_tile_items(n: int, dtype: np.dtype, capacity: int) -> int | None:
     a call of a few tiles)."""
     return next((items for items in contract.RESIDENT_SMALL_TILE_ITEMS
                  if -(-n // tile_keys(dtype, items)) <= capacity), None)
+
+
+# rank_sort against resident_sort, launch + sync on the H200 (bench/small_sorts.py,
+# small-sorts-h200-2026-12-03-session29.log; us, rank / resident): 2^12 keys
+# 20.2 / 20.5 at K = 256 and 19.6 / 32.1 at K = 65536; 2^13 keys 25.1 / 17.6
+# and 25.3 / 27.5. Its n^2 comparisons lose to one resident pass (K <= 256)
+# past about 2^12 keys, and to two (K <= 65536) only past 2^13.
+RANK_ONE_PASS_MAX_KEYS = 4096
+
+
+def rank_sort_wins(n: int, num_bins: int) -> bool:
+    """Whether gpu.counting_sort(stable=True) takes rank_sort for n keys over
+    num_bins bins (where rank_sort takes them: launch.rank.rank_fits)."""
+    return n <= (RANK_ONE_PASS_MAX_KEYS if num_bins <= MAX_DIGITS else contract.RANK_MAX_KEYS)

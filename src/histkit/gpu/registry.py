@@ -168,11 +168,12 @@ def _rank_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, g
 
 def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
                         grid=None, between=None, index_dtype=np.int64):
-    """gpu.counting_sort(stable=True), when no grid is forced: rank_sort up to
-    RANK_MAX_KEYS keys, else one resident launch when every tile fits on the
-    GPU at once, else the onesweep passes."""
+    """gpu.counting_sort(stable=True), when no grid is forced: rank_sort for
+    the smallest inputs (policy.rank_sort_wins), else one resident launch when
+    every tile fits on the GPU at once, else the onesweep passes."""
     run = _stable_sort
-    if grid is None and rank.rank_fits(keys.n, num_bins):
+    if (grid is None and rank.rank_fits(keys.n, num_bins)
+            and policy.rank_sort_wins(keys.n, num_bins)):
         run = _rank_sort
     elif grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
         run = _resident_sort
@@ -320,7 +321,7 @@ KERNELS: tuple[Kernel, ...] = (
            takes_grid=False, may_refuse=_past_rank_sort, builds=({}, INT32_INDEX_BUILD),
            variants=(DEFAULT, INT32_INDEX)),
     # What gpu.counting_sort(stable=True) runs: rank_sort for the smallest
-    # inputs, resident when it fits, else onesweep.
+    # inputs (policy.rank_sort_wins), resident when it fits, else onesweep.
     Kernel("sort-stable-auto", "stable-sort", "counting_sort.cu",
            ("rank_sort", "resident_sort", "digit_histograms", "onesweep_scatter"),
            _stable_sort_choice,
