@@ -298,14 +298,18 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
 
 
 def _sort_path(keys, num_bins: int) -> str:
-    """What gpu.counting_sort(stable=True) runs for these keys: the resident
-    launch (its geometry), or the onesweep passes."""
+    """What gpu.counting_sort(stable=True) runs for these keys: rank_sort, the
+    resident launch (its geometry), or the onesweep passes."""
+    from histkit.gpu import registry
     from histkit.gpu.bench import _keys_of
     from histkit.gpu.device import runtime
     from histkit.gpu.launch import resident
 
-    shape = resident.resident_shape(runtime(), _keys_of(keys), num_bins)
-    return str(shape.geometry) if shape.geometry is not None else "onesweep passes"
+    rt, device_keys = runtime(), _keys_of(keys)
+    path = registry.stable_sort_path(rt, device_keys, num_bins)
+    if path == "resident":
+        return str(resident.resident_shape(rt, device_keys, num_bins).geometry)
+    return {"rank": "rank_sort", "onesweep": "onesweep passes"}[path]
 
 
 def _torch_peer(row: dict, name: str, torch, keys, run, want) -> None:

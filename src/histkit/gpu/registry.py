@@ -166,17 +166,24 @@ def _rank_sort(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, g
     return [geometry]
 
 
+def stable_sort_path(rt, keys, num_bins, grid=None, index_dtype=np.int64) -> str:
+    """What gpu.counting_sort(stable=True) runs for these keys: "rank"
+    (rank_sort, for the smallest inputs when no grid is forced:
+    policy.rank_sort_wins), "resident" (one resident launch, when every tile
+    fits on the GPU at once and no grid is forced) or "onesweep" (the passes)."""
+    if grid is None and rank.rank_fits(keys.n, num_bins) and policy.rank_sort_wins(keys.n,
+                                                                                  num_bins):
+        return "rank"
+    if grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
+        return "resident"
+    return "onesweep"
+
+
 def _stable_sort_choice(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive,
                         grid=None, between=None, index_dtype=np.int64):
-    """gpu.counting_sort(stable=True), when no grid is forced: rank_sort for
-    the smallest inputs (policy.rank_sort_wins), else one resident launch when
-    every tile fits on the GPU at once, else the onesweep passes."""
-    run = _stable_sort
-    if (grid is None and rank.rank_fits(keys.n, num_bins)
-            and policy.rank_sort_wins(keys.n, num_bins)):
-        run = _rank_sort
-    elif grid is None and resident.resident_fits(rt, keys, num_bins, index_dtype):
-        run = _resident_sort
+    """gpu.counting_sort(stable=True): the launcher stable_sort_path names."""
+    run = {"rank": _rank_sort, "resident": _resident_sort, "onesweep": _stable_sort}[
+        stable_sort_path(rt, keys, num_bins, grid, index_dtype)]
     return run(rt, keys, num_bins, out_keys, out_index, first_bad, keep_alive, grid, between,
                index_dtype)
 
