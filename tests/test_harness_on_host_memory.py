@@ -547,6 +547,22 @@ def test_a_fenced_cases_outputs_start_against_unmapped_memory_and_keep_their_tai
         run.read_in_slices(out, fill=0xA5)
 
 
+@pytest.mark.parametrize("at_start", [False, True])
+def test_a_fenced_cases_keys_are_placed_against_unmapped_memory_at_the_end_the_case_names(
+        rt, at_start):
+    placed = []
+
+    def fenced_copy(host, at_start=False):
+        placed.append(at_start)
+        return rt.to_device(host)
+
+    rt.fenced_copy = fenced_copy
+    case = Case("uniform", 100, 16, seed=1, fenced=True, fenced_at_start=at_start)
+    run = case_run_of(rt, case)
+    assert placed == [at_start] and run.keys.ptr in run.fenced
+    assert case.name.endswith("/fenced-at-start" if at_start else "/fenced")
+
+
 def test_a_refusal_the_rows_rule_does_not_allow_fails_and_one_it_allows_is_a_skip(rt):
     from histkit.gpu.registry import DEFAULT
 

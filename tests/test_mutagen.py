@@ -331,6 +331,28 @@ def test_what_a_judge_was_doing_is_read_from_its_innermost_histkit_frame(histkit
     assert mutation._busy_on_the_host("") == ""
 
 
+def test_an_index_is_narrowed_where_the_slip_still_compiles_and_nowhere_else():
+    # An int constant beside i64s in min/max matches no single overload, so a
+    # constant declared alone keeps its type and takes its value through an
+    # int (the same wrapped number); variables and loop indices are narrowed
+    # themselves (they wrap as they change); the typedef, and a cast that is
+    # min's or max's first argument, are not mutated: no one can ship those.
+    text = "\n".join((
+        "typedef long long i64;",
+        "const i64 first = max(a, b * c);",
+        "i64 moving = start;",
+        "for (i64 i = 0; i < n; ++i) {",
+        "const i64 tile = blockIdx.x, base = tile * 4;",
+        "const int t = (int)min((i64)K, n - base);",
+        "}"))
+    narrowed = {m.line: m.replace for m in mutagen.mutants_of("x.cu", text)
+                if "-index-narrowed-" in m.id}
+    assert narrowed == {2: "const i64 first = (int)(max(a, b * c));",
+                        3: "int moving = start;",
+                        4: "for (int i = 0; i < n; ++i) {",
+                        5: "const int tile = blockIdx.x, base = tile * 4;"}
+
+
 def test_index_narrowed_mutants_are_judged_past_2_31():
     narrowed = [m for m in GENERATED if "-index-narrowed-" in m.id]
     assert narrowed and all(m.needs == "full" for m in narrowed)
