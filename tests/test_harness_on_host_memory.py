@@ -534,7 +534,8 @@ def test_a_fenced_cases_outputs_start_against_unmapped_memory_and_keep_their_tai
         made.append((buffer.handle, n))
         return DeviceArray(buffer, n, dtype)
 
-    rt.fenced_at_start, rt.fenced_copy = fenced_at_start, rt.to_device
+    rt.fenced_at_start = fenced_at_start
+    rt.fenced_copy = lambda host, at_start=False: rt.to_device(host)
     run = case_run_of(rt, Case("uniform", 100, 16, seed=1, fenced=True))
     out = run.output(20, np.uint64, fill=0xA5)
     assert made == [(out.ptr, 20 + GUARD)]  # flush at the buffer's start, a guard after
