@@ -117,6 +117,8 @@ LAUNCH_FILES = {
     "gpu/policy.py": ("tests/test_api_calls.py", "tests/test_gpu_layout.py",
                       "tests/test_launch_geometry.py", "tests/test_narrow_counters.py"),
     "gpu/launch/scan.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py"),
+    # rank_sort's geometry, arguments and refusals
+    "gpu/launch/rank.py": ("tests/test_launch_geometry.py", "tests/test_api_calls.py"),
     "gpu/launch/partitioned.py": ("tests/test_api_calls.py", "tests/test_launch_geometry.py",
                                   "tests/test_gpu_layout.py"),
     # the public calls: argument checks, outputs, streams, the bad-key verdict

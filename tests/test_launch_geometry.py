@@ -298,3 +298,18 @@ def test_rank_sort_takes_a_block_of_8_warps_per_32_keys_and_refuses_past_8192_ke
         rank.rank_sort(rt, keys_of(8193), 300, out_keys, out_index, slot.ptr)
     with pytest.raises(UnsupportedShape, match="num_bins <= 4294967294"):
         rank.rank_sort(rt, keys_of(100), 2**32 - 1, out_keys, out_index, slot.ptr)
+    with pytest.raises(UnsupportedShape, match="1 to 8192 keys"):  # no grid of 0 blocks
+        rank.rank_sort(rt, keys_of(0), 300, out_keys, out_index, slot.ptr)
+    rank.rank_sort(rt, keys_of(8192), 2**32 - 2, out_keys, out_index, slot.ptr)  # its largest
+    assert rt.launched[-1][1].grid == 256
+
+
+def test_the_rank_rows_refusals_are_exactly_what_rank_sort_cannot_take():
+    # the conformance runner FAILs any other refusal (Kernel.may_refuse)
+    from histkit.gpu import registry
+
+    may_refuse = registry.by_row("sort-stable-rank").may_refuse
+    rt, int32 = FakeRuntime(), np.dtype(np.int32)
+    assert [may_refuse(rt, n, 256, int32, {}) for n in (0, 1, 8192, 8193)] == [
+        True, False, False, True]
+    assert [may_refuse(rt, 100, k, int32, {}) for k in (2**32 - 2, 2**32 - 1)] == [False, True]

@@ -392,6 +392,13 @@ def _fullest_build(source: str) -> dict:
 # --- host mutants: the launch layer's Python -------------------------------------
 
 
+def test_every_launcher_module_is_a_host_mutant_file():
+    # a new launch module must be mutated like the others (rank.py came late)
+    launch = mutation.package_dir() / "gpu" / "launch"
+    modules = {f"gpu/launch/{p.name}" for p in launch.glob("*.py") if p.name != "__init__.py"}
+    assert modules <= set(mutagen.HOST_FILES)
+
+
 def test_every_launch_layer_file_gets_host_mutants_with_unique_ids_apart_from_cuda_ones():
     assert {m.file for m in HOST} == set(mutagen.HOST_FILES)
     assert len({m.id for m in HOST}) == len(HOST)

@@ -277,8 +277,8 @@ HOST_SLIPS = tuple(s for s in SLIPS if s.name in _READ_ALIKE) + PYTHON_SLIPS
 SLIP_NAMES = frozenset(s.name for s in (*SLIPS, *PYTHON_SLIPS, *CYTHON_SLIPS)) | {STORE_DROPPED}
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
-              "gpu/launch/resident.py", "gpu/launch/scan.py", "gpu/launch/sort.py",
-              "gpu/policy.py", "gpu/registry.py", "gpu/api.py")
+              "gpu/launch/rank.py", "gpu/launch/resident.py", "gpu/launch/scan.py",
+              "gpu/launch/sort.py", "gpu/policy.py", "gpu/registry.py", "gpu/api.py")
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
