@@ -1,12 +1,16 @@
-"""What the bench scripts share: a median wall time, and a dated results file."""
+"""What the bench scripts share: a median wall time, a profile of many calls,
+gpu.histogram's auto launch taken out of the call, and a dated results file."""
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import time
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -35,6 +39,47 @@ def event_seconds(cupy, call, stream, repeats: int = 7) -> float:
         end.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
     return float(np.median(times))
+
+
+def profile_calls(call, calls: int, top: int, orders=("tottime",)) -> None:
+    """cProfile of `calls` calls of call(), its top entries printed in each order."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(calls):
+        call()
+    profile.disable()
+    for order in orders:
+        pstats.Stats(profile).sort_stats(order).print_stats(top)
+
+
+def uniform_keys(cupy, n: int, num_bins: int):
+    """n uniform int32 CuPy keys below num_bins, seeded by the shape."""
+    return cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+
+
+def auto_launch(cupy, keys, num_bins: int) -> SimpleNamespace:
+    """gpu.histogram(keys, num_bins)'s auto launch out of the call, on the
+    call's runtime (CuPy's stream): rt, hist (CuPy int64 counts), word (a CuPy
+    first_bad word for check=False calls), geometry, and launch(on=rt) into
+    hist with the thread's bad-key slot. Launched once and waited for."""
+    from histkit.gpu import registry
+    from histkit.gpu.api import _begin
+    from histkit.gpu.bench import _as_array
+    from histkit.gpu.device import runtime
+
+    auto = registry.serving("histogram", "auto")
+    call = _begin(runtime(), keys, None, True)
+    rt, device_keys = call.rt, call.keys
+    hist = cupy.empty(num_bins, cupy.int64)
+    slot = rt.bad_key_slot()
+
+    def launch(on=rt):
+        return auto.run(on, device_keys, num_bins, _as_array(hist), slot)
+
+    geometry = launch()
+    rt.sync("warm-up")
+    return SimpleNamespace(rt=rt, hist=hist, word=cupy.empty(1, cupy.uint64),
+                           geometry=geometry, launch=launch)
 
 
 def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:

@@ -27,11 +27,16 @@ Three parts, printed as they come and written to
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 
 import numpy as np
-from _shared import event_seconds, median_seconds, write_results
+from _shared import (
+    auto_launch,
+    event_seconds,
+    median_seconds,
+    profile_calls,
+    uniform_keys,
+    write_results,
+)
 
 SPIN_SOURCE = r"""
 extern "C" __global__ void spin_for(unsigned long long ns) {
@@ -111,44 +116,33 @@ def shape_row(cupy, n: int, num_bins: int, calls: int) -> dict:
     from cuda.bindings import driver
 
     from histkit import gpu
-    from histkit.gpu import registry
-    from histkit.gpu.api import _begin
-    from histkit.gpu.bench import Timer, _as_array
+    from histkit.gpu.bench import Timer
     from histkit.gpu.device import runtime
 
-    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
-    auto = registry.serving("histogram", "auto")
-    call = _begin(runtime(), keys, None, True)
-    crt, device_keys = call.rt, call.keys
-    hist = cupy.empty(num_bins, cupy.int64)
-    word = cupy.empty(1, cupy.uint64)
-    slot = crt.bad_key_slot()
-
-    def launch(on=crt):
-        auto.run(on, device_keys, num_bins, _as_array(hist), slot)
+    keys = uniform_keys(cupy, n, num_bins)
+    auto = auto_launch(cupy, keys, num_bins)
+    crt = auto.rt
 
     def polled():
         while driver.cuStreamQuery(crt.handle)[0] != driver.CUresult.CUDA_SUCCESS:
             pass
 
-    launch()
-    crt.sync("warm-up")
     steps = {
         "call": lambda: gpu.histogram(keys, num_bins),
         "out= check=False +sync": lambda: (
-            gpu.histogram(keys, num_bins, out=hist, first_bad=word, check=False),
+            gpu.histogram(keys, num_bins, out=auto.hist, first_bad=auto.word, check=False),
             crt.sync("x")),
-        "launch+sync": lambda: (launch(), crt.sync("x")),
-        "launch+poll": lambda: (launch(), polled()),
+        "launch+sync": lambda: (auto.launch(), crt.sync("x")),
+        "launch+poll": lambda: (auto.launch(), polled()),
     }
     row = {"N": n, "K": num_bins}
     row.update({name: median_seconds(step, calls, warm_up=3) * 1e6
                 for name, step in steps.items()})
     crt.sync("after the steps")
     stream = cupy.cuda.get_current_stream()
-    row["GPU from idle (events)"] = event_seconds(cupy, launch, stream, repeats=15) * 1e6
+    row["GPU from idle (events)"] = event_seconds(cupy, auto.launch, stream, repeats=15) * 1e6
     # Timer.ours times histkit's own stream: the launches go there too.
-    row["GPU back to back"] = Timer(cupy, None).ours(lambda: launch(runtime())) * 1e6
+    row["GPU back to back"] = Timer(cupy, None).ours(lambda: auto.launch(runtime())) * 1e6
     return row
 
 
@@ -157,17 +151,11 @@ def profile_largest(cupy, calls: int, top: int = 22) -> dict:
     from histkit.gpu import device
 
     n, num_bins = SHAPES[-1]
-    keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+    keys = uniform_keys(cupy, n, num_bins)
     for _ in range(3):
         gpu.histogram(keys, num_bins)
-    profile = cProfile.Profile()
-    profile.enable()
-    for _ in range(calls):
-        gpu.histogram(keys, num_bins)
-    profile.disable()
     print(f"cProfile of {calls} calls at N=2^{n.bit_length() - 1}, K={num_bins}:")
-    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
-    pstats.Stats(profile).sort_stats("cumtime").print_stats(top)
+    profile_calls(lambda: gpu.histogram(keys, num_bins), calls, top, ("tottime", "cumtime"))
     default = device.POOL_MAX_BLOCK
     figures = {"default pool": [], "pool takes any size": []}
     for _ in range(4):

@@ -12,11 +12,9 @@ time of its work alone), then a cProfile of the last shape's calls.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 
 import numpy as np
-from _shared import event_seconds, median_seconds
+from _shared import auto_launch, event_seconds, median_seconds, profile_calls, uniform_keys
 
 
 def main() -> None:
@@ -43,12 +41,7 @@ def main() -> None:
         us = median_seconds(call, args.calls, warm_up=20) * 1e6
         print(f"gpu.{name} on 2^12 keys: median {us:.1f} us per call "
               f"({args.calls} calls, no profiler)")
-        profile = cProfile.Profile()
-        profile.enable()
-        for _ in range(args.calls):
-            call()
-        profile.disable()
-        pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+        profile_calls(call, args.calls, args.top)
 
 
 def time_steps() -> None:
@@ -129,17 +122,12 @@ def take_shapes_apart(calls: int, top: int) -> None:
     from histkit import gpu
 
     for n, num_bins in SHAPES:
-        keys = cupy.random.RandomState(n ^ num_bins).randint(0, num_bins, n, dtype=cupy.int32)
+        keys = uniform_keys(cupy, n, num_bins)
         geometry, figures = take_apart(cupy, keys, num_bins, calls)
         print(f"N=2^{n.bit_length() - 1:<2} K={num_bins:>7} {geometry}: "
               + "  ".join(f"{name} {us:7.1f}" for name, us in figures.items()), flush=True)
-    profile = cProfile.Profile()
-    profile.enable()
-    for _ in range(calls):
-        gpu.histogram(keys, num_bins)
-    profile.disable()
     print(f"cProfile of {calls} calls at N=2^{n.bit_length() - 1}, K={num_bins}:")
-    pstats.Stats(profile).sort_stats("tottime").print_stats(top)
+    profile_calls(lambda: gpu.histogram(keys, num_bins), calls, top)
 
 
 def take_apart(cupy, keys, num_bins: int, calls: int):
@@ -149,32 +137,21 @@ def take_apart(cupy, keys, num_bins: int, calls: int):
     alone, then a sync; cupy.empty(K); and the GPU time of fill + launch on an
     idle stream (CUDA events)."""
     from histkit import gpu
-    from histkit.gpu import registry
-    from histkit.gpu.api import _begin
-    from histkit.gpu.bench import _as_array
-    from histkit.gpu.device import runtime
 
-    auto = registry.serving("histogram", "auto")
-    call = _begin(runtime(), keys, None, True)
-    crt, device_keys = call.rt, call.keys
-    hist = cupy.empty(num_bins, cupy.int64)
-    word = cupy.empty(1, cupy.uint64)
-    slot = crt.bad_key_slot()
-    geometry = auto.run(crt, device_keys, num_bins, _as_array(hist), slot)
-    crt.sync("warm-up")
+    auto = auto_launch(cupy, keys, num_bins)
+    crt, hist = auto.rt, auto.hist
 
     def fill_and_launch():
         crt.memset(hist.data.ptr, 0, num_bins * 8)
-        auto.run(crt, device_keys, num_bins, _as_array(hist), slot)
+        auto.launch()
 
     steps = {
         "call": lambda: gpu.histogram(keys, num_bins),
         "out= check=False +sync": lambda: (
-            gpu.histogram(keys, num_bins, out=hist, first_bad=word, check=False),
+            gpu.histogram(keys, num_bins, out=hist, first_bad=auto.word, check=False),
             crt.sync("x")),
         "fill+launch+sync": lambda: (fill_and_launch(), crt.sync("x")),
-        "launch+sync": lambda: (auto.run(crt, device_keys, num_bins, _as_array(hist), slot),
-                                crt.sync("x")),
+        "launch+sync": lambda: (auto.launch(), crt.sync("x")),
         "cupy.empty(K)": lambda: cupy.empty(num_bins, cupy.int64),
     }
     figures = {name: median_seconds(step, calls, warm_up=20) * 1e6
@@ -182,7 +159,7 @@ def take_apart(cupy, keys, num_bins: int, calls: int):
     crt.sync("after the steps")
     figures["GPU fill+launch (events)"] = event_seconds(
         cupy, fill_and_launch, cupy.cuda.get_current_stream(), repeats=31) * 1e6
-    return geometry, figures
+    return auto.geometry, figures
 
 
 if __name__ == "__main__":
