@@ -18,6 +18,13 @@ Three parts, printed as they come and written to
   (where the host's time goes), and that call timed with histkit's pool
   taking scratch of any size against its default (POOL_MAX_BLOCK), in
   alternating rounds;
+- timeline (--timeline): one call at each large shape taken step by step:
+  an event recorded before each launch, memset and the final wait, beside
+  the host's clock at that moment (medians over the calls), so a step the
+  GPU reaches as soon as the host queues it shows where the GPU waited for
+  the host (the events add a few microseconds of host time each); the host's
+  clock alone as the call enters its argument checks, allocations and plan
+  lookups;
 - shapes: at large N, the public call; the call into out= and first_bad=
   with check=False, then a sync; auto's launch alone then a sync, and then a
   polled wait; the GPU time of auto's launches when they start on an idle
@@ -146,6 +153,87 @@ def shape_row(cupy, n: int, num_bins: int, calls: int) -> dict:
     return row
 
 
+def call_timeline(cupy, calls: int) -> list[dict]:
+    """Per large shape, each step of a gpu.histogram call: the host's time
+    when it queued the step and the GPU's when it reached it, in us from the
+    call's start (medians over calls)."""
+    import time
+
+    from histkit import gpu
+    from histkit.gpu import api
+    from histkit.gpu.device import Runtime
+
+    stream = cupy.cuda.get_current_stream()  # where a call on CuPy keys runs
+    marks: list = []
+
+    def mark(label: str) -> None:
+        event = cupy.cuda.Event()
+        event.record(stream)
+        marks.append((label, time.perf_counter_ns(), event))
+
+    def host_step(owner, name: str):
+        """owner.name, marking the host's clock (no event) as it is entered."""
+        inner = getattr(owner, name)
+
+        def marked(*args, **kwargs):
+            marks.append((f"({name})", time.perf_counter_ns(), None))
+            return inner(*args, **kwargs)
+        return marked
+
+    host_steps = {(api, "_open"), (api, "_allocate"), (api, "_first_bad_word"),
+                  (api, "_raise_if_bad"), (Runtime, "empty"), (Runtime, "plan")}
+    saved_steps = {(owner, name): getattr(owner, name) for owner, name in host_steps}
+    originals = {name: getattr(Runtime, name) for name in ("launch", "memset", "sync")}
+
+    def launch(self, kernel, geometry, *args):
+        mark(geometry.kernel.split("[")[0])
+        return originals["launch"](self, kernel, geometry, *args)
+
+    def memset(self, ptr, byte, nbytes):
+        mark(f"memset {nbytes} B")
+        return originals["memset"](self, ptr, byte, nbytes)
+
+    def sync(self, what):
+        mark("wait")
+        return originals["sync"](self, what)
+
+    rows = []
+    for n, num_bins in SHAPES:
+        keys = uniform_keys(cupy, n, num_bins)
+        gpu.histogram(keys, num_bins)
+        runs = []
+        Runtime.launch, Runtime.memset, Runtime.sync = launch, memset, sync
+        for owner, name in host_steps:
+            setattr(owner, name, host_step(owner, name))
+        try:
+            for _ in range(calls):
+                marks.clear()
+                mark("call")
+                gpu.histogram(keys, num_bins)
+                mark("returned")
+                marks[-1][2].synchronize()
+                start_ns, start_event = marks[0][1], marks[0][2]
+                runs.append([(label, (ns - start_ns) / 1e3,
+                              np.nan if event is None
+                              else cupy.cuda.get_elapsed_time(start_event, event) * 1e3)
+                             for label, ns, event in marks])
+        finally:
+            for name, original in originals.items():
+                setattr(Runtime, name, original)
+            for (owner, name), original in saved_steps.items():
+                setattr(owner, name, original)
+        steps = [{"step": label,
+                  "host us": float(np.median([run[i][1] for run in runs])),
+                  "GPU us": float(np.median([run[i][2] for run in runs]))}
+                 for i, (label, _, _) in enumerate(runs[0])]
+        print(f"timeline N=2^{n.bit_length() - 1} K={num_bins} (us from the call's start)")
+        for step in steps:
+            gpu_us = "" if np.isnan(step["GPU us"]) else f"  GPU {step['GPU us']:8.1f}"
+            print(f"  {step['step']:<32} host {step['host us']:8.1f}{gpu_us}")
+        rows.append({"N": n, "K": num_bins, "steps": steps})
+    return rows
+
+
 def profile_largest(cupy, calls: int, top: int = 22) -> dict:
     from histkit import gpu
     from histkit.gpu import device
@@ -175,6 +263,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--profile", action="store_true", help="the profile part only")
+    parser.add_argument("--timeline", action="store_true", help="the timeline part only")
     args = parser.parse_args()
     import cupy
 
@@ -182,6 +271,11 @@ def main() -> None:
 
     if args.profile:
         profile_largest(cupy, args.calls)
+        return
+    if args.timeline:
+        write_results(args.out, f"call-timeline-{runtime().arch}",
+                      {"device": runtime().device.name,
+                       "timeline": call_timeline(cupy, args.calls)})
         return
     facts = context_facts()
     print("context " + "  ".join(f"{k}: {v}" for k, v in facts.items()), flush=True)

@@ -126,18 +126,20 @@ def test_auto_without_a_sample_launches_the_fast_kernel_alone_ungated():
     assert geometry.kernel.startswith("auto -> fast: fast_histogram")
 
 
-def test_sampled_auto_zeroes_the_counts_once_then_launches_every_candidate_gated():
+def test_sampled_auto_queues_the_partition_pass_first_and_zeroes_once_before_any_add():
     # The host never waits for the choice: the choosing kernel, then each
     # candidate's kernels built with HK_GATE (its AUTO_* code: fast 0,
-    # fast-hold 1, partitioned 2) and handed the choice word last.
+    # fast-hold 1, partitioned 2) and handed the choice word last. The pass
+    # that reads every key comes right behind the choice (an idle GPU starts
+    # it while the host queues the rest).
     rt = FakeRuntime()
     hist = FakeArray(0x9000, 1 << 20, np.uint64)
     geometry = partitioned.auto_histogram(rt, keys_of(1 << 26), 1 << 20, hist,
                                           FakeArray(0x8, 1, np.uint64))
     names = [name for name, _, _ in rt.launched]
     # (524288 table entries: 256 scan tiles, whose sums are one tile)
-    assert names == ["auto_choice", "fast_histogram", "fast_histogram", "partition_tiles",
-                     "scan_tile_sums", "scan_tiles", "scan_tiles", "count_partitions"]
+    assert names == ["auto_choice", "partition_tiles", "scan_tile_sums", "scan_tiles",
+                     "scan_tiles", "count_partitions", "fast_histogram", "fast_histogram"]
     choice_word = rt.launched[0][2][-1]
     gated = {(name, defines.get("HK_GATE"), defines.get("HOLD_RUNS"))
              for name, defines in rt.builds if name != "auto_choice"}
@@ -145,10 +147,15 @@ def test_sampled_auto_zeroes_the_counts_once_then_launches_every_candidate_gated
                      ("partition_tiles", "2", None), ("scan_tile_sums", "2", None),
                      ("scan_tiles", "2", None), ("count_partitions", "2", None)}
     assert all(args[-1] == choice_word for _, _, args in rt.launched[1:])
-    # one zeroing of the counts, after the choice and before any candidate
-    log = [entry for entry in rt.log if entry[0] in ("launch", "memset")]
-    assert [e for e in log if e[0] == "memset"] == [("memset", 0, (1 << 20) * 8)]
-    assert log.index(("memset", 0, (1 << 20) * 8)) == 1
+    # One zeroing of the counts, before every launch that adds into them
+    # (count_partitions and both fast candidates), after the partition pass
+    # (which does not touch them).
+    log = [entry[0] if entry[0] == "memset" else entry[1]
+           for entry in rt.log if entry[0] in ("launch", "memset")]
+    assert [e for e in rt.log if e[0] == "memset"] == [("memset", 0, (1 << 20) * 8)]
+    zeroed = log.index("memset")
+    assert log.index("partition_tiles") < zeroed
+    assert all(log.index(name) > zeroed for name in ("count_partitions", "fast_histogram"))
     assert geometry.kernel.startswith("auto -> chosen on the device: fast_histogram")
 
 

@@ -44,8 +44,9 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
 
     grid forces both passes' block counts; low_bits (bins per partition =
     2^low_bits) below the default makes many partitions out of few bins.
-    gate: every launch gated by auto's choice on the device, into counts its
-    caller has zeroed.
+    gate: every launch gated by auto's choice on the device. hist is zeroed
+    either way, after the first pass is queued: launches that add into it
+    (auto's other candidates) come after this call's.
     """
     partition_bins = 1 << low_bits
     if num_bins > partition_bins * MAX_PARTITIONS:
@@ -59,14 +60,15 @@ def partitioned_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceAr
     low_bins = rt.empty(keys.n, np.uint16)
     counts = rt.empty(entries, np.uint64)
     starts = rt.empty(entries, np.uint32)
-    positions = rt.empty(entries, np.uint64)
-    keep_alive = [low_bins, counts, starts, positions]
     n, bins, parts, tiles = scalars
     gated = gate_args(gate)
-    if gate is None:
-        zero_counts(rt, hist, num_bins)
     rt.launch(partition, split, keys.ptr, n, bins, parts, tiles, low_bins.ptr, counts.ptr,
               starts.ptr, first_bad.ptr, *gated)
+    positions = rt.empty(entries, np.uint64)  # the scan's: allocated behind the first pass
+    keep_alive = [low_bins, counts, starts, positions]
+    # Zeroed after the first pass is queued (it does not touch hist): a call
+    # from an idle GPU starts the pass that reads every key one step sooner.
+    zero_counts(rt, hist, num_bins)
     exclusive_scan(rt, counts.ptr, entries, positions.ptr, keep_alive, gate=gate)
     rt.launch(count, merge, low_bins.ptr, tiles, parts, counts.ptr, positions.ptr, starts.ptr,
               hist.ptr, *gated)
@@ -105,8 +107,10 @@ def _partitioned_plan(rt: Runtime, keys: Keys, num_bins: int, grid: int | None,
 
 def auto_shared_bins(rt: Runtime, num_bins: int) -> int:
     """The bins the fast kernel keeps in shared memory, as auto's choice counts
-    them (its launch and the conformance suite's probe alike)."""
-    return fast_layout(rt.max_shared_per_block, num_bins).shared_bins
+    them (its launch and the conformance suite's probe alike); worked out
+    once per num_bins (the layout's search is a few us of Python a call)."""
+    return rt.plan(("auto shared bins", num_bins),
+                   lambda: fast_layout(rt.max_shared_per_block, num_bins).shared_bins)
 
 
 def choose_on_device(rt: Runtime, keys: Keys, num_bins: int, shared_bins: int,
@@ -115,10 +119,14 @@ def choose_on_device(rt: Runtime, keys: Keys, num_bins: int, shared_bins: int,
     SAMPLE_RUNS runs of WARP keys and writes a contract AUTO_* code to choice
     (one uint32); sample (SAMPLE_RUNS x WARP uint64), if given, receives the
     bins it judged."""
-    kernel = rt.kernel("partitioned_histogram.cu", "auto_choice", keys.defines())
-    rt.launch(kernel, Geometry("auto_choice", 1, min(1024, SAMPLE_RUNS * WARP)), keys.ptr,
-              np.int64(keys.n), np.int64(SAMPLE_RUNS), np.uint64(shared_bins),
-              np.uint64(num_bins), 0 if sample is None else sample.ptr, choice.ptr)
+    kernel, geometry, scalars = rt.plan(
+        ("auto_choice", keys.dtype, keys.n, num_bins, shared_bins),
+        lambda: (rt.kernel("partitioned_histogram.cu", "auto_choice", keys.defines()),
+                 Geometry("auto_choice", 1, min(1024, SAMPLE_RUNS * WARP)),
+                 (np.int64(keys.n), np.int64(SAMPLE_RUNS), np.uint64(shared_bins),
+                  np.uint64(num_bins))))
+    rt.launch(kernel, geometry, keys.ptr, *scalars, 0 if sample is None else sample.ptr,
+              choice.ptr)
 
 
 def auto_choice_probe(rt: Runtime, keys: Keys,
@@ -162,13 +170,16 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     shared_bins = auto_shared_bins(rt, num_bins)
     choice = rt.empty(1, np.uint32)  # freed on the stream, after the gated kernels
     choose_on_device(rt, keys, num_bins, shared_bins, choice)
-    zero_counts(rt, hist, num_bins)  # once: whichever candidate runs adds into it
+    # The partitioned candidate first: its first pass is queued right behind
+    # the choice, so on uniform keys (its usual pick) the GPU reads the keys
+    # while the host queues the rest. It zeroes hist, and the fast
+    # candidates, queued after it, add into that.
+    partitioned = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid,
+                                         gate=Gate(choice.ptr, contract.AUTO_PARTITIONED))
     fast = fast_launch(rt, keys, num_bins, hist, first_bad, False, grid, None,
                        gate=Gate(choice.ptr, contract.AUTO_FAST))
     fast_launch(rt, keys, num_bins, hist, first_bad, True, grid, None,
                 gate=Gate(choice.ptr, contract.AUTO_FAST_HOLD))
-    partitioned = partitioned_histogram(rt, keys, num_bins, hist, first_bad, grid,
-                                         gate=Gate(choice.ptr, contract.AUTO_PARTITIONED))
     return Geometry(f"auto -> chosen on the device: {fast.kernel} (HOLD_RUNS=0|1) | "
                     f"{partitioned.kernel}", partitioned.grid, partitioned.block,
                     partitioned.shared_bytes)
