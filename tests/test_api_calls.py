@@ -398,6 +398,28 @@ def test_every_histogram_launcher_zeroes_its_counts_before_its_kernels_add_into_
     assert not any(handed_hist[:zeroings[0]]) and any(handed_hist[zeroings[0]:])
 
 
+def test_a_sampled_call_queues_the_choice_and_first_pass_before_allocating_its_counts(fake):
+    # The counts are allocated when the launcher first needs them (their
+    # zeroing), so the host's allocation overlaps the GPU's first pass.
+    def allocating(n, dtype, real=sys.modules["cupy"].empty):
+        fake.log.append(("cupy.empty", n))
+        return real(n, dtype)
+
+    sys.modules["cupy"].empty = allocating
+    counts, _ = api.histogram(cupy_keys(1 << 26), 1 << 20, check=False)
+    log = [entry[:2] for entry in fake.log if entry[0] in ("launch", "cupy.empty")]
+    allocated = log.index(("cupy.empty", 1 << 20))
+    launched_before = [entry for entry in log[:allocated] if entry[0] == "launch"]
+    assert launched_before == [("launch", "auto_choice"), ("launch", "partition_tiles")]
+    assert counts.n == 1 << 20 and counts in fake.cupy_allocated
+
+
+def test_a_small_call_allocates_its_counts_before_its_launch_and_hands_them_back(fake):
+    counts = api.histogram(cupy_keys(4096), 256)
+    assert counts is fake.cupy_allocated[0] and counts.n == 256
+    assert fake.launched[-1][2][-2] == counts.data.ptr  # the fast kernel's counts
+
+
 def test_a_call_on_no_keys_hands_back_zeroed_counts_without_a_launch(fake):
     counts, _ = api.histogram(cupy_keys(0), 256, check=False)
     assert counts.memsets == [(0, 256 * 8)] and not fake.kinds("launch")

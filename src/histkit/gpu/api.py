@@ -72,6 +72,37 @@ class _Out:
     handed: object  # the caller's array (CuPy, PyTorch), or histkit's DeviceArray
 
 
+class _Deferred:
+    """A result allocated when a launcher first asks where it is (its ptr or
+    handed), not before: a launcher whose first passes do not write it (auto's
+    choice and the partitioned kernel's first pass, at 2^25+ keys) has them
+    running on the GPU while the host allocates. At 2^28 keys over 2^20 bins
+    the allocation took 30 us of host time in a call, every one of them on
+    the call's critical path (bench/call_gap.py --timeline, H200)."""
+
+    __slots__ = ("n", "dtype", "_allocate", "_out")
+
+    def __init__(self, n: int, dtype: np.dtype, allocate):
+        self.n, self.dtype = n, dtype
+        self._allocate = allocate
+        self._out: _Out | None = None
+
+    def _made(self) -> _Out:
+        if self._out is None:
+            self._out = self._allocate()
+        return self._out
+
+    @property
+    def ptr(self) -> int:
+        return self._made().ptr
+
+    @property
+    def handed(self):
+        return self._made().handed
+
+
+_INT64 = np.dtype(np.int64)
+
 # Array type -> "cupy", "torch" or "device": asked several times a call, so
 # each type's answer is worked out once.
 _FRAMEWORKS: dict[type, str] = {}
@@ -390,7 +421,7 @@ def _hand_back(call: _Call, out: _Out | DeviceArray):
     """A result as the caller's kind of array (NumPy: copied back, synchronised)."""
     if call.framework == "numpy":
         return call.rt.copy_to_host(out.ptr, np.empty(out.n, dtype=out.dtype))
-    return out.handed if isinstance(out, _Out) else out
+    return out.handed if isinstance(out, _Out | _Deferred) else out
 
 
 def _raise_if_bad(rt: Runtime, first_bad: DeviceArray, keys: Keys, num_bins: int) -> None:
@@ -442,7 +473,8 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     call = _open(keys, stream, check, first_bad)
-    hist = (_allocate(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
+    hist = (_Deferred(num_bins, _INT64, lambda: _allocate(
+                call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins))
             if out is None
             else _borrow(call, out, num_bins, np.int64, "out"))
     slot = _first_bad_word(call, check, first_bad)
