@@ -135,10 +135,13 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
                                              shared_share, label, narrow, gate))
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
+    # The arguments first, the zeroing right before the launch: from an idle
+    # GPU, the GPU waits between the two for whatever host work lies there.
+    args = (keys.ptr, *n_and_bins, np.int64(_vector_head(keys)), shared_bins, overwrite,
+            hist.ptr, first_bad.ptr, *gate_args(gate))
     if not overwrite and gate is None:
         zero_counts(rt, hist, num_bins)
-    rt.launch(kernel, geometry, keys.ptr, *n_and_bins, np.int64(_vector_head(keys)),
-              shared_bins, overwrite, hist.ptr, first_bad.ptr, *gate_args(gate))
+    rt.launch(kernel, geometry, *args)
     return geometry
 
 
