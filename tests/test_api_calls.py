@@ -924,6 +924,27 @@ def test_cupys_out_of_memory_becomes_histkits_error_naming_what_did_not_fit(fake
         api.histogram(cupy_keys(), 256)
 
 
+def test_counts_that_do_not_fit_after_the_first_pass_is_queued_are_named_and_nothing_waits(
+        fake, monkeypatch):
+    # auto's sampled path allocates the counts after queuing its choice and
+    # first pass: the error still names what did not fit, and the call ends
+    # there (its queued passes write scratch and the bad-key slot only).
+    import cupy
+
+    class OutOfMemoryError(Exception):
+        pass
+
+    def full(n, dtype):
+        raise OutOfMemoryError("out of memory")
+
+    monkeypatch.setattr(cupy, "empty", full)
+    with pytest.raises(errors.DeviceMemoryError,
+                       match=r"num_bins=1048576 \(int64 counts\) needs 8388608"):
+        api.histogram(cupy_keys(1 << 26), 1 << 20)
+    assert [name for name, _, _ in fake.launched] == ["auto_choice", "partition_tiles"]
+    assert not fake.kinds("sync")
+
+
 def test_a_bad_key_is_read_back_from_its_own_place_in_the_keys(fake, monkeypatch):
     read = []
 
