@@ -80,16 +80,17 @@ class _Deferred:
     the allocation took 30 us of host time in a call, every one of them on
     the call's critical path (bench/call_gap.py --timeline, H200)."""
 
-    __slots__ = ("n", "dtype", "_allocate", "_out")
+    __slots__ = ("call", "n", "dtype", "what", "details", "_out")
 
-    def __init__(self, n: int, dtype: np.dtype, allocate):
-        self.n, self.dtype = n, dtype
-        self._allocate = allocate
+    def __init__(self, call: _Call, n: int, dtype, what: str, *details):
+        """_allocate's arguments, kept until the first ask."""
+        self.call, self.n, self.dtype = call, n, np.dtype(dtype)
+        self.what, self.details = what, details
         self._out: _Out | None = None
 
     def _made(self) -> _Out:
         if self._out is None:
-            self._out = self._allocate()
+            self._out = _allocate(self.call, self.n, self.dtype, self.what, *self.details)
         return self._out
 
     @property
@@ -100,8 +101,6 @@ class _Deferred:
     def handed(self):
         return self._made().handed
 
-
-_INT64 = np.dtype(np.int64)
 
 # Array type -> "cupy", "torch" or "device": asked several times a call, so
 # each type's answer is worked out once.
@@ -473,8 +472,7 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     call = _open(keys, stream, check, first_bad)
-    hist = (_Deferred(num_bins, _INT64, lambda: _allocate(
-                call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins))
+    hist = (_Deferred(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
             if out is None
             else _borrow(call, out, num_bins, np.int64, "out"))
     slot = _first_bad_word(call, check, first_bad)
