@@ -166,45 +166,38 @@ def call_timeline(cupy, calls: int) -> list[dict]:
     stream = cupy.cuda.get_current_stream()  # where a call on CuPy keys runs
     marks: list = []
 
-    def mark(label: str) -> None:
-        event = cupy.cuda.Event()
-        event.record(stream)
+    def mark(label: str, with_event: bool = True) -> None:
+        event = None
+        if with_event:
+            event = cupy.cuda.Event()
+            event.record(stream)
         marks.append((label, time.perf_counter_ns(), event))
 
-    def host_step(owner, name: str):
-        """owner.name, marking the host's clock (no event) as it is entered."""
-        inner = getattr(owner, name)
+    # (owner, method, its step's label from its arguments, an event too?):
+    # what the GPU is handed gets an event, the host's own steps the clock only.
+    patches = [(Runtime, "launch", lambda rt, kernel, geometry, *_: geometry.kernel.split("[")[0],
+              True),
+             (Runtime, "memset", lambda rt, ptr, byte, nbytes: f"memset {nbytes} B", True),
+             (Runtime, "sync", lambda rt, what: "wait", True)]
+    patches += [(owner, name, lambda *_, name=name: f"({name})", False)
+                for owner, name in ((api, "_open"), (api, "_allocate"), (api, "_first_bad_word"),
+                                    (api, "_raise_if_bad"), (Runtime, "empty"), (Runtime, "plan"))]
 
-        def marked(*args, **kwargs):
-            marks.append((f"({name})", time.perf_counter_ns(), None))
+    def marked(inner, label, with_event):
+        def step(*args, **kwargs):
+            mark(label(*args), with_event)
             return inner(*args, **kwargs)
-        return marked
-
-    host_steps = {(api, "_open"), (api, "_allocate"), (api, "_first_bad_word"),
-                  (api, "_raise_if_bad"), (Runtime, "empty"), (Runtime, "plan")}
-    saved_steps = {(owner, name): getattr(owner, name) for owner, name in host_steps}
-    originals = {name: getattr(Runtime, name) for name in ("launch", "memset", "sync")}
-
-    def launch(self, kernel, geometry, *args):
-        mark(geometry.kernel.split("[")[0])
-        return originals["launch"](self, kernel, geometry, *args)
-
-    def memset(self, ptr, byte, nbytes):
-        mark(f"memset {nbytes} B")
-        return originals["memset"](self, ptr, byte, nbytes)
-
-    def sync(self, what):
-        mark("wait")
-        return originals["sync"](self, what)
+        return step
 
     rows = []
     for n, num_bins in SHAPES:
         keys = uniform_keys(cupy, n, num_bins)
         gpu.histogram(keys, num_bins)
         runs = []
-        Runtime.launch, Runtime.memset, Runtime.sync = launch, memset, sync
-        for owner, name in host_steps:
-            setattr(owner, name, host_step(owner, name))
+        saved = []
+        for owner, name, label, with_event in patches:
+            saved.append((owner, name, getattr(owner, name)))
+            setattr(owner, name, marked(saved[-1][2], label, with_event))
         try:
             for _ in range(calls):
                 marks.clear()
@@ -218,9 +211,7 @@ def call_timeline(cupy, calls: int) -> list[dict]:
                               else cupy.cuda.get_elapsed_time(start_event, event) * 1e3)
                              for label, ns, event in marks])
         finally:
-            for name, original in originals.items():
-                setattr(Runtime, name, original)
-            for (owner, name), original in saved_steps.items():
+            for owner, name, original in saved:
                 setattr(owner, name, original)
         steps = [{"step": label,
                   "host us": float(np.median([run[i][1] for run in runs])),
