@@ -1,9 +1,11 @@
 """What the bench scripts share: a median wall time, a profile of many calls,
-gpu.histogram's auto launch taken out of the call, and a dated results file."""
+gpu.histogram's auto launch taken out of the call, a wait by polling,
+methods wrapped for a measurement and put back, and a dated results file."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
@@ -80,6 +82,34 @@ def auto_launch(cupy, keys, num_bins: int) -> SimpleNamespace:
     rt.sync("warm-up")
     return SimpleNamespace(rt=rt, hist=hist, word=cupy.empty(1, cupy.uint64),
                            geometry=geometry, launch=launch)
+
+
+def poll_stream(driver, handle: int) -> int:
+    """Wait for the stream by asking cuStreamQuery until it stops answering
+    NOT_READY (a busy loop, no driver wait); the last answer as an int
+    (0: done; anything else is the stream's error, returned, not spun on)."""
+    not_ready = driver.CUresult.CUDA_ERROR_NOT_READY
+    while True:
+        (status,) = driver.cuStreamQuery(handle)
+        if status != not_ready:
+            return int(status)
+
+
+@contextlib.contextmanager
+def wrapped(targets):
+    """Within: each (owner, name, wrap) of targets has owner.name replaced by
+    wrap(the original); every original is put back on the way out, however
+    the block ends."""
+    saved = []
+    try:
+        for owner, name, wrap in targets:
+            original = getattr(owner, name)
+            saved.append((owner, name, original))
+            setattr(owner, name, wrap(original))
+        yield
+    finally:
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)
 
 
 def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:

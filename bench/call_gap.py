@@ -40,8 +40,10 @@ from _shared import (
     auto_launch,
     event_seconds,
     median_seconds,
+    poll_stream,
     profile_calls,
     uniform_keys,
+    wrapped,
     write_results,
 )
 
@@ -89,17 +91,13 @@ def wait_costs(cupy, calls: int) -> list[dict]:
     def launch(ns):
         spin((1,), (1,), (np.uint64(ns),), stream=stream)
 
-    def polled():
-        while driver.cuStreamQuery(handle)[0] != driver.CUresult.CUDA_SUCCESS:
-            pass
-
     rows = []
     for us in WAIT_US:
         ns = us * 1000
         gpu_us = event_seconds(cupy, lambda ns=ns: launch(ns), stream, repeats=15) * 1e6
         row = {"spin us": us, "GPU us": gpu_us}
         for name, wait in (("cuStreamSynchronize", lambda: driver.cuStreamSynchronize(handle)),
-                           ("polled cuStreamQuery", polled)):
+                           ("polled cuStreamQuery", lambda: poll_stream(driver, handle))):
             wall = median_seconds(lambda ns=ns, wait=wait: (launch(ns), wait()), calls,
                                   warm_up=3) * 1e6
             row[f"{name} - GPU"] = wall - gpu_us
@@ -129,18 +127,13 @@ def shape_row(cupy, n: int, num_bins: int, calls: int) -> dict:
     keys = uniform_keys(cupy, n, num_bins)
     auto = auto_launch(cupy, keys, num_bins)
     crt = auto.rt
-
-    def polled():
-        while driver.cuStreamQuery(crt.handle)[0] != driver.CUresult.CUDA_SUCCESS:
-            pass
-
     steps = {
         "call": lambda: gpu.histogram(keys, num_bins),
         "out= check=False +sync": lambda: (
             gpu.histogram(keys, num_bins, out=auto.hist, first_bad=auto.word, check=False),
             crt.sync("x")),
         "launch+sync": lambda: (auto.launch(), crt.sync("x")),
-        "launch+poll": lambda: (auto.launch(), polled()),
+        "launch+poll": lambda: (auto.launch(), poll_stream(driver, crt.handle)),
     }
     row = {"N": n, "K": num_bins}
     row.update({name: median_seconds(step, calls, warm_up=3) * 1e6
@@ -194,11 +187,9 @@ def call_timeline(cupy, calls: int) -> list[dict]:
         keys = uniform_keys(cupy, n, num_bins)
         gpu.histogram(keys, num_bins)
         runs = []
-        saved = []
-        for owner, name, label, with_event in patches:
-            saved.append((owner, name, getattr(owner, name)))
-            setattr(owner, name, marked(saved[-1][2], label, with_event))
-        try:
+        with wrapped((owner, name, lambda inner, label=label, with_event=with_event:
+                      marked(inner, label, with_event))
+                     for owner, name, label, with_event in patches):
             for _ in range(calls):
                 marks.clear()
                 mark("call")
@@ -210,9 +201,6 @@ def call_timeline(cupy, calls: int) -> list[dict]:
                               np.nan if event is None
                               else cupy.cuda.get_elapsed_time(start_event, event) * 1e3)
                              for label, ns, event in marks])
-        finally:
-            for owner, name, original in saved:
-                setattr(owner, name, original)
         steps = [{"step": label,
                   "host us": float(np.median([run[i][1] for run in runs])),
                   "GPU us": float(np.median([run[i][2] for run in runs]))}

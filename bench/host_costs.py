@@ -28,7 +28,7 @@ import statistics
 import time
 
 import numpy as np
-from _shared import write_results
+from _shared import poll_stream, wrapped, write_results
 
 SHAPES = ((1 << 12, 256), (1 << 20, 256), (1 << 24, 1 << 20), (1 << 28, 256), (1 << 28, 65536),
           (1 << 28, 1 << 20))
@@ -41,28 +41,27 @@ def median_us(values) -> float:
     return round(statistics.median(values) * 1e6, 2)
 
 
+def clocked(marks: list, label: str, call):
+    """call, noting the host's clock in marks as it is entered (label>) and
+    as it returns (label<)."""
+    def step(*args, **kwargs):
+        marks.append((label + ">", time.perf_counter()))
+        result = call(*args, **kwargs)
+        marks.append((label + "<", time.perf_counter()))
+        return result
+    return step
+
+
 class MarkedCalls:
-    """Runtime.per_call.calls with the host's clock noted around the memset,
-    launch and sync, and the sync made by polling when `polled` is set."""
+    """Runtime.per_call.calls with the memset, launch and sync clocked, and
+    the sync made by polling when `polled` is set."""
 
     def __init__(self, inner, marks: list, driver):
-        self.inner, self.marks, self.driver = inner, marks, driver
+        self.inner, self.driver = inner, driver
         self.polled = False
-
-    def _marked(self, label, call, *args):
-        self.marks.append((label + ">", time.perf_counter()))
-        result = call(*args)
-        self.marks.append((label + "<", time.perf_counter()))
-        return result
-
-    def launch(self, *args):
-        return self._marked("launch", self.inner.launch, *args)
-
-    def memset(self, *args):
-        return self._marked("memset", self.inner.memset, *args)
-
-    def sync(self, stream):
-        return self._marked("sync", self._wait, stream)
+        self.launch = clocked(marks, "launch", inner.launch)
+        self.memset = clocked(marks, "memset", inner.memset)
+        self.sync = clocked(marks, "sync", self._wait)
 
     def read_word(self, ptr, host, stream):
         status = self.driver.cuMemcpyDtoHAsync(host, ptr, 8, stream)[0]
@@ -72,31 +71,14 @@ class MarkedCalls:
         return status, ctypes.c_uint64.from_address(host).value
 
     def _wait(self, stream):
-        if not self.polled:
-            return self.inner.sync(stream)
-        not_ready = self.driver.CUresult.CUDA_ERROR_NOT_READY
-        while True:
-            (status,) = self.driver.cuStreamQuery(stream)
-            if status != not_ready:
-                return int(status)
+        return poll_stream(self.driver, stream) if self.polled else self.inner.sync(stream)
 
 
-def marked_api(marks: list, api, cupy) -> list:
-    """api's steps and cupy.empty noting the host's clock; returns the undo list."""
-    undo = []
-    for owner, name in ((api, "_open"), (api, "_first_bad_word"), (api, "_allocate"),
-                        (api, "_raise_if_bad"), (api, "_hand_back"), (cupy, "empty")):
-        original = getattr(owner, name)
-
-        def marked(*args, _original=original, _name=name, **kwargs):
-            marks.append((_name + ">", time.perf_counter()))
-            result = _original(*args, **kwargs)
-            marks.append((_name + "<", time.perf_counter()))
-            return result
-
-        setattr(owner, name, marked)
-        undo.append((owner, name, original))
-    return undo
+def clocked_steps(marks: list, api, cupy) -> list:
+    """api's steps and cupy.empty, clocked: (owner, name, wrap) for wrapped()."""
+    return [(owner, name, lambda original, name=name: clocked(marks, name, original))
+            for owner, name in ((api, "_open"), (api, "_first_bad_word"), (api, "_allocate"),
+                                (api, "_raise_if_bad"), (api, "_hand_back"), (cupy, "empty"))]
 
 
 def marks_and_waits(cupy, driver, calls: int, rounds: int) -> list[dict]:
@@ -106,58 +88,60 @@ def marks_and_waits(cupy, driver, calls: int, rounds: int) -> list[dict]:
 
     rt = runtime()
     marks: list = []
-    inner = rt.per_call.calls
-    marked = rt.per_call.calls = MarkedCalls(inner, marks, driver)
-    undo = marked_api(marks, api, cupy)
 
     def use(way):
-        marked.polled = way == "polled"
+        rt.per_call.calls.polled = way == "polled"
         schedule = SCHEDULES.get(way, SCHEDULES["AUTO"])
         status = driver.cuCtxSetFlags(schedule)[0]
         if status != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuCtxSetFlags({schedule}): {status}")
 
     rows = []
-    try:
-        for n, num_bins in SHAPES:
-            keys = cupy.random.RandomState(n % 97).randint(0, num_bins, n, dtype=cupy.int32)
-            want = cupy.bincount(keys, minlength=num_bins)
-            for way in WAYS:
-                use(way)
-                if not bool((gpu.histogram(keys, num_bins) == want).all()):
-                    raise AssertionError(f"wrong counts with {way}")
-            walls = {way: [] for way in WAYS}
-            steps = {way: {} for way in WAYS}
-            for _ in range(rounds):
-                for way in WAYS:
-                    use(way)
-                    gpu.histogram(keys, num_bins)
-                    for _ in range(calls):
-                        marks.clear()
-                        start = time.perf_counter()
-                        gpu.histogram(keys, num_bins)
-                        walls[way].append(time.perf_counter() - start)
-                        seen = set()
-                        for label, at in marks:  # each step's first entry and exit
-                            if label not in seen:
-                                seen.add(label)
-                                steps[way].setdefault(label, []).append(at - start)
-            row = {"N": n, "K": num_bins}
-            for way in WAYS:
-                at = sorted((median_us(v), label) for label, v in steps[way].items())
-                row[way] = {"call us": median_us(walls[way]), "steps us": dict(
-                    (label, us) for us, label in at)}
-                print(f"2^{n.bit_length() - 1} x {num_bins} {way:13s} call "
-                      f"{row[way]['call us']:8.1f}: "
-                      + " ".join(f"{label} {us:.1f}" for us, label in at), flush=True)
-            rows.append(row)
-            del keys, want
-    finally:
-        use("AUTO")
-        rt.per_call.calls = inner
-        for owner, name, original in undo:
-            setattr(owner, name, original)
+    with wrapped([(rt.per_call, "calls", lambda inner: MarkedCalls(inner, marks, driver)),
+                  *clocked_steps(marks, api, cupy)]):
+        try:
+            for n, num_bins in SHAPES:
+                rows.append(shape_marks(cupy, gpu, n, num_bins, marks, use, calls, rounds))
+        finally:
+            use("AUTO")
     return rows
+
+
+def shape_marks(cupy, gpu, n: int, num_bins: int, marks: list, use, calls: int,
+                rounds: int) -> dict:
+    """One shape's calls in every way of waiting, alternating rounds: the
+    median call and the median time of each step's first entry and exit."""
+    keys = cupy.random.RandomState(n % 97).randint(0, num_bins, n, dtype=cupy.int32)
+    want = cupy.bincount(keys, minlength=num_bins)
+    for way in WAYS:
+        use(way)
+        if not bool((gpu.histogram(keys, num_bins) == want).all()):
+            raise AssertionError(f"wrong counts with {way}")
+    walls = {way: [] for way in WAYS}
+    steps = {way: {} for way in WAYS}
+    for _ in range(rounds):
+        for way in WAYS:
+            use(way)
+            gpu.histogram(keys, num_bins)
+            for _ in range(calls):
+                marks.clear()
+                start = time.perf_counter()
+                gpu.histogram(keys, num_bins)
+                walls[way].append(time.perf_counter() - start)
+                seen = set()
+                for label, at in marks:  # each step's first entry and exit
+                    if label not in seen:
+                        seen.add(label)
+                        steps[way].setdefault(label, []).append(at - start)
+    row = {"N": n, "K": num_bins}
+    for way in WAYS:
+        at = sorted((median_us(v), label) for label, v in steps[way].items())
+        row[way] = {"call us": median_us(walls[way]),
+                    "steps us": {label: us for us, label in at}}
+        print(f"2^{n.bit_length() - 1} x {num_bins} {way:13s} call "
+              f"{row[way]['call us']:8.1f}: "
+              + " ".join(f"{label} {us:.1f}" for us, label in at), flush=True)
+    return row
 
 
 def launch_handles(cupy, driver, calls: int, rounds: int) -> dict:
