@@ -39,7 +39,7 @@ def lint(session: nox.Session) -> None:
     this, and a new release's new rules must not fail a commit that changed nothing)."""
     session.install("ruff==0.17.6", "cython-lint==0.22.1")
     session.run("ruff", "check", *LINT_PATHS, *session.posargs)
-    session.run("cython-lint", "src/histkit/oracles")
+    session.run("cython-lint", "src/histkit/oracles", "src/histkit/gpu")
 
 
 @nox.session

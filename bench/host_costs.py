@@ -1,16 +1,21 @@
-"""Where a checked public call spends its host time, and three things that do
-not shorten it (issue 11; bench/NOTES.md, session 31).
+"""Where a checked public call spends its host time, and what shortens it
+(issue 11; bench/NOTES.md, sessions 31 and 32).
 
-    python bench/host_costs.py [--calls 40] [--rounds 5] [--out bench/results]
+    python bench/host_costs.py [--calls 40] [--rounds 5] [--ways lane,python]
+                               [--out bench/results]
 
 - marks: the host's clock at the entry and exit of each step of a
   gpu.histogram call (api's steps, cupy.empty, and the C path's memset,
-  launch and sync), medians over the calls, per shape;
-- waits: the same calls with the context's scheduling set to AUTO (the
-  default), SPIN and BLOCKING_SYNC (cuCtxSetFlags; AUTO again at the end),
-  and with the call's sync replaced by a Python loop on cuStreamQuery, in
-  alternating rounds: does the way the host waits change how fast it runs
-  the next call's Python?
+  launch and sync), medians over the calls, per shape and way of calling,
+  the ways in alternating rounds:
+  - lane: the call as users make it (the compiled lane, histkit.gpu._lane,
+    where it serves the shape; its steps show as cupy.empty and the driver
+    calls alone);
+  - python: the Python path (api.python_path_only);
+  - AUTO, SPIN, BLOCKING_SYNC (cuCtxSetFlags; AUTO again at the end) and
+    polled (the sync replaced by a Python loop on cuStreamQuery): the Python
+    path with the context's scheduling set so: does the way the host waits
+    change how fast it runs the next call's Python? (session 31: no);
 - launch: cuLaunchKernel handed cuda.core's CUkernel (what Runtime.launch
   passes) or the context's CUfunction (cuKernelGetFunction), alone and
   inside calls;
@@ -23,6 +28,7 @@ Printed as it comes and written to <out>/host-costs-<arch>-<today>.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import statistics
 import time
@@ -33,7 +39,7 @@ from _shared import poll_stream, wrapped, write_results
 SHAPES = ((1 << 12, 256), (1 << 20, 256), (1 << 24, 1 << 20), (1 << 28, 256), (1 << 28, 65536),
           (1 << 28, 1 << 20))
 SCHEDULES = {"AUTO": 0, "SPIN": 1, "BLOCKING_SYNC": 4}
-WAYS = ("AUTO", "SPIN", "BLOCKING_SYNC", "polled")
+WAYS = ("lane", "python", "AUTO", "SPIN", "BLOCKING_SYNC", "polled")
 MEMSET_BYTES = (2048, 1 << 19, 1 << 23)
 
 
@@ -81,7 +87,7 @@ def clocked_steps(marks: list, api, cupy) -> list:
                                 (api, "_raise_if_bad"), (api, "_hand_back"), (cupy, "empty"))]
 
 
-def marks_and_waits(cupy, driver, calls: int, rounds: int) -> list[dict]:
+def marks_and_waits(cupy, driver, calls: int, rounds: int, ways: tuple) -> list[dict]:
     from histkit import gpu
     from histkit.gpu import api
     from histkit.gpu.device import runtime
@@ -89,52 +95,58 @@ def marks_and_waits(cupy, driver, calls: int, rounds: int) -> list[dict]:
     rt = runtime()
     marks: list = []
 
+    @contextlib.contextmanager
     def use(way):
+        """Within: calls made in this way (see the module's docstring)."""
         rt.per_call.calls.polled = way == "polled"
         schedule = SCHEDULES.get(way, SCHEDULES["AUTO"])
         status = driver.cuCtxSetFlags(schedule)[0]
         if status != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuCtxSetFlags({schedule}): {status}")
+        with contextlib.nullcontext() if way == "lane" else api.python_path_only():
+            yield
 
     rows = []
     with wrapped([(rt.per_call, "calls", lambda inner: MarkedCalls(inner, marks, driver)),
                   *clocked_steps(marks, api, cupy)]):
         try:
             for n, num_bins in SHAPES:
-                rows.append(shape_marks(cupy, gpu, n, num_bins, marks, use, calls, rounds))
+                rows.append(shape_marks(cupy, gpu, n, num_bins, marks, use, calls, rounds,
+                                        ways))
         finally:
-            use("AUTO")
+            with use("lane"):
+                pass
     return rows
 
 
 def shape_marks(cupy, gpu, n: int, num_bins: int, marks: list, use, calls: int,
-                rounds: int) -> dict:
-    """One shape's calls in every way of waiting, alternating rounds: the
-    median call and the median time of each step's first entry and exit."""
+                rounds: int, ways: tuple) -> dict:
+    """One shape's calls in every way, alternating rounds: the median call
+    and the median time of each step's first entry and exit."""
     keys = cupy.random.RandomState(n % 97).randint(0, num_bins, n, dtype=cupy.int32)
     want = cupy.bincount(keys, minlength=num_bins)
-    for way in WAYS:
-        use(way)
-        if not bool((gpu.histogram(keys, num_bins) == want).all()):
-            raise AssertionError(f"wrong counts with {way}")
-    walls = {way: [] for way in WAYS}
-    steps = {way: {} for way in WAYS}
+    for way in ways:
+        with use(way):
+            if not bool((gpu.histogram(keys, num_bins) == want).all()):
+                raise AssertionError(f"wrong counts with {way}")
+    walls = {way: [] for way in ways}
+    steps = {way: {} for way in ways}
     for _ in range(rounds):
-        for way in WAYS:
-            use(way)
-            gpu.histogram(keys, num_bins)
-            for _ in range(calls):
-                marks.clear()
-                start = time.perf_counter()
+        for way in ways:
+            with use(way):
                 gpu.histogram(keys, num_bins)
-                walls[way].append(time.perf_counter() - start)
-                seen = set()
-                for label, at in marks:  # each step's first entry and exit
-                    if label not in seen:
-                        seen.add(label)
-                        steps[way].setdefault(label, []).append(at - start)
+                for _ in range(calls):
+                    marks.clear()
+                    start = time.perf_counter()
+                    gpu.histogram(keys, num_bins)
+                    walls[way].append(time.perf_counter() - start)
+                    seen = set()
+                    for label, at in marks:  # each step's first entry and exit
+                        if label not in seen:
+                            seen.add(label)
+                            steps[way].setdefault(label, []).append(at - start)
     row = {"N": n, "K": num_bins}
-    for way in WAYS:
+    for way in ways:
         at = sorted((median_us(v), label) for label, v in steps[way].items())
         row[way] = {"call us": median_us(walls[way]),
                     "steps us": {label: us for us, label in at}}
@@ -251,8 +263,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=40, help="calls per round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    parser.add_argument("--ways", default="lane,python",
+                        help=f"ways of calling to compare, of {','.join(WAYS)}")
+    parser.add_argument("--skip-launch-and-memset", action="store_true",
+                        help="the marks alone (session 31 measured the rest)")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
+    ways = tuple(args.ways.split(","))
+    unknown = set(ways) - set(WAYS)
+    if unknown:
+        parser.error(f"unknown --ways {sorted(unknown)}; choose from {WAYS}")
 
     import cupy
     from cuda.bindings import driver
@@ -262,9 +282,10 @@ def main() -> None:
     rt = runtime()
     results = {"device": rt.device.name,
                "context flags at start": int(driver.cuCtxGetFlags()[1]),
-               "marks and waits": marks_and_waits(cupy, driver, args.calls, args.rounds),
-               "launch handles": launch_handles(cupy, driver, args.calls, args.rounds),
-               "memset host us": memset_costs(driver, args.rounds)}
+               "marks and waits": marks_and_waits(cupy, driver, args.calls, args.rounds, ways)}
+    if not args.skip_launch_and_memset:
+        results["launch handles"] = launch_handles(cupy, driver, args.calls, args.rounds)
+        results["memset host us"] = memset_costs(driver, args.rounds)
     arch = "h200" if "H200" in rt.device.name else rt.arch
     write_results(args.out, f"host-costs-{arch}", results)
 

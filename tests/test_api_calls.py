@@ -8,6 +8,7 @@ stream the work goes on, what is prepared once.
 """
 
 import contextlib
+import ctypes
 import re
 import sys
 import types
@@ -55,6 +56,9 @@ class FakeRuntime:
         self.launched: list[tuple] = []  # (kernel name, geometry, arguments)
         self.allocated: list[FakeArray] = []  # every empty(), in order
         self.memsets: list[tuple] = []  # (ptr, byte, nbytes), with the launches in `log`
+        # No C path: the compiled lane declines, and every call takes the
+        # Python path these fakes record (the `lane` fixture turns it on).
+        self.per_call = types.SimpleNamespace(calls=None)
 
     # streams
     def on(self, handle):
@@ -1168,3 +1172,180 @@ def test_raise_if_bad_reads_histkit_device_arrays_at_the_index_they_name(monkeyp
     keys = DeviceArray(types.SimpleNamespace(handle=0x5000), 8, np.dtype(np.int32))
     with pytest.raises(ValueError, match=r"index 3 is 30, outside \[0, 4\)"):
         api.raise_if_bad(first_bad, keys, 4)
+
+
+# --- the compiled lane (histkit.gpu._lane) -------------------------------------
+
+class FakeDriverCalls:
+    """The C path's per-call driver calls, recorded (what the lane makes)."""
+
+    def __init__(self):
+        self.log: list[tuple] = []
+
+    def memset(self, ptr, byte, nbytes, stream):
+        self.log.append(("memset", ptr, byte, nbytes, stream))
+        return 0
+
+    def launch(self, kernel, grid, block, shared_bytes, stream, cooperative, args):
+        self.log.append(("launch", kernel, grid, block, shared_bytes, stream, cooperative,
+                         tuple(int(arg) for arg in args)))
+        return 0
+
+    def sync(self, stream):
+        self.log.append(("sync", stream))
+        return 0
+
+
+@pytest.fixture
+def lane(fake, monkeypatch):
+    """The fake runtime with the C path on and a clean bad-key slot on the
+    board (its flag in real host memory), and a fake CuPy whose arrays are
+    its ndarray: the compiled lane serves the common call."""
+    pytest.importorskip("histkit.gpu._lane")
+    calls = FakeDriverCalls()
+    calls.flag = (ctypes.c_uint32 * 1)()
+    scratch = types.SimpleNamespace(slot=fake._slot, slot_ptr=fake._slot.ptr,
+                                    flag_address=ctypes.addressof(calls.flag), slot_clean=True)
+    calls.scratch = scratch
+
+    def lane_slot():  # Runtime.lane_slot's protocol (tests/test_verdict_board.py pins it)
+        if not scratch.slot_clean or fake.per_call.calls is None:
+            return None
+        scratch.slot_clean = False
+        return scratch
+
+    fake.per_call = types.SimpleNamespace(calls=calls)
+    fake.lane_slot = lane_slot
+    fake.launch_handle = lambda kernel, geometry: kernel.handle
+    sys.modules["cupy"].ndarray = FakeCupyArray
+    monkeypatch.setattr(api, "_LANE", [None, None])
+    return calls
+
+
+def through_python(fake, keys, num_bins):
+    """(counts, [memsets and launches as the C path would be asked them]) of
+    the same call on the Python path (the lane switched off)."""
+    made = []
+    fake.memset = lambda ptr, byte, nbytes: made.append(("memset", ptr, byte, nbytes,
+                                                         fake.handle))
+    fake.launch = lambda kernel, geometry, *args: made.append(
+        ("launch", kernel.handle, geometry.grid, geometry.block, geometry.shared_bytes,
+         fake.handle, geometry.cooperative, tuple(int(arg) for arg in args)))
+    calls, fake.per_call.calls = fake.per_call.calls, None
+    try:
+        counts = api.histogram(keys, num_bins)
+    finally:
+        fake.per_call.calls = calls
+    return counts, made
+
+
+def as_asked(log, counts):
+    """Driver calls with the counts' pointer named (each path allocates its own)."""
+    def named(value):
+        return "counts" if value == counts.data.ptr else value
+
+    return [tuple(named(v) if not isinstance(v, tuple) else tuple(named(a) for a in v)
+                  for v in entry) for entry in log]
+
+
+@pytest.mark.parametrize("n, num_bins, dtype, ptr", [
+    (4096, 256, np.int32, 0x700000),  # one block storing every bin: no zeroing
+    (1 << 20, 256, np.int32, 0x700000),  # many blocks add into the counts: zeroed first
+    (4096, 1 << 20, np.int32, 0x700000),  # bins past shared memory: global atomics
+    (10_000, 3000, np.int32, 0x700004),  # a start off the 16-byte vectors: a scalar head
+    (1 << 16, 65536, np.uint8, 0x700003),
+    (1 << 16, 256, np.int64, 0x700008),
+    (3, 5, np.int16, 0x700002),
+], ids=["stores", "zeroes", "global-bins", "scalar-head", "uint8-odd-start", "int64", "tiny"])
+def test_the_lane_asks_the_driver_what_the_python_path_asks_argument_for_argument(
+        fake, lane, n, num_bins, dtype, ptr):
+    keys = FakeCupyArray(n, dtype, ptr)
+    counts = api.histogram(keys, num_bins)
+    assert counts in fake.cupy_allocated and (counts.n, counts.dtype) == (num_bins, np.int64)
+    *asked, waited = lane.log
+    assert waited == ("sync", CUPY_STREAM)
+    python_counts, python_asked = through_python(fake, keys, num_bins)
+    assert python_asked and as_asked(asked, counts) == as_asked(python_asked, python_counts)
+    assert {entry[-3] if entry[0] == "launch" else entry[-1] for entry in asked} == {CUPY_STREAM}
+
+
+def test_a_clean_lane_call_waits_once_reads_nothing_back_and_leaves_the_slot_clean(fake, lane):
+    for _ in range(3):
+        api.histogram(cupy_keys(1 << 20), 256)
+    assert [entry[0] for entry in lane.log] == ["memset", "launch", "sync"] * 3
+    assert lane.scratch.slot_clean and not fake.log  # the Python path never ran
+
+
+def test_a_lane_call_whose_slot_was_flagged_raises_the_bad_key_through_the_python_reader(
+        fake, lane, monkeypatch):
+    def copy_to_host(ptr, host):
+        host[...] = 999
+        return host
+
+    found = [5, NO_BAD_KEY]  # the flagged word, then the next call's clean one
+    monkeypatch.setattr(fake, "read_bad_key", lambda slot: found.pop(0))
+    monkeypatch.setattr(fake, "copy_to_host", copy_to_host)
+    lane.flag[0] = 1  # what hk_note_bad_key sets
+    with pytest.raises(ValueError, match=r"index 5 is 999, outside \[0, 256\)"):
+        api.histogram(cupy_keys(), 256)
+    assert not lane.scratch.slot_clean  # the next call resets the slot on the Python path
+    lane.log.clear()
+    api.histogram(cupy_keys(), 256)
+    assert not lane.log and fake.launched
+
+
+def declined_calls():
+    """Calls the lane must leave to the Python path: (id, the call, what that path does)."""
+    keys = cupy_keys
+    other_device = keys()
+    other_device.data.device_id = 1
+    two_d = keys()
+    two_d.shape = (64, 64)
+    return [
+        ("strided", lambda: api.histogram(FakeCupyArray(4096, np.int32, 0x700000, (8,)), 256),
+         ValueError),
+        ("float-keys", lambda: api.histogram(FakeCupyArray(64, np.float32, 0x700000), 256),
+         TypeError),
+        ("other-device", lambda: api.histogram(other_device, 256), ValueError),
+        ("two-d", lambda: api.histogram(two_d, 256), ValueError),
+        ("no-bins", lambda: api.histogram(keys(), 0), ValueError),
+        ("too-many-bins", lambda: api.histogram(keys(), 2**63), ValueError),
+        ("bool-bins", lambda: api.histogram(keys(), True), TypeError),
+        ("numpy-int-bins", lambda: api.histogram(keys(), np.int64(256)), "launch"),
+        ("no-keys", lambda: api.histogram(keys(0), 256), "no launch"),
+        ("sampled", lambda: api.histogram(keys(1 << 26), 1 << 20), "launch"),
+        ("method", lambda: api.histogram(keys(), 256, "atomic"), "launch"),
+        ("check-false", lambda: api.histogram(keys(), 256, check=False), "launch"),
+        ("out", lambda: api.histogram(keys(), 256, out=FakeCupyArray(256, np.int64, 0x1000)),
+         "launch"),
+        ("stream", lambda: api.histogram(keys(), 256, stream=CUPY_STREAM), "launch"),
+        ("numpy-keys", lambda: api.histogram(np.arange(10) % 4, 4), "launch"),
+    ]
+
+
+@pytest.mark.parametrize("case", declined_calls(), ids=lambda case: case[0])
+def test_the_lane_declines_every_call_but_the_common_one_before_asking_the_driver_anything(
+        fake, lane, case):
+    _, call, python_path = case
+    if isinstance(python_path, type):
+        with pytest.raises(python_path):
+            call()
+    else:
+        call()
+        assert bool(fake.launched) == (python_path == "launch")
+    assert not lane.log and not fake.kinds("cupy.empty")
+
+
+def test_a_thread_whose_slot_is_not_clean_takes_the_python_path(fake, lane):
+    lane.scratch.slot_clean = False  # a bad key last time, or the thread's first call
+    api.histogram(cupy_keys(), 256)
+    assert not lane.log and [e[1] for e in fake.kinds("launch")] == ["fast_histogram"]
+
+
+def test_the_lane_makes_each_shapes_plan_once(fake, lane, monkeypatch):
+    made = []
+    real = api._lane_plan
+    monkeypatch.setattr(api, "_lane_plan", lambda *args: made.append(args[2:]) or real(*args))
+    for n in (4096, 4096, 1 << 20, 4096):
+        api.histogram(cupy_keys(n), 256)
+    assert made == [(4096, 256), (1 << 20, 256)]

@@ -1000,3 +1000,43 @@ def test_a_kernel_of_ours_that_faults_fails_once_and_the_matrix_stops(tmp_path):
     output = done.stdout + done.stderr
     assert "FAILS 1 atomic" in output, output[-3000:]
     assert "a fault left the CUDA context unusable (CUDA_ERROR_" in output, output[-3000:]
+
+
+@needs_gpu
+def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkeypatch):
+    # The common call (CuPy keys, auto, checked, nothing else given) runs in
+    # histkit.gpu._lane where it is built: the Python path's _open is never
+    # reached. Shapes: one block storing its counts, many blocks adding,
+    # bins past shared memory, starts off the vectors, a 1-byte dtype.
+    cupy = pytest.importorskip("cupy")
+    import importlib.util
+
+    from histkit.gpu import api
+
+    assert importlib.util.find_spec("histkit.gpu._lane") is not None  # meson builds it
+    gpu.histogram(cupy.zeros(8, cupy.int32), 4)  # the thread's first call sets its slot up
+    python_path = []
+    real_open = api._open
+    monkeypatch.setattr(api, "_open", lambda *a: python_path.append(a) or real_open(*a))
+    for distribution, n, num_bins, offset, dtype in [
+            ("uniform", 4096, 256, 0, np.int32), ("zipf", 1 << 20, 256, 1, np.int32),
+            ("uniform", 50_000, 1 << 20, 3, np.int32), ("onebin", 300_001, 4096, 0, np.int32),
+            ("round-robin", 1 << 18, 65536, 2, np.int64), ("uniform", 99_999, 200, 5, np.uint8)]:
+        host = make_keys(distribution, n + offset, num_bins, seed=n).astype(dtype)
+        keys = cupy.asarray(host)[offset:]
+        got = gpu.histogram(keys, num_bins)
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_array_equal(cupy.asnumpy(got), oracles.histogram(host[offset:],
+                                                                           num_bins))
+    assert python_path == []
+    bad = cupy.asarray(make_keys("uniform", 100_000, 256, seed=2))
+    bad[[40_000, 90_000]] = cupy.asarray([300, -2], dtype=bad.dtype)
+    with pytest.raises(oracles.BadKeyError, match="index 40000 is 300"):
+        gpu.histogram(bad, 256)
+    bad[[40_000, 90_000]] = 0
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, 256)),
+                                  oracles.histogram(cupy.asnumpy(bad), 256))
+    assert len(python_path) == 1  # the call after a bad key resets the slot there
+    np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, 256)),
+                                  oracles.histogram(cupy.asnumpy(bad), 256))
+    assert len(python_path) == 1

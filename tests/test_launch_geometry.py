@@ -269,7 +269,7 @@ def test_the_privatized_kernel_counts_its_global_atomics_only_when_asked():
 def test_the_fast_kernels_scalar_head_reaches_the_first_aligned_vector_and_no_further(
         ptr, n, head):
     # misaligned int32 keys (ptr % 4 != 0) are all read one by one
-    assert launch_histogram._vector_head(Keys(ptr, n, np.dtype(np.int32))) == head
+    assert launch_histogram.vector_head(ptr, n, 4) == head
 
 
 @pytest.mark.parametrize("n,num_bins,path", [

@@ -347,3 +347,62 @@ def test_a_stretchs_flags_are_read_in_address_order_around_the_judged_word():
         flags = board.stretch_flags(judged)
         assert flags.index(1) == GUARD_SLOTS + 2 and sum(flags) == 1
         board.lower(judged + 2)
+
+
+def test_the_lane_gets_a_threads_slot_only_while_it_is_clean_on_the_board_and_unharnessed(
+        monkeypatch):
+    from histkit.gpu.device import PerCallPath, ScheduleSkew, ScratchPoison, WaitBound
+
+    board = VerdictBoard(FakeBoardMemory(), slot_count=64)
+    rt, call, _ = runtime_on(board, monkeypatch, None)
+    rt.per_call, rt.waits = PerCallPath(object()), WaitBound()
+    rt.skew, rt.poison = ScheduleSkew(), ScratchPoison()
+    rt._scratch.bound = True
+    assert rt.lane_slot() is None  # no slot yet: the thread's first call is the Python path's
+    assert call() == NO_BAD_KEY
+    scratch = rt.lane_slot()
+    assert scratch.slot_ptr == board.word(FIRST_THREAD_SLOT) == scratch.slot.ptr
+    flag = ctypes.c_uint32.from_address(scratch.flag_address)
+    board._flags[MARGIN + FIRST_THREAD_SLOT] = 1  # the lane reads the slot's own flag
+    assert flag.value == 1 and not board._flags[MARGIN + FIRST_THREAD_SLOT + 1]
+    board.lower(FIRST_THREAD_SLOT)
+    assert rt.lane_slot() is None  # taken: kernels may write it until the lane finds it clean
+    scratch.slot_clean = True
+
+    def harnessed(switch_on, switch_off):
+        switch_on()
+        try:
+            return rt.lane_slot()
+        finally:
+            switch_off()
+
+    assert harnessed(lambda: setattr(rt.waits, "limit_s", 5.0),
+                     lambda: setattr(rt.waits, "limit_s", None)) is None
+    for mode in (rt.skew, rt.poison):
+        assert harnessed(lambda m=mode: setattr(m, "depth", 1),
+                         lambda m=mode: setattr(m, "depth", 0)) is None
+    assert harnessed(lambda: setattr(rt.per_call, "calls", None),
+                     lambda: setattr(rt.per_call, "calls", object())) is None
+    assert harnessed(lambda: setattr(board, "usable", False),
+                     lambda: setattr(board, "usable", True)) is None
+    assert scratch.slot_clean  # a refusal leaves the slot as it was
+    assert rt.lane_slot() is scratch and not scratch.slot_clean
+    other_thread = []
+    worker = threading.Thread(target=lambda: other_thread.append(rt.lane_slot()))
+    worker.start()
+    worker.join()
+    assert other_thread == [None]  # not bound there, and no slot of its own yet
+
+
+def test_a_thread_off_the_board_never_gets_the_lane(monkeypatch):
+    # Every slot taken: the thread's word has no flag, so only the Python
+    # path (which copies the word back) can check its calls.
+    from histkit.gpu.device import PerCallPath, ScheduleSkew, ScratchPoison, WaitBound
+
+    board = VerdictBoard(FakeBoardMemory(), slot_count=FIRST_THREAD_SLOT + GUARD_SLOTS + 1)
+    rt, call, _ = runtime_on(board, monkeypatch, None)
+    rt.per_call, rt.waits = PerCallPath(object()), WaitBound()
+    rt.skew, rt.poison = ScheduleSkew(), ScratchPoison()
+    rt._scratch.bound = True
+    assert call() == NO_BAD_KEY and call() == NO_BAD_KEY
+    assert rt._scratch.slot_clean and rt.lane_slot() is None

@@ -22,6 +22,12 @@ into the error later. Bad keys are never counted, nor written anywhere. With
 ``out=`` and ``first_bad=`` given, a histogram call allocates nothing, so a
 loop of calls can be captured in a CUDA graph and replayed.
 
+The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
+stream, method="auto", check=True, nothing else given, a shape auto launches
+one kernel for) runs in histkit.gpu._lane, which makes the same driver calls
+as the Python path below without its glue; every other call, and any problem
+with the arguments, takes the Python path.
+
 Threads. Calls may come from any thread (a Dask worker's, a server's): the
 first call on a thread makes histkit's device's CUDA context current there.
 """
@@ -36,11 +42,13 @@ import numpy as np
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
+from histkit.gpu.device import check as check_driver_result
 from histkit.gpu.errors import DeviceMemoryError, UnsupportedShape
 from histkit.gpu.launch.common import Keys
+from histkit.gpu.launch.histogram import vector_head
 from histkit.gpu.launch.sort import VALUE_C_TYPES
 from histkit.gpu.policy import check_index_dtype
-from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count
+from histkit.oracles._inputs import MAX_BINS, as_key_array, bad_key_error, bin_count
 
 METHODS = registry.methods("histogram")
 
@@ -451,6 +459,69 @@ def _check_options(check, first_bad) -> None:
                          "index; pass check=False with it")
 
 
+# --- the compiled lane ------------------------------------------------------
+
+# (runtime, its lane): the lane is made on the first CuPy call of a runtime
+# (None where it cannot be: no C path, or the extension not built).
+_LANE: list = [None, None]
+
+
+def _lane(rt: Runtime):
+    """rt's compiled lane (histkit.gpu._lane), or None."""
+    if _LANE[0] is not rt:
+        _LANE[:] = [rt, _make_lane(rt)]
+    return _LANE[1]
+
+
+@contextlib.contextmanager
+def python_path_only():
+    """Within: every call takes the Python path, the compiled lane off (A/B
+    measurements of the lane: bench/host_costs.py)."""
+    saved = _LANE[:]
+    _LANE[:] = [runtime(), None]
+    try:
+        yield
+    finally:
+        _LANE[:] = saved
+
+
+def _make_lane(rt: Runtime):
+    if rt.per_call.calls is None:
+        return None
+    try:
+        from histkit.gpu._lane import Lane
+    except ImportError:  # a build without it: every call takes the Python path
+        return None
+    import cupy
+
+    return Lane(rt, cupy, lambda keys, n, num_bins: _lane_plan(rt, keys, n, num_bins),
+                check_driver_result,
+                _lane_bad_key, MAX_BINS)
+
+
+def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
+    """The lane's plan for CuPy keys of this length and num_bins, from the
+    auto row's lane_plan (None: the Python path serves this shape)."""
+    from histkit.gpu._lane import LanePlan
+
+    dtype = keys.dtype
+    plan = registry.serving("histogram", "auto").lane_plan(
+        rt, Keys(keys.data.ptr, n, dtype), num_bins)
+    if plan is None:
+        return None
+    kernel, geometry, n_and_bins, shared_bins, overwrite = plan
+    heads = tuple(vector_head(address, n, dtype.itemsize) for address in range(16))
+    return LanePlan(rt.launch_handle(kernel, geometry), geometry, tuple(n_and_bins),
+                    shared_bins, overwrite, 0 if overwrite else num_bins * 8, heads)
+
+
+def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
+    """A lane call's kernels flagged a bad key: raise it as the Python path does."""
+    rt = runtime().on(stream)
+    ptr, n, dtype = _cupy_array(keys, rt, "keys")
+    _raise_if_bad(rt, slot, Keys(ptr, n, dtype), num_bins)
+
+
 # --- the calls ---------------------------------------------------------------
 
 def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=None,
@@ -468,6 +539,12 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     stream, else histkit's own). check=False: return (counts, first_bad)
     without waiting; see the module's docstring.
     """
+    if (method == "auto" and check is True and out is None and stream is None
+            and first_bad is None and _framework_of(keys) == "cupy"):
+        lane = _lane(runtime())
+        counts = None if lane is None else lane.histogram(keys, num_bins)
+        if counts is not None:
+            return counts
     num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")

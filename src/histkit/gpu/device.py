@@ -589,12 +589,7 @@ class Runtime:
         self._shared_allowed[handle] = nbytes
 
     def launch(self, kernel, geometry: Geometry, *args) -> None:
-        # One lookup per launch: the kernel's shared-memory opt-in, its handle
-        # and the launch configuration are settled the first time this pair
-        # launches.
-        ready = self._ready.get((kernel, geometry))
-        if ready is None:
-            ready = self._ready_to_launch(kernel, geometry)
+        ready = self._ready_for(kernel, geometry)
         calls = self.per_call.calls
         if calls is not None:
             try:
@@ -611,6 +606,18 @@ class Runtime:
             self._launch(self.stream, ready[0], kernel, *args)
         except Exception as error:
             raise CudaError(f"launching {geometry} failed: {error}") from error
+
+    def _ready_for(self, kernel, geometry: Geometry):
+        """(launch configuration, raw handle) of this kernel and geometry: one
+        lookup per launch; the kernel's shared-memory opt-in, its handle and
+        the configuration are settled the first time this pair launches."""
+        ready = self._ready.get((kernel, geometry))
+        return ready if ready is not None else self._ready_to_launch(kernel, geometry)
+
+    def launch_handle(self, kernel, geometry: Geometry) -> int:
+        """The raw handle the C path launches kernel through at this geometry,
+        its shared memory allowed (the compiled lane keeps it in its plans)."""
+        return self._ready_for(kernel, geometry)[1]
 
     def _ready_to_launch(self, kernel, geometry: Geometry):
         """(geometry's launch configuration, the kernel's raw handle), the
@@ -987,12 +994,34 @@ class Runtime:
             else:
                 scratch.lease = SlotLease(self.verdicts, board_slot)  # back when the thread ends
                 slot = self.board_word(board_slot)
+                scratch.flag_address = self.verdicts.flag_address(board_slot)
             scratch.slot = slot
+            scratch.slot_ptr = slot.ptr
             scratch.slot_clean = False
         if not scratch.slot_clean:
             self.memset(slot.ptr, 0xFF, 8)
         scratch.slot_clean = False  # kernels launched from here on may write it
         return slot
+
+    def lane_slot(self):
+        """This thread's scratch when the compiled lane (histkit.gpu._lane) may
+        check a call through its bad-key slot as it stands, else None: the
+        context is current on this thread, the slot is on the verdict board
+        and clean (holds NO_BAD_KEY, its flag down), the C path is built, and
+        no conformance harness is on (bounded waits, skewed builds, poisoned
+        scratch: the Python path serves those). The slot is marked as one
+        kernels may write from here on; the lane marks it clean again
+        (scratch.slot_clean) when the flag at scratch.flag_address is still
+        down after the call's sync, and otherwise hands the call to
+        read_bad_key through the Python path."""
+        scratch = self._scratch
+        if (not getattr(scratch, "slot_clean", False) or scratch.board_slot is None
+                or not getattr(scratch, "bound", False) or self.per_call.calls is None
+                or not self.verdicts.usable or self.waits.active or self.skew.depth
+                or self.poison.depth):
+            return None
+        scratch.slot_clean = False
+        return scratch
 
     def board_word(self, slot: int) -> DeviceArray:
         """A verdict board slot's word (a margin word's too) as a one-element array."""

@@ -122,6 +122,10 @@ class Kernel:
     # refuses what it should run would otherwise pass as a column of skips.
     # None: it runs every case it is given.
     may_refuse: Callable | None = None
+    # The public call's compiled lane (histkit.gpu._lane): (rt, keys,
+    # num_bins) -> the plan of its one fast-kernel launch where the launcher
+    # makes just that launch for this shape, else None. None: no lane.
+    lane_plan: Callable | None = None
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -300,7 +304,8 @@ KERNELS: tuple[Kernel, ...] = (
                         ("fast_histogram.cu", {**_AUTO_FAST_BUILD, "HOLD_RUNS": "1",
                                                **_gated(contract.AUTO_FAST_HOLD)}),
                         ("exclusive_scan.cu", _gated(contract.AUTO_PARTITIONED))),
-           serves=("histogram", "auto"), choice_probe=partitioned.auto_choice_probe, variants=(
+           serves=("histogram", "auto"), choice_probe=partitioned.auto_choice_probe,
+           lane_plan=partitioned.auto_lane_plan, variants=(
                DEFAULT,
                Variant("sampled", {"policy": policy.ALWAYS_SAMPLE},
                        "samples at every size: each branch of the choice is reached"),

@@ -138,6 +138,10 @@ class VerdictBoard:
         """Whether a kernel noted a bad key in the slot (read after a sync)."""
         return self._flags[MARGIN + slot] != 0
 
+    def flag_address(self, slot: int) -> int:
+        """The host address of a slot's flag (the compiled lane reads it there)."""
+        return ctypes.addressof(self._flags) + 4 * (MARGIN + slot)
+
     def lower(self, slot: int) -> None:
         """Clear the slot's flag (its word is reset by the caller)."""
         self._flags[MARGIN + slot] = 0

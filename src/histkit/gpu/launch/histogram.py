@@ -95,11 +95,12 @@ def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArr
     return geometry
 
 
-def _vector_head(keys: Keys) -> int:
-    """Keys before the first 16-byte aligned one (the kernels' scalar head)."""
-    if keys.ptr % keys.dtype.itemsize:
-        return keys.n  # misaligned elements: read them all one by one
-    return min(keys.n, (-keys.ptr % 16) // keys.dtype.itemsize)
+def vector_head(ptr: int, n: int, itemsize: int) -> int:
+    """Keys before the first 16-byte aligned one (the fast kernel's scalar
+    head) of n keys of itemsize bytes at ptr."""
+    if ptr % itemsize:
+        return n  # misaligned elements: read them all one by one
+    return min(n, (-ptr % 16) // itemsize)
 
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
@@ -127,22 +128,30 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
     if num_bins >= 2**32:
         geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
         return Geometry(label + geometry.kernel, geometry.grid, geometry.block)
-    # The plan depends on the shape only: made once, so a repeated call pays
-    # one dict lookup here, not the layout, the compile key, the names and the
-    # scalar arguments.
-    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow,
-             gate_choice(gate))
-    plan = rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
-                                             shared_share, label, narrow, gate))
-    kernel, geometry, n_and_bins, shared_bins, overwrite = plan
+    kernel, geometry, n_and_bins, shared_bins, overwrite = fast_plan(
+        rt, keys, num_bins, hold_runs, grid, shared_share, label, narrow, gate)
     # The arguments first, the zeroing right before the launch: from an idle
     # GPU, the GPU waits between the two for whatever host work lies there.
-    args = (keys.ptr, *n_and_bins, np.int64(_vector_head(keys)), shared_bins, overwrite,
-            hist.ptr, first_bad.ptr, *gate_args(gate))
+    # (histkit.gpu._lane packs the same arguments in the same order.)
+    args = (keys.ptr, *n_and_bins, np.int64(vector_head(keys.ptr, keys.n, keys.dtype.itemsize)),
+            shared_bins, overwrite, hist.ptr, first_bad.ptr, *gate_args(gate))
     if not overwrite and gate is None:
         zero_counts(rt, hist, num_bins)
     rt.launch(kernel, geometry, *args)
     return geometry
+
+
+def fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int | None,
+              shared_share: float | None, label: str = "", narrow: bool = False,
+              gate: Gate | None = None):
+    """(kernel, geometry, (n, num_bins), shared_bins, overwrite): fast_launch's
+    plan, which depends on the shape only: made once, so a repeated call pays
+    one dict lookup, not the layout, the compile key, the names and the
+    scalar arguments."""
+    shape = ("fast", keys.dtype, keys.n, num_bins, hold_runs, grid, shared_share, label, narrow,
+             gate_choice(gate))
+    return rt.plan(shape, lambda: _fast_plan(rt, keys, num_bins, hold_runs, grid,
+                                             shared_share, label, narrow, gate))
 
 
 def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) -> bool:

@@ -21,7 +21,7 @@ from histkit.gpu.launch.common import (
     key_args,
     zero_counts,
 )
-from histkit.gpu.launch.histogram import fast_launch
+from histkit.gpu.launch.histogram import fast_launch, fast_plan
 from histkit.gpu.launch.scan import exclusive_scan
 from histkit.gpu.policy import (
     DEFAULT_POLICY,
@@ -153,6 +153,20 @@ def auto_choice_probe(rt: Runtime, keys: Keys,
     return bins.reshape(SAMPLE_RUNS, WARP), tuple(verdicts)
 
 
+AUTO_FAST_LABEL = "auto -> fast: "
+
+
+def auto_lane_plan(rt: Runtime, keys: Keys, num_bins: int,
+                   policy: AutoPolicy = DEFAULT_POLICY):
+    """auto's whole launch for this shape where it is the fast kernel alone
+    (no sample, no gate; fewer than 2^32 bins): fast_plan's plan, which the
+    compiled lane (histkit.gpu._lane) runs as auto_histogram would; None
+    where auto does more."""
+    if num_bins >= 2**32 or policy.samples(keys.n, num_bins):
+        return None
+    return fast_plan(rt, keys, num_bins, False, None, None, AUTO_FAST_LABEL)
+
+
 def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
                    first_bad: DeviceArray, grid: int | None = None,
                    policy: AutoPolicy = DEFAULT_POLICY) -> Geometry:
@@ -166,7 +180,7 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     """
     if not policy.samples(keys.n, num_bins):
         return fast_launch(rt, keys, num_bins, hist, first_bad, False, grid, None,
-                           "auto -> fast: ")
+                           AUTO_FAST_LABEL)
     shared_bins = auto_shared_bins(rt, num_bins)
     choice = rt.empty(1, np.uint32)  # freed on the stream, after the gated kernels
     choose_on_device(rt, keys, num_bins, shared_bins, choice)

@@ -1,0 +1,145 @@
+# cython: language_level=3
+"""gpu.histogram's compiled lane: its common call, without the Python glue.
+
+The common call: CuPy keys (1-d, contiguous, an integer dtype, on histkit's
+device) counted on CuPy's current stream with method="auto", check=True and
+none of out=, stream=, first_bad=, at a shape where auto launches the fast
+kernel alone (``registry``'s auto row, ``lane_plan``), on a thread whose
+bad-key slot is clean, with no conformance harness on. There the Python path
+(histkit.gpu.api) spent about 14 us of a fast host's time between its driver
+calls, more than the calls themselves (bench/host_costs.py, H200, session
+31), and about 1.6x that on a slower host.
+
+The lane makes the Python path's driver calls in its order: CuPy allocates
+the counts, the C path (histkit.gpu._driver_calls) zeroes them where the
+kernel adds into them, launches the fast kernel with the arguments
+fast_launch packs, and waits; then the slot's flag on the verdict board says
+whether any key was bad. Its plans come from the same fast_plan and are kept
+here per (dtype, N, num_bins).
+
+Anything else, it declines (returns None) before it allocates or launches:
+the Python path then runs the call, and names every problem. A bad key found
+after the wait is handed to the Python path's reader (bad_key), which raises
+the oracles' BadKeyError. tests/test_api_calls.py pins the lane against the
+Python path: the same allocation, memset and launch, argument for argument.
+"""
+
+from libc.stdint cimport uint32_t, uintptr_t
+
+import numpy as np
+
+cdef enum:
+    # The fast kernel's vector loads: the keys before the first aligned one
+    # are its scalar head.
+    VECTOR_BYTES = 16
+
+
+cdef class LanePlan:
+    """One shape's launch, as the lane makes it: the kernel's raw handle and
+    geometry, its scalar arguments as fast_plan packs them, how many bytes of
+    counts to zero first (0: the kernel stores every bin), and the scalar
+    head for each key address modulo VECTOR_BYTES (launch.histogram's
+    vector_head, worked out once per plan)."""
+
+    cdef readonly object kernel, geometry, n_and_bins, shared_bins, overwrite
+    cdef readonly unsigned int grid, block, shared_bytes
+    cdef readonly size_t zero_bytes
+    cdef readonly tuple heads
+
+    def __init__(self, kernel: int, geometry, tuple n_and_bins, shared_bins, overwrite,
+                 size_t zero_bytes, tuple heads):
+        if len(heads) != VECTOR_BYTES:
+            raise ValueError(f"a plan holds one scalar head per address modulo {VECTOR_BYTES}")
+        self.kernel, self.geometry = kernel, geometry
+        self.grid, self.block = geometry.grid, geometry.block
+        self.shared_bytes = geometry.shared_bytes
+        self.n_and_bins, self.shared_bins, self.overwrite = n_and_bins, shared_bins, overwrite
+        self.zero_bytes, self.heads = zero_bytes, heads
+
+
+cdef class Lane:
+    """The lane of one runtime (rt) and one CuPy (cupy).
+
+    plan_for(keys, n, num_bins) -> LanePlan, or None where auto does more;
+    check(status, what) raises the error naming a driver call's failure
+    (histkit.gpu.device.check); bad_key(keys, num_bins, stream, slot) raises
+    the oracles' error for the bad key a kernel flagged; num_bins above
+    max_bins are declined (the Python path refuses them).
+    """
+
+    # rt's driver calls and cupy's functions are looked up at each call (a
+    # dict lookup each), not kept: a measurement that wraps them
+    # (bench/host_costs.py) sees the lane's calls too.
+    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, plan_for, check, bad_key
+    cdef dict plans
+    cdef long long device_id
+    cdef unsigned long long max_bins
+
+    def __init__(self, rt, cupy, plan_for, check, bad_key, unsigned long long max_bins):
+        self.rt, self.per_call = rt, rt.per_call
+        self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
+        self.int64 = np.dtype(np.int64)
+        self.plan_for, self.check, self.bad_key = plan_for, check, bad_key
+        self.plans = {}
+        self.device_id = rt.device.device_id
+        self.max_bins = max_bins
+
+    def histogram(self, keys, num_bins):
+        """keys' counts, a CuPy int64 array, or None (declined: nothing done)."""
+        if type(keys) is not self.ndarray or type(num_bins) is not int:
+            return None
+        if not 1 <= num_bins <= self.max_bins:
+            return None
+        dtype = keys.dtype
+        if dtype.kind not in ("i", "u"):
+            return None
+        shape = keys.shape
+        if len(shape) != 1:
+            return None
+        n = shape[0]
+        cdef Py_ssize_t itemsize = dtype.itemsize
+        if n == 0 or (n > 1 and keys.strides[0] != itemsize):
+            return None
+        memory = keys.data
+        if memory.device_id != self.device_id:
+            return None
+        scratch = self.rt.lane_slot()  # after this, the harness is known to be off
+        if scratch is None:
+            return None
+        key = (dtype, n, num_bins)
+        plan_or_none = self.plans.get(key, False)
+        if plan_or_none is False:
+            if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
+                self.plans.clear()
+            plan_or_none = self.plans[key] = self.plan_for(keys, n, num_bins)
+        if plan_or_none is None:
+            return None
+        cdef LanePlan plan = plan_or_none
+        stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
+        try:
+            counts = self.cupy.empty(num_bins, self.int64)
+        except Exception:  # out of memory, say: the Python path names it
+            return None
+        counts_ptr = counts.data.ptr
+        keys_ptr = memory.ptr
+        args = (keys_ptr, *plan.n_and_bins, plan.heads[keys_ptr % VECTOR_BYTES],
+                plan.shared_bins, plan.overwrite, counts_ptr, scratch.slot_ptr)
+        calls = self.per_call.calls
+        cdef int status
+        if plan.zero_bytes:
+            status = calls.memset(counts_ptr, 0, plan.zero_bytes, stream)
+            if status:
+                self.check(status, "cuMemsetD8Async")
+        status = calls.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream,
+                              False, args)
+        if status:
+            self.check(status, f"launching {plan.geometry}")
+        status = calls.sync(stream)
+        if status:
+            self.check(status, "waiting for the call's kernels: cuStreamSynchronize")
+        cdef uintptr_t flag = scratch.flag_address
+        if (<volatile uint32_t*>flag)[0] == 0:
+            scratch.slot_clean = True
+            return counts
+        self.bad_key(keys, num_bins, stream, scratch.slot)
+        return counts  # the word said no bad key after all
