@@ -1314,6 +1314,7 @@ def declined_calls():
         ("numpy-int-bins", lambda: api.histogram(keys(), np.int64(256)), "launch"),
         ("no-keys", lambda: api.histogram(keys(0), 256), "no launch"),
         ("sampled", lambda: api.histogram(keys(1 << 26), 1 << 20), "launch"),
+        ("2^32-bins", lambda: api.histogram(keys(), 2**32), "launch"),  # the atomic kernel
         ("method", lambda: api.histogram(keys(), 256, "atomic"), "launch"),
         ("check-false", lambda: api.histogram(keys(), 256, check=False), "launch"),
         ("out", lambda: api.histogram(keys(), 256, out=FakeCupyArray(256, np.int64, 0x1000)),
@@ -1334,6 +1335,13 @@ def test_the_lane_declines_every_call_but_the_common_one_before_asking_the_drive
         call()
         assert bool(fake.launched) == (python_path == "launch")
     assert not lane.log and not fake.kinds("cupy.empty")
+
+
+def test_a_shape_auto_samples_is_declined_without_touching_the_slot(fake, lane):
+    for _ in range(2):  # the second time from the lane's table
+        api.histogram(cupy_keys(1 << 26), 1 << 20)
+        assert lane.scratch.slot_clean  # the Python path need not reset it
+    assert not lane.log
 
 
 def test_a_thread_whose_slot_is_not_clean_takes_the_python_path(fake, lane):

@@ -103,17 +103,22 @@ cdef class Lane:
         memory = keys.data
         if memory.device_id != self.device_id:
             return None
-        scratch = self.rt.lane_slot()  # after this, the harness is known to be off
-        if scratch is None:
-            return None
+        # A shape auto does more for is declined before the slot is taken
+        # (taking it costs the Python path a memset to reset it).
         key = (dtype, n, num_bins)
         plan_or_none = self.plans.get(key, False)
-        if plan_or_none is False:
+        if plan_or_none is None:
+            return None
+        scratch = self.rt.lane_slot()
+        if scratch is None:
+            return None
+        if plan_or_none is False:  # made once the harness is known to be off (lane_slot)
             if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
                 self.plans.clear()
             plan_or_none = self.plans[key] = self.plan_for(keys, n, num_bins)
-        if plan_or_none is None:
-            return None
+            if plan_or_none is None:
+                scratch.slot_clean = True  # untouched: no kernel was launched
+                return None
         cdef LanePlan plan = plan_or_none
         stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
         try:
