@@ -1313,8 +1313,6 @@ def declined_calls():
         ("bool-bins", lambda: api.histogram(keys(), True), TypeError),
         ("numpy-int-bins", lambda: api.histogram(keys(), np.int64(256)), "launch"),
         ("no-keys", lambda: api.histogram(keys(0), 256), "no launch"),
-        ("sampled", lambda: api.histogram(keys(1 << 26), 1 << 20), "launch"),
-        ("2^32-bins", lambda: api.histogram(keys(), 2**32), "launch"),  # the atomic kernel
         ("method", lambda: api.histogram(keys(), 256, "atomic"), "launch"),
         ("check-false", lambda: api.histogram(keys(), 256, check=False), "launch"),
         ("out", lambda: api.histogram(keys(), 256, out=FakeCupyArray(256, np.int64, 0x1000)),
@@ -1337,11 +1335,42 @@ def test_the_lane_declines_every_call_but_the_common_one_before_asking_the_drive
     assert not lane.log and not fake.kinds("cupy.empty")
 
 
-def test_a_shape_auto_samples_is_declined_without_touching_the_slot(fake, lane):
-    for _ in range(2):  # the second time from the lane's table
-        api.histogram(cupy_keys(1 << 26), 1 << 20)
-        assert lane.scratch.slot_clean  # the Python path need not reset it
-    assert not lane.log
+def python_launches(fake, keys, num_bins):
+    """The launches of the same call on the Python path (the lane off)."""
+    calls, fake.per_call.calls = fake.per_call.calls, None
+    fake.launched.clear()
+    try:
+        counts = api.histogram(keys, num_bins)
+    finally:
+        fake.per_call.calls = calls
+    return counts, list(fake.launched)
+
+
+def named_launches(launched, counts, keys):
+    """(kernel, geometry, where the keys and counts are among its arguments)
+    of each launch (scratch pointers differ from call to call)."""
+    return [(name, geometry, tuple(i for i, a in enumerate(args) if a == keys.data.ptr),
+             tuple(i for i, a in enumerate(args) if a == counts.data.ptr))
+            for name, geometry, args in launched]
+
+
+@pytest.mark.parametrize("n, num_bins", [(1 << 26, 1 << 20), (4096, 2**32)],
+                         ids=["sampled", "2^32-bins-atomic"])
+def test_where_auto_does_more_than_one_launch_the_lane_runs_its_launcher_and_waits_once(
+        fake, lane, monkeypatch, n, num_bins):
+    real_open = api._open
+    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    keys = cupy_keys(n)
+    counts = api.histogram(keys, num_bins)
+    assert lane.log == [("sync", CUPY_STREAM)] and not fake.kinds("sync")
+    assert counts in fake.cupy_allocated and counts.n == num_bins
+    assert lane.scratch.slot_clean
+    launched = list(fake.launched)
+    assert launched and fake.handle == CUPY_STREAM  # the runtime on CuPy's stream
+    monkeypatch.setattr(api, "_open", real_open)
+    python_counts, python_launched = python_launches(fake, keys, num_bins)
+    assert (named_launches(launched, counts, keys)
+            == named_launches(python_launched, python_counts, keys))
 
 
 def test_a_thread_whose_slot_is_not_clean_takes_the_python_path(fake, lane):

@@ -1007,7 +1007,8 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
     # The common call (CuPy keys, auto, checked, nothing else given) runs in
     # histkit.gpu._lane where it is built: the Python path's _open is never
     # reached. Shapes: one block storing its counts, many blocks adding,
-    # bins past shared memory, starts off the vectors, a 1-byte dtype.
+    # bins past shared memory, starts off the vectors, a 1-byte dtype, and
+    # shapes where auto samples the keys.
     cupy = pytest.importorskip("cupy")
     import importlib.util
 
@@ -1021,7 +1022,11 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
     for distribution, n, num_bins, offset, dtype in [
             ("uniform", 4096, 256, 0, np.int32), ("zipf", 1 << 20, 256, 1, np.int32),
             ("uniform", 50_000, 1 << 20, 3, np.int32), ("onebin", 300_001, 4096, 0, np.int32),
-            ("round-robin", 1 << 18, 65536, 2, np.int64), ("uniform", 99_999, 200, 5, np.uint8)]:
+            ("round-robin", 1 << 18, 65536, 2, np.int64), ("uniform", 99_999, 200, 5, np.uint8),
+            # auto samples: the lane runs auto's launcher (the partitioned kernel, or the
+            # fast one for skewed keys)
+            ("uniform", (1 << 25) + 7, 1 << 20, 0, np.int32),
+            ("onebin", 1 << 25, 1 << 18, 1, np.int32)]:
         host = make_keys(distribution, n + offset, num_bins, seed=n).astype(dtype)
         keys = cupy.asarray(host)[offset:]
         got = gpu.histogram(keys, num_bins)
@@ -1029,14 +1034,14 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
         np.testing.assert_array_equal(cupy.asnumpy(got), oracles.histogram(host[offset:],
                                                                            num_bins))
     assert python_path == []
-    bad = cupy.asarray(make_keys("uniform", 100_000, 256, seed=2))
-    bad[[40_000, 90_000]] = cupy.asarray([300, -2], dtype=bad.dtype)
-    with pytest.raises(oracles.BadKeyError, match="index 40000 is 300"):
-        gpu.histogram(bad, 256)
-    bad[[40_000, 90_000]] = 0
-    np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, 256)),
-                                  oracles.histogram(cupy.asnumpy(bad), 256))
-    assert len(python_path) == 1  # the call after a bad key resets the slot there
-    np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, 256)),
-                                  oracles.histogram(cupy.asnumpy(bad), 256))
-    assert len(python_path) == 1
+    for resets, (n, num_bins) in enumerate([(100_000, 256), ((1 << 25) + 7, 1 << 20)], 1):
+        bad = cupy.asarray(make_keys("uniform", n, num_bins, seed=2))
+        bad[[40_000, 90_000]] = cupy.asarray([num_bins + 44, -2], dtype=bad.dtype)
+        with pytest.raises(oracles.BadKeyError, match=f"index 40000 is {num_bins + 44}"):
+            gpu.histogram(bad, num_bins)
+        bad[[40_000, 90_000]] = 0
+        want = oracles.histogram(cupy.asnumpy(bad), num_bins)
+        np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, num_bins)), want)
+        assert len(python_path) == resets  # the call after a bad key resets the slot there
+        np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, num_bins)), want)
+        assert len(python_path) == resets

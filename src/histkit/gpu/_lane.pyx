@@ -10,11 +10,15 @@ bad-key slot is clean, with no conformance harness on. There the Python path
 calls, more than the calls themselves (bench/host_costs.py, H200, session
 31), and about 1.6x that on a slower host.
 
-The lane makes the Python path's driver calls in its order: CuPy allocates
-the counts, the C path (histkit.gpu._driver_calls) zeroes them where the
-kernel adds into them, launches the fast kernel with the arguments
-fast_launch packs, and waits; then the slot's flag on the verdict board says
-whether any key was bad. Its plans come from the same fast_plan and are kept
+Where auto launches the fast kernel alone (a LanePlan), the lane makes the
+Python path's driver calls in its order: CuPy allocates the counts, the C
+path (histkit.gpu._driver_calls) zeroes them where the kernel adds into
+them, launches the fast kernel with the arguments fast_launch packs, and
+waits; then the slot's flag on the verdict board says whether any key was
+bad. Where auto does more (its sample and gated candidates, at 2^25+ keys
+over many bins), the plan is a Python callable that runs auto's launcher on
+the lane's stream and slot, and the lane waits and reads the flag as above:
+the Python path's argument handling is what it skips there. Plans are kept
 here per (dtype, N, num_bins).
 
 Anything else, it declines (returns None) before it allocates or launches:
@@ -60,7 +64,8 @@ cdef class LanePlan:
 cdef class Lane:
     """The lane of one runtime (rt) and one CuPy (cupy).
 
-    plan_for(keys, n, num_bins) -> LanePlan, or None where auto does more;
+    plan_for(keys, n, num_bins) -> a LanePlan, or a callable
+    (keys, n, num_bins, stream, slot) -> counts that queues auto's launches;
     check(status, what) raises the error naming a driver call's failure
     (histkit.gpu.device.check); bad_key(keys, num_bins, stream, slot) raises
     the oracles' error for the bad key a kernel flagged; num_bins above
@@ -103,24 +108,36 @@ cdef class Lane:
         memory = keys.data
         if memory.device_id != self.device_id:
             return None
-        # A shape auto does more for is declined before the slot is taken
-        # (taking it costs the Python path a memset to reset it).
-        key = (dtype, n, num_bins)
-        plan_or_none = self.plans.get(key, False)
-        if plan_or_none is None:
-            return None
         scratch = self.rt.lane_slot()
         if scratch is None:
             return None
-        if plan_or_none is False:  # made once the harness is known to be off (lane_slot)
+        key = (dtype, n, num_bins)
+        made = self.plans.get(key)
+        if made is None:  # made once the harness is known to be off (lane_slot)
             if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
                 self.plans.clear()
-            plan_or_none = self.plans[key] = self.plan_for(keys, n, num_bins)
-            if plan_or_none is None:
-                scratch.slot_clean = True  # untouched: no kernel was launched
-                return None
-        cdef LanePlan plan = plan_or_none
+            made = self.plans[key] = self.plan_for(keys, n, num_bins)
         stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
+        if type(made) is LanePlan:
+            counts = self._launch(made, memory, num_bins, scratch, stream)
+            if counts is None:
+                return None
+        else:
+            counts = made(keys, n, num_bins, stream, scratch.slot)
+        calls = self.per_call.calls
+        cdef int status = calls.sync(stream)
+        if status:
+            self.check(status, "waiting for the call's kernels: cuStreamSynchronize")
+        cdef uintptr_t flag = scratch.flag_address
+        if (<volatile uint32_t*>flag)[0] == 0:
+            scratch.slot_clean = True
+            return counts
+        self.bad_key(keys, num_bins, stream, scratch.slot)
+        return counts  # the word said no bad key after all
+
+    cdef object _launch(self, LanePlan plan, memory, num_bins, scratch, stream):
+        """Allocate the counts and queue plan's memset and launch: the counts,
+        or None (declined: nothing queued) where CuPy cannot allocate them."""
         try:
             counts = self.cupy.empty(num_bins, self.int64)
         except Exception:  # out of memory, say: the Python path names it
@@ -139,12 +156,4 @@ cdef class Lane:
                               False, args)
         if status:
             self.check(status, f"launching {plan.geometry}")
-        status = calls.sync(stream)
-        if status:
-            self.check(status, "waiting for the call's kernels: cuStreamSynchronize")
-        cdef uintptr_t flag = scratch.flag_address
-        if (<volatile uint32_t*>flag)[0] == 0:
-            scratch.slot_clean = True
-            return counts
-        self.bad_key(keys, num_bins, stream, scratch.slot)
-        return counts  # the word said no bad key after all
+        return counts

@@ -23,10 +23,11 @@ into the error later. Bad keys are never counted, nor written anywhere. With
 loop of calls can be captured in a CUDA graph and replayed.
 
 The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
-stream, method="auto", check=True, nothing else given, a shape auto launches
-one kernel for) runs in histkit.gpu._lane, which makes the same driver calls
-as the Python path below without its glue; every other call, and any problem
-with the arguments, takes the Python path.
+stream, method="auto", check=True, nothing else given) runs in
+histkit.gpu._lane: where auto launches one kernel, it makes the same driver
+calls as the Python path below without its glue; elsewhere it runs auto's
+launcher itself. Every other call, and any problem with the arguments, takes
+the Python path.
 
 Threads. Calls may come from any thread (a Dask worker's, a server's): the
 first call on a thread makes histkit's device's CUDA context current there.
@@ -500,19 +501,30 @@ def _make_lane(rt: Runtime):
 
 
 def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
-    """The lane's plan for CuPy keys of this length and num_bins, from the
-    auto row's lane_plan (None: the Python path serves this shape)."""
+    """The lane's plan for CuPy keys of this length and num_bins: a LanePlan
+    from the auto row's lane_plan where auto makes one launch, else
+    _lane_auto (auto's launcher)."""
     from histkit.gpu._lane import LanePlan
 
     dtype = keys.dtype
     plan = registry.serving("histogram", "auto").lane_plan(
         rt, Keys(keys.data.ptr, n, dtype), num_bins)
     if plan is None:
-        return None
+        return _lane_auto
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
     heads = tuple(vector_head(address, n, dtype.itemsize) for address in range(16))
     return LanePlan(rt.launch_handle(kernel, geometry), geometry, tuple(n_and_bins),
                     shared_bins, overwrite, 0 if overwrite else num_bins * 8, heads)
+
+
+def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
+    """Queue auto's launches for CuPy keys on stream, their bad keys noted in
+    slot, as the Python path does (its counts allocated once auto's first
+    passes are queued); the lane waits and reads the verdict."""
+    call = _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+    hist = _Deferred(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
+    registry.serving("histogram", "auto").run(call.rt, call.keys, num_bins, hist, slot)
+    return hist.handed
 
 
 def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
