@@ -1386,3 +1386,65 @@ def test_the_lane_makes_each_shapes_plan_once(fake, lane, monkeypatch):
     for n in (4096, 4096, 1 << 20, 4096):
         api.histogram(cupy_keys(n), 256)
     assert made == [(4096, 256), (1 << 20, 256)]
+
+
+def sort_launches(launched, outputs, keys):
+    """(kernel, geometry, where the keys and each output are among its
+    arguments) of each launch (scratch pointers differ from call to call)."""
+    ptrs = [keys.data.ptr, *(out.data.ptr for out in outputs)]
+    return [(name, geometry, tuple(tuple(i for i, a in enumerate(args) if a == ptr)
+                                   for ptr in ptrs))
+            for name, geometry, args in launched]
+
+
+@pytest.mark.parametrize("n, num_bins", [(3000, 256), (1 << 20, 65536), (1 << 24, 256)],
+                         ids=["rank", "resident-or-passes", "large"])
+def test_a_common_sort_runs_its_launcher_from_the_lane_and_waits_once(fake, lane, monkeypatch,
+                                                                     n, num_bins):
+    real_open = api._open
+    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    keys = cupy_keys(n)
+    sorted_keys, index = api.counting_sort(keys, num_bins)
+    assert lane.log == [("sync", CUPY_STREAM)] and not fake.kinds("sync")
+    assert (sorted_keys.n, sorted_keys.dtype, index.n, index.dtype) == (n, keys.dtype, n,
+                                                                        np.int64)
+    assert sorted_keys in fake.cupy_allocated and index in fake.cupy_allocated
+    assert lane.scratch.slot_clean and fake.handle == CUPY_STREAM
+    launched = list(fake.launched)
+    monkeypatch.setattr(api, "_open", real_open)
+    fake.launched.clear()
+    calls, fake.per_call.calls = fake.per_call.calls, None
+    try:
+        python_outputs = api.counting_sort(keys, num_bins)
+    finally:
+        fake.per_call.calls = calls
+    assert launched and (sort_launches(launched, (sorted_keys, index), keys)
+                         == sort_launches(fake.launched, python_outputs, keys))
+
+
+@pytest.mark.parametrize("call", [
+    lambda keys: api.counting_sort(keys, 256, stable=False),
+    lambda keys: api.counting_sort(keys, 256, index_dtype=np.int32),
+    lambda keys: api.counting_sort(keys, 256, check=False),
+    lambda keys: api.counting_sort(keys, 256, stream=CUPY_STREAM),
+    lambda keys: api.counting_sort(keys, np.int64(256)),
+    lambda keys: api.counting_sort(cupy_keys(0), 256),
+    lambda keys: api.counting_sort(np.arange(10) % 4, 4),
+], ids=["unstable", "int32-index", "check-false", "stream", "numpy-int-bins", "no-keys",
+        "numpy-keys"])
+def test_the_lane_leaves_every_other_sort_to_the_python_path(fake, lane, call):
+    call(cupy_keys())
+    assert not lane.log
+
+
+def test_a_lane_sort_whose_slot_was_flagged_raises_the_bad_key(fake, lane, monkeypatch):
+    def copy_to_host(ptr, host):
+        host[...] = -3
+        return host
+
+    monkeypatch.setattr(fake, "read_bad_key", lambda slot: 17)
+    monkeypatch.setattr(fake, "copy_to_host", copy_to_host)
+    lane.flag[0] = 1
+    with pytest.raises(ValueError, match=r"index 17 is -3, outside \[0, 256\)"):
+        api.counting_sort(cupy_keys(), 256)
+    assert lane.log == [("sync", CUPY_STREAM)] and not lane.scratch.slot_clean

@@ -1045,3 +1045,30 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
         assert len(python_path) == resets  # the call after a bad key resets the slot there
         np.testing.assert_array_equal(cupy.asnumpy(gpu.histogram(bad, num_bins)), want)
         assert len(python_path) == resets
+
+
+@needs_gpu
+def test_the_compiled_lane_serves_common_cupy_sorts_and_equals_the_oracle(monkeypatch):
+    # gpu.counting_sort's common call (CuPy keys, stable, int64 indices,
+    # checked) runs its launcher from the lane: rank_sort, the resident sort
+    # and the passes alike, the Python path's _open never reached.
+    cupy = pytest.importorskip("cupy")
+    from histkit.gpu import api
+
+    gpu.counting_sort(cupy.zeros(8, cupy.int32), 4)  # the thread's first call sets its slot up
+    python_path = []
+    real_open = api._open
+    monkeypatch.setattr(api, "_open", lambda *a: python_path.append(a) or real_open(*a))
+    for distribution, n, num_bins, offset in [("uniform", 3000, 256, 1),
+                                               ("zipf", 1 << 20, 65536, 0),
+                                               ("sorted", 3_000_017, 1 << 20, 2)]:
+        host = make_keys(distribution, n + offset, num_bins, seed=n)
+        got_keys, got_index = gpu.counting_sort(cupy.asarray(host)[offset:], num_bins)
+        want_keys, want_index = oracles.counting_sort(host[offset:], num_bins)
+        np.testing.assert_array_equal(cupy.asnumpy(got_keys), want_keys)
+        np.testing.assert_array_equal(cupy.asnumpy(got_index), want_index)
+    assert python_path == []
+    bad = cupy.asarray(make_keys("uniform", 200_000, 1000, seed=4))
+    bad[150_000] = 1000
+    with pytest.raises(oracles.BadKeyError, match="index 150000 is 1000"):
+        gpu.counting_sort(bad, 1000)

@@ -1,11 +1,12 @@
 # cython: language_level=3
-"""gpu.histogram's compiled lane: its common call, without the Python glue.
+"""The compiled lane of gpu.histogram and gpu.counting_sort: their common
+call, without the Python glue.
 
 The common call: CuPy keys (1-d, contiguous, an integer dtype, on histkit's
-device) counted on CuPy's current stream with method="auto", check=True and
-none of out=, stream=, first_bad=, at a shape where auto launches the fast
-kernel alone (``registry``'s auto row, ``lane_plan``), on a thread whose
-bad-key slot is clean, with no conformance harness on. There the Python path
+device, not empty) on CuPy's current stream, checked (check=True) and given
+nothing else (a histogram's method="auto", no out=, stream= or first_bad=; a
+sort's stable=True and int64 indices), on a thread whose bad-key slot is
+clean, with no conformance harness on. There the Python path
 (histkit.gpu.api) spent about 14 us of a fast host's time between its driver
 calls, more than the calls themselves (bench/host_costs.py, H200, session
 31), and about 1.6x that on a slower host.
@@ -20,6 +21,10 @@ over many bins), the plan is a Python callable that runs auto's launcher on
 the lane's stream and slot, and the lane waits and reads the flag as above:
 the Python path's argument handling is what it skips there. Plans are kept
 here per (dtype, N, num_bins).
+
+A sort's launches are queued by the Python launcher (api._lane_sort, the
+same allocations and registry row as the Python path); the lane waits and
+reads the flag as for a histogram.
 
 Anything else, it declines (returns None) before it allocates or launches:
 the Python path then runs the call, and names every problem. A bad key found
@@ -66,6 +71,8 @@ cdef class Lane:
 
     plan_for(keys, n, num_bins) -> a LanePlan, or a callable
     (keys, n, num_bins, stream, slot) -> counts that queues auto's launches;
+    sort(keys, n, num_bins, stream, slot) -> (sorted keys, original indices)
+    queues gpu.counting_sort's launches (stable, int64 indices);
     check(status, what) raises the error naming a driver call's failure
     (histkit.gpu.device.check); bad_key(keys, num_bins, stream, slot) raises
     the oracles' error for the bad key a kernel flagged; num_bins above
@@ -75,22 +82,60 @@ cdef class Lane:
     # rt's driver calls and cupy's functions are looked up at each call (a
     # dict lookup each), not kept: a measurement that wraps them
     # (bench/host_costs.py) sees the lane's calls too.
-    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, plan_for, check, bad_key
+    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, plan_for, sort, check, bad_key
     cdef dict plans
     cdef long long device_id
     cdef unsigned long long max_bins
 
-    def __init__(self, rt, cupy, plan_for, check, bad_key, unsigned long long max_bins):
+    def __init__(self, rt, cupy, plan_for, sort, check, bad_key, unsigned long long max_bins):
         self.rt, self.per_call = rt, rt.per_call
         self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
         self.int64 = np.dtype(np.int64)
-        self.plan_for, self.check, self.bad_key = plan_for, check, bad_key
+        self.plan_for, self.sort, self.check, self.bad_key = plan_for, sort, check, bad_key
         self.plans = {}
         self.device_id = rt.device.device_id
         self.max_bins = max_bins
 
     def histogram(self, keys, num_bins):
         """keys' counts, a CuPy int64 array, or None (declined: nothing done)."""
+        memory = self._memory_of(keys, num_bins)
+        if memory is None:
+            return None
+        scratch = self.rt.lane_slot()
+        if scratch is None:
+            return None
+        n = keys.shape[0]
+        key = (keys.dtype, n, num_bins)
+        made = self.plans.get(key)
+        if made is None:  # made once the harness is known to be off (lane_slot)
+            if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
+                self.plans.clear()
+            made = self.plans[key] = self.plan_for(keys, n, num_bins)
+        stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
+        if type(made) is LanePlan:
+            counts = self._launch(made, memory, num_bins, scratch, stream)
+            if counts is None:
+                return None
+        else:
+            counts = made(keys, n, num_bins, stream, scratch.slot)
+        return self._checked(counts, keys, num_bins, scratch, stream)
+
+    def counting_sort(self, keys, num_bins):
+        """(sorted keys, original int64 indices), CuPy arrays, of a stable
+        checked sort, or None (declined: nothing done)."""
+        if self._memory_of(keys, num_bins) is None:
+            return None
+        scratch = self.rt.lane_slot()
+        if scratch is None:
+            return None
+        stream = self.cupy_cuda.get_current_stream().ptr or 1
+        result = self.sort(keys, keys.shape[0], num_bins, stream, scratch.slot)
+        return self._checked(result, keys, num_bins, scratch, stream)
+
+    cdef object _memory_of(self, keys, num_bins):
+        """keys' memory (keys.data) where the lane takes keys and num_bins:
+        a 1-d contiguous CuPy array of an integer dtype on rt's device, not
+        empty, and an int in [1, max_bins]; else None."""
         if type(keys) is not self.ndarray or type(num_bins) is not int:
             return None
         if not 1 <= num_bins <= self.max_bins:
@@ -108,32 +153,20 @@ cdef class Lane:
         memory = keys.data
         if memory.device_id != self.device_id:
             return None
-        scratch = self.rt.lane_slot()
-        if scratch is None:
-            return None
-        key = (dtype, n, num_bins)
-        made = self.plans.get(key)
-        if made is None:  # made once the harness is known to be off (lane_slot)
-            if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
-                self.plans.clear()
-            made = self.plans[key] = self.plan_for(keys, n, num_bins)
-        stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
-        if type(made) is LanePlan:
-            counts = self._launch(made, memory, num_bins, scratch, stream)
-            if counts is None:
-                return None
-        else:
-            counts = made(keys, n, num_bins, stream, scratch.slot)
-        calls = self.per_call.calls
-        cdef int status = calls.sync(stream)
+        return memory
+
+    cdef object _checked(self, result, keys, num_bins, scratch, stream):
+        """result, once the call's work on stream is done and the slot's flag
+        is still down (the slot marked clean again); else the bad key raised."""
+        cdef int status = self.per_call.calls.sync(stream)
         if status:
             self.check(status, "waiting for the call's kernels: cuStreamSynchronize")
         cdef uintptr_t flag = scratch.flag_address
         if (<volatile uint32_t*>flag)[0] == 0:
             scratch.slot_clean = True
-            return counts
+            return result
         self.bad_key(keys, num_bins, stream, scratch.slot)
-        return counts  # the word said no bad key after all
+        return result  # the word said no bad key after all
 
     cdef object _launch(self, LanePlan plan, memory, num_bins, scratch, stream):
         """Allocate the counts and queue plan's memset and launch: the counts,

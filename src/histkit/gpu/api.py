@@ -26,8 +26,9 @@ The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
 stream, method="auto", check=True, nothing else given) runs in
 histkit.gpu._lane: where auto launches one kernel, it makes the same driver
 calls as the Python path below without its glue; elsewhere it runs auto's
-launcher itself. Every other call, and any problem with the arguments, takes
-the Python path.
+launcher itself. gpu.counting_sort's common call (the same, stable=True,
+int64 indices) runs its launcher from there too. Every other call, and any
+problem with the arguments, takes the Python path.
 
 Threads. Calls may come from any thread (a Dask worker's, a server's): the
 first call on a thread makes histkit's device's CUDA context current there.
@@ -496,7 +497,7 @@ def _make_lane(rt: Runtime):
     import cupy
 
     return Lane(rt, cupy, lambda keys, n, num_bins: _lane_plan(rt, keys, n, num_bins),
-                check_driver_result,
+                _lane_sort, check_driver_result,
                 _lane_bad_key, MAX_BINS)
 
 
@@ -525,6 +526,23 @@ def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
     hist = _Deferred(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
     registry.serving("histogram", "auto").run(call.rt, call.keys, num_bins, hist, slot)
     return hist.handed
+
+
+def _lane_sort(keys, n: int, num_bins: int, stream: int, slot):
+    """Queue gpu.counting_sort's launches (stable, int64 indices) for CuPy keys
+    on stream, their bad keys noted in slot, as the Python path does; the
+    lane waits and reads the verdict."""
+    call = _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+    out_keys = _allocate(call, n, keys.dtype, "sorting {} keys", n)
+    out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
+    keep_alive: list = []  # scratch, freed on the call's stream after its kernels
+    registry.serving("counting_sort", True).run(call.rt, call.keys, num_bins, out_keys,
+                                                out_index, slot, keep_alive,
+                                                index_dtype=_INT64)
+    return out_keys.handed, out_index.handed
+
+
+_INT64 = np.dtype(np.int64)
 
 
 def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
@@ -589,6 +607,12 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, index_dtype=np.in
     keys, the first slots hold the valid keys' sort and the last ones (one per
     bad key) are unspecified.
     """
+    if (stable is True and check is True and stream is None and first_bad is None
+            and index_dtype is np.int64 and _framework_of(keys) == "cupy"):
+        lane = _lane(runtime())
+        sorted_and_index = None if lane is None else lane.counting_sort(keys, num_bins)
+        if sorted_and_index is not None:
+            return sorted_and_index
     num_bins = bin_count(num_bins)
     index_dtype = _index_dtype(index_dtype, _length(keys))
     call = _open(keys, stream, check, first_bad)
