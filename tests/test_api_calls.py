@@ -1216,13 +1216,14 @@ def lane(fake, monkeypatch):
 
     fake.per_call = types.SimpleNamespace(calls=calls)
     fake.lane_slot = lane_slot
+    fake.lane_open = lambda: fake.per_call.calls is not None
     fake.launch_handle = lambda kernel, geometry: kernel.handle
     sys.modules["cupy"].ndarray = FakeCupyArray
     monkeypatch.setattr(api, "_LANE", [None, None])
     return calls
 
 
-def through_python(fake, keys, num_bins):
+def through_python(fake, keys, num_bins, check=True):
     """(counts, [memsets and launches as the C path would be asked them]) of
     the same call on the Python path (the lane switched off)."""
     made = []
@@ -1233,19 +1234,48 @@ def through_python(fake, keys, num_bins):
          fake.handle, geometry.cooperative, tuple(int(arg) for arg in args)))
     calls, fake.per_call.calls = fake.per_call.calls, None
     try:
-        counts = api.histogram(keys, num_bins)
+        counts = api.histogram(keys, num_bins, check=check)
     finally:
         fake.per_call.calls = calls
     return counts, made
 
 
-def as_asked(log, counts):
-    """Driver calls with the counts' pointer named (each path allocates its own)."""
+def as_asked(log, counts, first_bad=None):
+    """Driver calls with the counts' pointer named (each path allocates its
+    own), and an unchecked call's first_bad word's."""
     def named(value):
-        return "counts" if value == counts.data.ptr else value
+        if value == counts.data.ptr:
+            return "counts"
+        return "first_bad" if first_bad is not None and value == first_bad.data.ptr else value
 
     return [tuple(named(v) if not isinstance(v, tuple) else tuple(named(a) for a in v)
                   for v in entry) for entry in log]
+
+
+@pytest.mark.parametrize("n, num_bins", [(4096, 256), (1 << 20, 256), (4096, 1 << 20)],
+                         ids=["stores", "zeroes", "global-bins"])
+def test_an_unchecked_lane_call_asks_what_the_python_path_asks_and_waits_for_nothing(
+        fake, lane, n, num_bins):
+    keys = cupy_keys(n)
+    counts, first_bad = api.histogram(keys, num_bins, check=False)
+    assert lane.log and not any(entry[0] == "sync" for entry in lane.log)
+    assert first_bad in fake.cupy_allocated and (first_bad.n, first_bad.dtype) == (1, np.uint64)
+    assert first_bad.memsets == [(0xFF, 8)]  # CuPy's memset, on CuPy's stream
+    assert lane.scratch.slot_clean  # the thread's slot is not this call's
+    (python_counts, python_word), python_asked = through_python(fake, keys, num_bins, False)
+    assert python_word.memsets == [(0xFF, 8)]
+    assert as_asked(lane.log, counts, first_bad) == as_asked(python_asked, python_counts,
+                                                             python_word)
+    assert [entry[-1] for entry in as_asked(lane.log, counts, first_bad)
+            if entry[0] == "launch"][0][-1] == "first_bad"
+
+
+def test_an_unchecked_lane_sort_hands_back_its_first_bad_word_unwaited(fake, lane):
+    sorted_keys, index, first_bad = api.counting_sort(cupy_keys(1 << 20), 65536, check=False)
+    assert not lane.log and not fake.kinds("sync")  # its launches go through the runtime
+    assert first_bad.memsets == [(0xFF, 8)] and first_bad.dtype == np.uint64
+    assert any(first_bad.data.ptr in args for _, _, args in fake.launched)
+    assert {sorted_keys.n, index.n} == {1 << 20} and index.dtype == np.int64
 
 
 @pytest.mark.parametrize("n, num_bins, dtype, ptr", [
@@ -1314,7 +1344,6 @@ def declined_calls():
         ("numpy-int-bins", lambda: api.histogram(keys(), np.int64(256)), "launch"),
         ("no-keys", lambda: api.histogram(keys(0), 256), "no launch"),
         ("method", lambda: api.histogram(keys(), 256, "atomic"), "launch"),
-        ("check-false", lambda: api.histogram(keys(), 256, check=False), "launch"),
         ("out", lambda: api.histogram(keys(), 256, out=FakeCupyArray(256, np.int64, 0x1000)),
          "launch"),
         ("stream", lambda: api.histogram(keys(), 256, stream=CUPY_STREAM), "launch"),
@@ -1425,13 +1454,11 @@ def test_a_common_sort_runs_its_launcher_from_the_lane_and_waits_once(fake, lane
 @pytest.mark.parametrize("call", [
     lambda keys: api.counting_sort(keys, 256, stable=False),
     lambda keys: api.counting_sort(keys, 256, index_dtype=np.int32),
-    lambda keys: api.counting_sort(keys, 256, check=False),
     lambda keys: api.counting_sort(keys, 256, stream=CUPY_STREAM),
     lambda keys: api.counting_sort(keys, np.int64(256)),
     lambda keys: api.counting_sort(cupy_keys(0), 256),
     lambda keys: api.counting_sort(np.arange(10) % 4, 4),
-], ids=["unstable", "int32-index", "check-false", "stream", "numpy-int-bins", "no-keys",
-        "numpy-keys"])
+], ids=["unstable", "int32-index", "stream", "numpy-int-bins", "no-keys", "numpy-keys"])
 def test_the_lane_leaves_every_other_sort_to_the_python_path(fake, lane, call):
     call(cupy_keys())
     assert not lane.log

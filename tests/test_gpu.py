@@ -1072,3 +1072,25 @@ def test_the_compiled_lane_serves_common_cupy_sorts_and_equals_the_oracle(monkey
     bad[150_000] = 1000
     with pytest.raises(oracles.BadKeyError, match="index 150000 is 1000"):
         gpu.counting_sort(bad, 1000)
+
+
+@needs_gpu
+@pytest.mark.parametrize("n, num_bins", [(4096, 256), (1 << 20, 65536), ((1 << 25) + 3, 1 << 20)])
+def test_an_unchecked_lane_call_counts_the_valid_keys_and_leaves_the_first_bad_index(
+        monkeypatch, n, num_bins):
+    cupy = pytest.importorskip("cupy")
+    from histkit.gpu import api
+
+    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    host = make_keys("uniform", n, num_bins, seed=7)
+    counts, first_bad = gpu.histogram(cupy.asarray(host), num_bins, check=False)
+    np.testing.assert_array_equal(cupy.asnumpy(counts), oracles.histogram(host, num_bins))
+    assert int(first_bad[0]) == 2**64 - 1
+    host[[n - 1, 1000]] = [num_bins, -1]
+    counts, first_bad = gpu.histogram(cupy.asarray(host), num_bins, check=False)
+    assert int(first_bad[0]) == 1000
+    valid = host[(host >= 0) & (host < num_bins)]
+    np.testing.assert_array_equal(cupy.asnumpy(counts), oracles.histogram(valid, num_bins))
+    sorted_keys, index, first_bad = gpu.counting_sort(cupy.asarray(host[:4096]), num_bins,
+                                                      check=False)
+    assert int(first_bad[0]) == 1000

@@ -3,10 +3,10 @@
 call, without the Python glue.
 
 The common call: CuPy keys (1-d, contiguous, an integer dtype, on histkit's
-device, not empty) on CuPy's current stream, checked (check=True) and given
-nothing else (a histogram's method="auto", no out=, stream= or first_bad=; a
-sort's stable=True and int64 indices), on a thread whose bad-key slot is
-clean, with no conformance harness on. There the Python path
+device, not empty) on CuPy's current stream, given nothing else but check=
+(a histogram's method="auto", no out=, stream= or first_bad=; a sort's
+stable=True and int64 indices), with no conformance harness on, and, when
+checked, on a thread whose bad-key slot is clean. There the Python path
 (histkit.gpu.api) spent about 14 us of a fast host's time between its driver
 calls, more than the calls themselves (bench/host_costs.py, H200, session
 31), and about 1.6x that on a slower host.
@@ -25,6 +25,10 @@ here per (dtype, N, num_bins).
 A sort's launches are queued by the Python launcher (api._lane_sort, the
 same allocations and registry row as the Python path); the lane waits and
 reads the flag as for a histogram.
+
+An unchecked call (check=False) gets a new first_bad word, allocated and
+set by CuPy as the Python path does, in place of the slot, and returns
+without waiting.
 
 Anything else, it declines (returns None) before it allocates or launches:
 the Python path then runs the call, and names every problem. A bad key found
@@ -66,6 +70,15 @@ cdef class LanePlan:
         self.zero_bytes, self.heads = zero_bytes, heads
 
 
+cdef class DeviceWord:
+    """An unchecked call's first_bad word as the launchers take it (its ptr)."""
+
+    cdef readonly object ptr
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
 cdef class Lane:
     """The lane of one runtime (rt) and one CuPy (cupy).
 
@@ -82,7 +95,8 @@ cdef class Lane:
     # rt's driver calls and cupy's functions are looked up at each call (a
     # dict lookup each), not kept: a measurement that wraps them
     # (bench/host_costs.py) sees the lane's calls too.
-    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, plan_for, sort, check, bad_key
+    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, uint64, plan_for, sort, check
+    cdef object bad_key
     cdef dict plans
     cdef long long device_id
     cdef unsigned long long max_bins
@@ -90,18 +104,19 @@ cdef class Lane:
     def __init__(self, rt, cupy, plan_for, sort, check, bad_key, unsigned long long max_bins):
         self.rt, self.per_call = rt, rt.per_call
         self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
-        self.int64 = np.dtype(np.int64)
+        self.int64, self.uint64 = np.dtype(np.int64), np.dtype(np.uint64)
         self.plan_for, self.sort, self.check, self.bad_key = plan_for, sort, check, bad_key
         self.plans = {}
         self.device_id = rt.device.device_id
         self.max_bins = max_bins
 
-    def histogram(self, keys, num_bins):
-        """keys' counts, a CuPy int64 array, or None (declined: nothing done)."""
+    def histogram(self, keys, num_bins, bint check):
+        """keys' counts, a CuPy int64 array (check=False: with the first_bad
+        word, unwaited), or None (declined: nothing done)."""
         memory = self._memory_of(keys, num_bins)
         if memory is None:
             return None
-        scratch = self.rt.lane_slot()
+        scratch = self._scratch_for(check)
         if scratch is None:
             return None
         n = keys.shape[0]
@@ -112,25 +127,56 @@ cdef class Lane:
                 self.plans.clear()
             made = self.plans[key] = self.plan_for(keys, n, num_bins)
         stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
+        first_bad = None if check else self._first_bad_word()
+        if first_bad is False:
+            return None
+        slot = scratch.slot if check else DeviceWord(first_bad.data.ptr)
         if type(made) is LanePlan:
-            counts = self._launch(made, memory, num_bins, scratch, stream)
+            counts = self._launch(made, memory, num_bins, slot.ptr, stream)
             if counts is None:
                 return None
         else:
-            counts = made(keys, n, num_bins, stream, scratch.slot)
+            counts = made(keys, n, num_bins, stream, slot)
+        if not check:
+            return counts, first_bad
         return self._checked(counts, keys, num_bins, scratch, stream)
 
-    def counting_sort(self, keys, num_bins):
-        """(sorted keys, original int64 indices), CuPy arrays, of a stable
-        checked sort, or None (declined: nothing done)."""
+    def counting_sort(self, keys, num_bins, bint check):
+        """(sorted keys, original int64 indices), CuPy arrays, of a stable sort
+        (check=False: with the first_bad word, unwaited), or None (declined:
+        nothing done)."""
         if self._memory_of(keys, num_bins) is None:
             return None
-        scratch = self.rt.lane_slot()
+        scratch = self._scratch_for(check)
         if scratch is None:
             return None
         stream = self.cupy_cuda.get_current_stream().ptr or 1
-        result = self.sort(keys, keys.shape[0], num_bins, stream, scratch.slot)
-        return self._checked(result, keys, num_bins, scratch, stream)
+        if check:
+            result = self.sort(keys, keys.shape[0], num_bins, stream, scratch.slot)
+            return self._checked(result, keys, num_bins, scratch, stream)
+        first_bad = self._first_bad_word()
+        if first_bad is False:
+            return None
+        result = self.sort(keys, keys.shape[0], num_bins, stream, DeviceWord(first_bad.data.ptr))
+        return (*result, first_bad)
+
+    cdef object _scratch_for(self, bint check):
+        """A checked call's slot scratch (Runtime.lane_slot); for an unchecked
+        one, True where the lane is open (Runtime.lane_open); None: declined."""
+        if check:
+            return self.rt.lane_slot()
+        return True if self.rt.lane_open() else None
+
+    cdef object _first_bad_word(self):
+        """An unchecked call's first_bad word: a new CuPy uint64 holding
+        NO_BAD_KEY (all ones), set on CuPy's current stream as the Python
+        path sets it; False (declined) where CuPy cannot allocate it."""
+        try:
+            word = self.cupy.empty(1, self.uint64)
+        except Exception:  # out of memory, say: the Python path names it
+            return False
+        word.data.memset_async(0xFF, 8)
+        return word
 
     cdef object _memory_of(self, keys, num_bins):
         """keys' memory (keys.data) where the lane takes keys and num_bins:
@@ -168,7 +214,7 @@ cdef class Lane:
         self.bad_key(keys, num_bins, stream, scratch.slot)
         return result  # the word said no bad key after all
 
-    cdef object _launch(self, LanePlan plan, memory, num_bins, scratch, stream):
+    cdef object _launch(self, LanePlan plan, memory, num_bins, slot_ptr, stream):
         """Allocate the counts and queue plan's memset and launch: the counts,
         or None (declined: nothing queued) where CuPy cannot allocate them."""
         try:
@@ -178,7 +224,7 @@ cdef class Lane:
         counts_ptr = counts.data.ptr
         keys_ptr = memory.ptr
         args = (keys_ptr, *plan.n_and_bins, plan.heads[keys_ptr % VECTOR_BYTES],
-                plan.shared_bins, plan.overwrite, counts_ptr, scratch.slot_ptr)
+                plan.shared_bins, plan.overwrite, counts_ptr, slot_ptr)
         calls = self.per_call.calls
         cdef int status
         if plan.zero_bytes:

@@ -23,12 +23,13 @@ into the error later. Bad keys are never counted, nor written anywhere. With
 loop of calls can be captured in a CUDA graph and replayed.
 
 The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
-stream, method="auto", check=True, nothing else given) runs in
+stream, method="auto", check= and nothing else given) runs in
 histkit.gpu._lane: where auto launches one kernel, it makes the same driver
 calls as the Python path below without its glue; elsewhere it runs auto's
 launcher itself. gpu.counting_sort's common call (the same, stable=True,
-int64 indices) runs its launcher from there too. Every other call, and any
-problem with the arguments, takes the Python path.
+int64 indices) runs its launcher from there too. An unchecked call there
+waits for nothing, as below. Every other call, and any problem with the
+arguments, takes the Python path.
 
 Threads. Calls may come from any thread (a Dask worker's, a server's): the
 first call on a thread makes histkit's device's CUDA context current there.
@@ -569,12 +570,12 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     stream, else histkit's own). check=False: return (counts, first_bad)
     without waiting; see the module's docstring.
     """
-    if (method == "auto" and check is True and out is None and stream is None
-            and first_bad is None and _framework_of(keys) == "cupy"):
+    if (method == "auto" and (check is True or check is False) and out is None
+            and stream is None and first_bad is None and _framework_of(keys) == "cupy"):
         lane = _lane(runtime())
-        counts = None if lane is None else lane.histogram(keys, num_bins)
-        if counts is not None:
-            return counts
+        result = None if lane is None else lane.histogram(keys, num_bins, check)
+        if result is not None:
+            return result
     num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
@@ -607,12 +608,13 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, index_dtype=np.in
     keys, the first slots hold the valid keys' sort and the last ones (one per
     bad key) are unspecified.
     """
-    if (stable is True and check is True and stream is None and first_bad is None
-            and index_dtype is np.int64 and _framework_of(keys) == "cupy"):
+    if (stable is True and (check is True or check is False) and stream is None
+            and first_bad is None and index_dtype is np.int64
+            and _framework_of(keys) == "cupy"):
         lane = _lane(runtime())
-        sorted_and_index = None if lane is None else lane.counting_sort(keys, num_bins)
-        if sorted_and_index is not None:
-            return sorted_and_index
+        result = None if lane is None else lane.counting_sort(keys, num_bins, check)
+        if result is not None:
+            return result
     num_bins = bin_count(num_bins)
     index_dtype = _index_dtype(index_dtype, _length(keys))
     call = _open(keys, stream, check, first_bad)

@@ -1016,12 +1016,18 @@ class Runtime:
         read_bad_key through the Python path."""
         scratch = self._scratch
         if (not getattr(scratch, "slot_clean", False) or scratch.board_slot is None
-                or not getattr(scratch, "bound", False) or self.per_call.calls is None
-                or not self.verdicts.usable or self.waits.active or self.skew.depth
-                or self.poison.depth):
+                or not self.verdicts.usable or not self.lane_open()):
             return None
         scratch.slot_clean = False
         return scratch
+
+    def lane_open(self) -> bool:
+        """Whether the compiled lane may run a call on this thread at all: the
+        context is current here, the C path is built, and no conformance
+        harness is on (an unchecked call needs no slot: lane_slot asks the
+        rest for a checked one)."""
+        return (getattr(self._scratch, "bound", False) and self.per_call.calls is not None
+                and not self.waits.active and not self.skew.depth and not self.poison.depth)
 
     def board_word(self, slot: int) -> DeviceArray:
         """A verdict board slot's word (a margin word's too) as a one-element array."""
