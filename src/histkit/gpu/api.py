@@ -498,8 +498,7 @@ def _make_lane(rt: Runtime):
     import cupy
 
     return Lane(rt, cupy, lambda keys, n, num_bins: _lane_plan(rt, keys, n, num_bins),
-                _lane_sort, check_driver_result,
-                _lane_bad_key, MAX_BINS)
+                _lane_sort, check_driver_result, _lane_bad_key, MAX_BINS)
 
 
 def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
@@ -519,11 +518,17 @@ def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
                     shared_bins, overwrite, 0 if overwrite else num_bins * 8, heads)
 
 
+def _lane_call(keys, n: int, stream: int) -> _Call:
+    """A lane call's CuPy keys (checked by the lane) as the launchers take them,
+    on CuPy's current stream (stream)."""
+    return _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+
+
 def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
     """Queue auto's launches for CuPy keys on stream, their bad keys noted in
     slot, as the Python path does (its counts allocated once auto's first
     passes are queued); the lane waits and reads the verdict."""
-    call = _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+    call = _lane_call(keys, n, stream)
     hist = _Deferred(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
     registry.serving("histogram", "auto").run(call.rt, call.keys, num_bins, hist, slot)
     return hist.handed
@@ -533,7 +538,7 @@ def _lane_sort(keys, n: int, num_bins: int, stream: int, slot):
     """Queue gpu.counting_sort's launches (stable, int64 indices) for CuPy keys
     on stream, their bad keys noted in slot, as the Python path does; the
     lane waits and reads the verdict."""
-    call = _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+    call = _lane_call(keys, n, stream)
     out_keys = _allocate(call, n, keys.dtype, "sorting {} keys", n)
     out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
     keep_alive: list = []  # scratch, freed on the call's stream after its kernels
