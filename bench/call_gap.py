@@ -18,7 +18,9 @@ Three parts, printed as they come and written to
   (where the host's time goes), and that call timed with histkit's pool
   taking scratch of any size against its default (POOL_MAX_BLOCK), in
   alternating rounds;
-- timeline (--timeline): one call at each large shape taken step by step:
+- timeline (--timeline): one call at each large shape taken step by step
+  (on the Python path, api.python_path_only: the compiled lane's steps are
+  bench/host_costs.py's):
   an event recorded before each launch, memset and the final wait, beside
   the host's clock at that moment (medians over the calls), so a step the
   GPU reaches as soon as the host queues it shows where the GPU waited for
@@ -185,11 +187,15 @@ def call_timeline(cupy, calls: int) -> list[dict]:
     rows = []
     for n, num_bins in SHAPES:
         keys = uniform_keys(cupy, n, num_bins)
-        gpu.histogram(keys, num_bins)
         runs = []
-        with wrapped((owner, name, lambda inner, label=label, with_event=with_event:
-                      marked(inner, label, with_event))
-                     for owner, name, label, with_event in patches):
+        # The Python path's steps: the compiled lane makes its driver calls
+        # without Runtime's methods (bench/host_costs.py marks those).
+        with api.python_path_only(), wrapped(
+                (owner, name, lambda inner, label=label, with_event=with_event:
+                 marked(inner, label, with_event))
+                for owner, name, label, with_event in patches):
+            gpu.histogram(keys, num_bins)
+            marks.clear()
             for _ in range(calls):
                 marks.clear()
                 mark("call")
