@@ -41,18 +41,14 @@ from libc.stdint cimport uint32_t, uintptr_t
 
 import numpy as np
 
-cdef enum:
-    # The fast kernel's vector loads: the keys before the first aligned one
-    # are its scalar head.
-    VECTOR_BYTES = 16
-
 
 cdef class LanePlan:
     """One shape's launch, as the lane makes it: the kernel's raw handle and
     geometry, its scalar arguments as fast_plan packs them, how many bytes of
     counts to zero first (0: the kernel stores every bin), and the scalar
-    head for each key address modulo VECTOR_BYTES (launch.histogram's
-    vector_head, worked out once per plan)."""
+    head for each key address modulo the kernel's vector width, heads[i] for
+    addresses i modulo len(heads) (launch.histogram's vector_head, worked out
+    once per plan)."""
 
     cdef readonly object kernel, geometry, n_and_bins, shared_bins, overwrite
     cdef readonly unsigned int grid, block, shared_bytes
@@ -61,8 +57,8 @@ cdef class LanePlan:
 
     def __init__(self, kernel: int, geometry, tuple n_and_bins, shared_bins, overwrite,
                  size_t zero_bytes, tuple heads):
-        if len(heads) != VECTOR_BYTES:
-            raise ValueError(f"a plan holds one scalar head per address modulo {VECTOR_BYTES}")
+        if not heads:
+            raise ValueError("a plan holds one scalar head per address modulo the vector width")
         self.kernel, self.geometry = kernel, geometry
         self.grid, self.block = geometry.grid, geometry.block
         self.shared_bytes = geometry.shared_bytes
@@ -223,7 +219,7 @@ cdef class Lane:
             return None
         counts_ptr = counts.data.ptr
         keys_ptr = memory.ptr
-        args = (keys_ptr, *plan.n_and_bins, plan.heads[keys_ptr % VECTOR_BYTES],
+        args = (keys_ptr, *plan.n_and_bins, plan.heads[keys_ptr % len(plan.heads)],
                 plan.shared_bins, plan.overwrite, counts_ptr, slot_ptr)
         calls = self.per_call.calls
         cdef int status

@@ -48,7 +48,7 @@ from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.device import check as check_driver_result
 from histkit.gpu.errors import DeviceMemoryError, UnsupportedShape
 from histkit.gpu.launch.common import Keys
-from histkit.gpu.launch.histogram import vector_head
+from histkit.gpu.launch.histogram import VECTOR_BYTES, vector_head
 from histkit.gpu.launch.sort import VALUE_C_TYPES
 from histkit.gpu.policy import check_index_dtype
 from histkit.oracles._inputs import MAX_BINS, as_key_array, bad_key_error, bin_count
@@ -513,7 +513,9 @@ def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
     if plan is None:
         return _lane_auto
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
-    heads = tuple(vector_head(address, n, dtype.itemsize) for address in range(16))
+    # A head depends on the address only modulo the vector width (which every
+    # itemsize divides): one per residue.
+    heads = tuple(vector_head(address, n, dtype.itemsize) for address in range(VECTOR_BYTES))
     return LanePlan(rt.launch_handle(kernel, geometry), geometry, tuple(n_and_bins),
                     shared_bins, overwrite, 0 if overwrite else num_bins * 8, heads)
 

@@ -95,12 +95,17 @@ def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArr
     return geometry
 
 
+# The fast kernel's vector loads (uint4): keys before the first address
+# aligned to them are its scalar head.
+VECTOR_BYTES = 16
+
+
 def vector_head(ptr: int, n: int, itemsize: int) -> int:
-    """Keys before the first 16-byte aligned one (the fast kernel's scalar
-    head) of n keys of itemsize bytes at ptr."""
+    """Keys before the first VECTOR_BYTES-aligned one (the fast kernel's
+    scalar head) of n keys of itemsize bytes at ptr."""
     if ptr % itemsize:
         return n  # misaligned elements: read them all one by one
-    return min(n, (-ptr % 16) // itemsize)
+    return min(n, (-ptr % VECTOR_BYTES) // itemsize)
 
 
 def fast_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
