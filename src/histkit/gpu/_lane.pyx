@@ -123,10 +123,10 @@ cdef class Lane:
                 self.plans.clear()
             made = self.plans[key] = self.plan_for(keys, n, num_bins)
         stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
-        first_bad = None if check else self._first_bad_word()
-        if first_bad is False:
+        words = self._words_for(check, scratch)
+        if words is None:
             return None
-        slot = scratch.slot if check else DeviceWord(first_bad.data.ptr)
+        slot, first_bad = words
         if type(made) is LanePlan:
             counts = self._launch(made, memory, num_bins, slot.ptr, stream)
             if counts is None:
@@ -147,14 +147,14 @@ cdef class Lane:
         if scratch is None:
             return None
         stream = self.cupy_cuda.get_current_stream().ptr or 1
-        if check:
-            result = self.sort(keys, keys.shape[0], num_bins, stream, scratch.slot)
-            return self._checked(result, keys, num_bins, scratch, stream)
-        first_bad = self._first_bad_word()
-        if first_bad is False:
+        words = self._words_for(check, scratch)
+        if words is None:
             return None
-        result = self.sort(keys, keys.shape[0], num_bins, stream, DeviceWord(first_bad.data.ptr))
-        return (*result, first_bad)
+        slot, first_bad = words
+        result = self.sort(keys, keys.shape[0], num_bins, stream, slot)
+        if not check:
+            return (*result, first_bad)
+        return self._checked(result, keys, num_bins, scratch, stream)
 
     cdef object _scratch_for(self, bint check):
         """A checked call's slot scratch (Runtime.lane_slot); for an unchecked
@@ -163,16 +163,20 @@ cdef class Lane:
             return self.rt.lane_slot()
         return True if self.rt.lane_open() else None
 
-    cdef object _first_bad_word(self):
-        """An unchecked call's first_bad word: a new CuPy uint64 holding
-        NO_BAD_KEY (all ones), set on CuPy's current stream as the Python
-        path sets it; False (declined) where CuPy cannot allocate it."""
+    cdef object _words_for(self, bint check, scratch):
+        """(where the kernels note the first bad index, what the caller gets
+        back as first_bad): a checked call's slot (scratch.slot) and None; for
+        an unchecked one a new CuPy uint64 holding NO_BAD_KEY (all ones), set
+        on CuPy's current stream as the Python path sets it. None
+        (declined) where CuPy cannot allocate it."""
+        if check:
+            return scratch.slot, None
         try:
             word = self.cupy.empty(1, self.uint64)
         except Exception:  # out of memory, say: the Python path names it
-            return False
+            return None
         word.data.memset_async(0xFF, 8)
-        return word
+        return DeviceWord(word.data.ptr), word
 
     cdef object _memory_of(self, keys, num_bins):
         """keys' memory (keys.data) where the lane takes keys and num_bins:

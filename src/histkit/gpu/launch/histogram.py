@@ -95,6 +95,9 @@ def privatized_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArr
     return geometry
 
 
+# From this many bins on, fast_launch runs the atomic kernel (the fast
+# kernel's bin arithmetic is 32-bit).
+FAST_BINS_LIMIT = 2**32
 # The fast kernel's vector loads (uint4): keys before the first address
 # aligned to them are its scalar head.
 VECTOR_BYTES = 16
@@ -130,7 +133,7 @@ def fast_launch(rt: Runtime, keys: Keys, num_bins: int, hist, first_bad, hold_ru
 
     gate: a launch gated by auto's choice on the device, into counts its
     caller has zeroed (another gated launch may run instead of this one)."""
-    if num_bins >= 2**32:
+    if num_bins >= FAST_BINS_LIMIT:
         geometry = atomic_histogram(rt, keys, num_bins, hist, first_bad, grid)
         return Geometry(label + geometry.kernel, geometry.grid, geometry.block)
     kernel, geometry, n_and_bins, shared_bins, overwrite = fast_plan(

@@ -21,7 +21,7 @@ from histkit.gpu.launch.common import (
     key_args,
     zero_counts,
 )
-from histkit.gpu.launch.histogram import fast_launch, fast_plan
+from histkit.gpu.launch.histogram import FAST_BINS_LIMIT, fast_launch, fast_plan
 from histkit.gpu.launch.scan import exclusive_scan
 from histkit.gpu.policy import (
     DEFAULT_POLICY,
@@ -162,7 +162,7 @@ def auto_lane_plan(rt: Runtime, keys: Keys, num_bins: int,
     (no sample, no gate; fewer than 2^32 bins): fast_plan's plan, which the
     compiled lane (histkit.gpu._lane) runs as auto_histogram would; None
     where auto does more."""
-    if num_bins >= 2**32 or policy.samples(keys.n, num_bins):
+    if num_bins >= FAST_BINS_LIMIT or policy.samples(keys.n, num_bins):
         return None
     return fast_plan(rt, keys, num_bins, False, None, None, AUTO_FAST_LABEL)
 
