@@ -124,6 +124,8 @@ LAUNCH_FILES = {
     # the public calls: argument checks, outputs, streams, the bad-key verdict
     "gpu/api.py": ("tests/test_bad_input.py", "tests/test_api_calls.py",
                    "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    # a launcher's driver calls recorded for the compiled lane, pointers named by role
+    "gpu/recording.py": ("tests/test_recording.py", "tests/test_api_calls.py"),
     # which launcher and build each row and public call takes
     "gpu/registry.py": ("tests/test_registry.py", "tests/test_api_calls.py",
                         "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from histkit.conformance.cuda_abi import HISTOGRAM_KINDS
-from histkit.gpu import api, errors, policy, registry
+from histkit.gpu import api, errors, policy, recording, registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.launch.common import Keys
 
@@ -1383,23 +1383,121 @@ def named_launches(launched, counts, keys):
             for name, geometry, args in launched]
 
 
-@pytest.mark.parametrize("n, num_bins", [(1 << 26, 1 << 20), (4096, 2**32)],
-                         ids=["sampled", "2^32-bins-atomic"])
-def test_where_auto_does_more_than_one_launch_the_lane_runs_its_launcher_and_waits_once(
-        fake, lane, monkeypatch, n, num_bins):
+def by_role(log, keys, counts, slot, scratch):
+    """Driver calls with every pointer named by its role: the keys (and an
+    offset into them), the counts, the slot, and each scratch array by the
+    order it first appears in (each path allocates its own: the Python path
+    an array each, the lane one block)."""
+    scratch_names: dict[int, str] = {}
+
+    def named(value):
+        if value == counts.data.ptr:
+            return "counts"
+        if value == slot.ptr:
+            return "slot"
+        if keys.data.ptr <= value < keys.data.ptr + keys.n * keys.dtype.itemsize:
+            return ("keys", value - keys.data.ptr)
+        if any(a.ptr <= value < a.ptr + max(1, a.n * a.dtype.itemsize) for a in scratch):
+            return scratch_names.setdefault(value, f"scratch {len(scratch_names)}")
+        return value
+
+    return [(kind, named(ptr), *rest) if kind == "memset"
+            else (kind, KERNEL_NAMES.get(ptr, ptr), *rest[:-1],
+                  tuple(named(arg) for arg in rest[-1]))
+            for kind, ptr, *rest in log]
+
+
+# Every FakeKernel's name by its handle, the kernels kept alive (the fake
+# builds a new one per build, where the runtime's cache hands back one).
+KERNEL_NAMES: dict[int, str] = {}
+_KERNELS_KEPT: list = []
+
+
+def _named_kernel(kernel):
+    KERNEL_NAMES[kernel.handle] = kernel.name
+    _KERNELS_KEPT.append(kernel)
+    return kernel
+
+
+# Far above the fake runtime's scratch, which starts far above any scalar
+# argument: by_role names pointers by the range they fall in.
+HIGH_KEYS, HIGH_SCRATCH = 1 << 44, 1 << 40
+
+
+@pytest.mark.parametrize("n, num_bins, dtype, residue", [
+    (1 << 26, 1 << 20, np.int32, 0),  # auto samples: choice, two passes, scan, gated fast
+    (1 << 26, 1 << 20, np.int32, 4),  # the gated fast kernel's scalar head
+    ((1 << 25) + 7, 1 << 19, np.int64, 8),
+    ((1 << 25) + 1, 1 << 18, np.uint8, 3),
+    (4096, 2**32, np.int32, 0),  # 2^32 bins: the atomic kernel, its counts zeroed
+], ids=["sampled", "sampled-scalar-head", "sampled-int64", "sampled-uint8-odd", "2^32-bins"])
+def test_where_auto_launches_more_the_lane_replays_its_recorded_launches_argument_for_argument(
+        fake, lane, monkeypatch, n, num_bins, dtype, residue):
+    fake._next = HIGH_SCRATCH
+    ptr = HIGH_KEYS + residue
+    build = fake.kernel
+    monkeypatch.setattr(fake, "kernel", lambda *args: _named_kernel(build(*args)))
     real_open = api._open
     monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
-    keys = cupy_keys(n)
+    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("the launcher ran unrecorded"))
+    keys = FakeCupyArray(n, dtype, ptr)
     counts = api.histogram(keys, num_bins)
+    assert counts in fake.cupy_allocated and (counts.n, counts.dtype) == (num_bins, np.int64)
+    *asked, waited = lane.log
+    assert waited == ("sync", CUPY_STREAM) and lane.scratch.slot_clean
+    # At most one scratch allocation (the sampled launch's seven arrays in
+    # one block; the atomic kernel needs none), by the runtime on CuPy's stream.
+    assert len(fake.allocated) == (num_bins < 2**32)
+    assert [e for e in fake.log if e[0] in ("on", "empty")] == (
+        [("on", CUPY_STREAM), ("empty", fake.allocated[0].n)] if fake.allocated else [])
+    lane_scratch = list(fake.allocated)
+    assert {entry[-3] if entry[0] == "launch" else entry[-1] for entry in asked} == {CUPY_STREAM}
+    fake.allocated.clear()
+    monkeypatch.setattr(api, "_open", real_open)
+    python_counts, python_asked = through_python(fake, keys, num_bins)
+    assert len(python_asked) > 1
+    assert (by_role(asked, keys, counts, fake._slot, lane_scratch)
+            == by_role(python_asked, keys, python_counts, fake._slot, fake.allocated))
+
+
+def test_a_recorded_shape_is_recorded_once_per_key_address_modulo_the_vector_width(
+        fake, lane, monkeypatch):
+    recorded = []
+    real = recording.record
+    monkeypatch.setattr(recording, "record",
+                        lambda *args: recorded.append(args[2:]) or real(*args))
+    for ptr in (0x700000, 0x700010, 0x700004, 0x700000, 0x700024):
+        api.histogram(FakeCupyArray(1 << 26, np.int32, ptr), 1 << 20)
+    assert recorded == [(np.int32, 1 << 26, 1 << 20, 0), (np.int32, 1 << 26, 1 << 20, 4)]
+
+
+def test_where_auto_cannot_be_recorded_the_lane_runs_its_launcher_and_waits_once(
+        fake, lane, monkeypatch):
+    monkeypatch.setattr(recording, "record", lambda *args: None)
+    real_open = api._open
+    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    keys = cupy_keys(1 << 26)
+    counts = api.histogram(keys, 1 << 20)
     assert lane.log == [("sync", CUPY_STREAM)] and not fake.kinds("sync")
-    assert counts in fake.cupy_allocated and counts.n == num_bins
+    assert counts in fake.cupy_allocated and counts.n == 1 << 20
     assert lane.scratch.slot_clean
     launched = list(fake.launched)
     assert launched and fake.handle == CUPY_STREAM  # the runtime on CuPy's stream
     monkeypatch.setattr(api, "_open", real_open)
-    python_counts, python_launched = python_launches(fake, keys, num_bins)
+    python_counts, python_launched = python_launches(fake, keys, 1 << 20)
     assert (named_launches(launched, counts, keys)
             == named_launches(python_launched, python_counts, keys))
+
+
+def test_a_replay_whose_scratch_does_not_fit_queues_nothing_and_the_python_path_names_it(
+        fake, lane, monkeypatch):
+    def full(n, dtype, pooled=True):
+        raise errors.DeviceMemoryError(n, 0)
+
+    monkeypatch.setattr(fake, "empty", full)
+    with pytest.raises(errors.DeviceMemoryError):
+        api.histogram(cupy_keys(1 << 26), 1 << 20)
+    assert not lane.log  # the lane queued nothing before declining
 
 
 def test_a_thread_whose_slot_is_not_clean_takes_the_python_path(fake, lane):

@@ -1008,7 +1008,8 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
     # histkit.gpu._lane where it is built: the Python path's _open is never
     # reached. Shapes: one block storing its counts, many blocks adding,
     # bins past shared memory, starts off the vectors, a 1-byte dtype, and
-    # shapes where auto samples the keys.
+    # shapes where auto samples the keys (their launches recorded once and
+    # replayed: auto's launcher never runs from the lane).
     cupy = pytest.importorskip("cupy")
     import importlib.util
 
@@ -1019,14 +1020,16 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
     python_path = []
     real_open = api._open
     monkeypatch.setattr(api, "_open", lambda *a: python_path.append(a) or real_open(*a))
+    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
     for distribution, n, num_bins, offset, dtype in [
             ("uniform", 4096, 256, 0, np.int32), ("zipf", 1 << 20, 256, 1, np.int32),
             ("uniform", 50_000, 1 << 20, 3, np.int32), ("onebin", 300_001, 4096, 0, np.int32),
             ("round-robin", 1 << 18, 65536, 2, np.int64), ("uniform", 99_999, 200, 5, np.uint8),
-            # auto samples: the lane runs auto's launcher (the partitioned kernel, or the
-            # fast one for skewed keys)
+            # auto samples: the lane replays auto's launches (the partitioned kernel
+            # chosen, or the fast one for skewed keys; a start off the vectors)
             ("uniform", (1 << 25) + 7, 1 << 20, 0, np.int32),
-            ("onebin", 1 << 25, 1 << 18, 1, np.int32)]:
+            ("onebin", 1 << 25, 1 << 18, 1, np.int32),
+            ("zipf", (1 << 25) + 5, 1 << 19, 3, np.int64)]:
         host = make_keys(distribution, n + offset, num_bins, seed=n).astype(dtype)
         keys = cupy.asarray(host)[offset:]
         got = gpu.histogram(keys, num_bins)
@@ -1082,6 +1085,7 @@ def test_an_unchecked_lane_call_counts_the_valid_keys_and_leaves_the_first_bad_i
     from histkit.gpu import api
 
     monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
     host = make_keys("uniform", n, num_bins, seed=7)
     counts, first_bad = gpu.histogram(cupy.asarray(host), num_bins, check=False)
     np.testing.assert_array_equal(cupy.asnumpy(counts), oracles.histogram(host, num_bins))

@@ -17,9 +17,13 @@ path (histkit.gpu._driver_calls) zeroes them where the kernel adds into
 them, launches the fast kernel with the arguments fast_launch packs, and
 waits; then the slot's flag on the verdict board says whether any key was
 bad. Where auto does more (its sample and gated candidates, at 2^25+ keys
-over many bins), the plan is a Python callable that runs auto's launcher on
-the lane's stream and slot, and the lane waits and reads the flag as above:
-the Python path's argument handling is what it skips there. Plans are kept
+over many bins; the atomic kernel past 2^32 bins), its launcher is recorded
+once per shape and keys address modulo the vector width
+(histkit.gpu.recording; a Recorded plan): the lane replays the recording
+(a Replay) with the call's pointers, its seven scratch arrays in one
+allocation by the runtime on the call's stream, and waits and reads the flag
+as above. A launcher that cannot be recorded gets a Python callable instead,
+which runs auto's launcher on the lane's stream and slot. Plans are kept
 here per (dtype, N, num_bins).
 
 A sort's launches are queued by the Python launcher (api._lane_sort, the
@@ -40,6 +44,8 @@ Python path: the same allocation, memset and launch, argument for argument.
 from libc.stdint cimport uint32_t, uintptr_t
 
 import numpy as np
+
+from histkit.gpu.recording import COUNTS, FIRST_BAD, KEYS, SCRATCH
 
 
 cdef class LanePlan:
@@ -64,6 +70,75 @@ cdef class LanePlan:
         self.shared_bytes = geometry.shared_bytes
         self.n_and_bins, self.shared_bins, self.overwrite = n_and_bins, shared_bins, overwrite
         self.zero_bytes, self.heads = zero_bytes, heads
+
+
+cdef class ReplayMemset:
+    """A recorded memset: nbytes of byte at offset past the call's pointer of
+    role (histkit.gpu.recording's roles)."""
+
+    cdef readonly Py_ssize_t role
+    cdef readonly object offset
+    cdef readonly unsigned char byte
+    cdef readonly size_t nbytes
+
+    def __init__(self, Py_ssize_t role, offset, unsigned char byte, size_t nbytes):
+        self.role, self.offset, self.byte, self.nbytes = role, offset, byte, nbytes
+
+
+cdef class ReplayLaunch:
+    """A recorded launch: the kernel's raw handle and geometry, its arguments
+    (a pointer's slot holds 0) and the pointers to fill in, (argument index,
+    role, offset) each."""
+
+    cdef readonly object kernel, geometry
+    cdef readonly unsigned int grid, block, shared_bytes
+    cdef readonly bint cooperative
+    cdef readonly tuple args, pointers
+
+    def __init__(self, kernel, geometry, tuple args, tuple pointers):
+        self.kernel, self.geometry = kernel, geometry
+        self.grid, self.block = geometry.grid, geometry.block
+        self.shared_bytes, self.cooperative = geometry.shared_bytes, geometry.cooperative
+        self.args, self.pointers = args, pointers
+
+
+cdef class Replay:
+    """One recorded script (histkit.gpu.recording.Script): the scratch it
+    needs, in one block, and its memsets and launches in order."""
+
+    cdef readonly size_t scratch_bytes
+    cdef readonly tuple steps
+
+    def __init__(self, size_t scratch_bytes, tuple steps):
+        for step in steps:
+            if type(step) is not ReplayMemset and type(step) is not ReplayLaunch:
+                raise TypeError(f"a replay's steps are ReplayMemset or ReplayLaunch; got {step!r}")
+        self.scratch_bytes, self.steps = scratch_bytes, steps
+
+
+cdef class Recorded:
+    """One shape's replays, one per keys address modulo `modulus` (a launch
+    may depend on it: the fast kernel's scalar head), each recorded by
+    record(residue) when first met; where that gives None, launcher (the
+    callable a plan_for may return) runs the call instead."""
+
+    cdef readonly object record, launcher
+    cdef readonly Py_ssize_t modulus
+    cdef dict replays
+
+    def __init__(self, record, launcher, Py_ssize_t modulus):
+        if modulus < 1:
+            raise ValueError(f"modulus must be at least 1; got {modulus}")
+        self.record, self.launcher, self.modulus = record, launcher, modulus
+        self.replays = {}
+
+    cdef object replay_for(self, keys_ptr):
+        """The Replay for keys at keys_ptr, or None (not recordable)."""
+        residue = keys_ptr % self.modulus
+        found = self.replays.get(residue, self)
+        if found is self:
+            found = self.replays[residue] = self.record(residue)
+        return found
 
 
 cdef class DeviceWord:
@@ -91,7 +166,8 @@ cdef class Lane:
     # rt's driver calls and cupy's functions are looked up at each call (a
     # dict lookup each), not kept: a measurement that wraps them
     # (bench/host_costs.py) sees the lane's calls too.
-    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, uint64, plan_for, sort, check
+    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, uint64, uint8, plan_for, sort
+    cdef object check
     cdef object bad_key
     cdef dict plans
     cdef long long device_id
@@ -101,6 +177,7 @@ cdef class Lane:
         self.rt, self.per_call = rt, rt.per_call
         self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
         self.int64, self.uint64 = np.dtype(np.int64), np.dtype(np.uint64)
+        self.uint8 = np.dtype(np.uint8)
         self.plan_for, self.sort, self.check, self.bad_key = plan_for, sort, check, bad_key
         self.plans = {}
         self.device_id = rt.device.device_id
@@ -127,12 +204,19 @@ cdef class Lane:
         if words is None:
             return None
         slot, first_bad = words
+        replay = None
+        if type(made) is Recorded:
+            replay = (<Recorded>made).replay_for(memory.ptr)
+            if replay is None:
+                made = (<Recorded>made).launcher
         if type(made) is LanePlan:
             counts = self._launch(made, memory, num_bins, slot.ptr, stream)
-            if counts is None:
-                return None
+        elif replay is not None:
+            counts = self._replay(replay, memory, num_bins, slot.ptr, stream)
         else:
             counts = made(keys, n, num_bins, stream, slot)
+        if counts is None:
+            return None
         if not check:
             return counts, first_bad
         return self._checked(counts, keys, num_bins, scratch, stream)
@@ -236,3 +320,43 @@ cdef class Lane:
         if status:
             self.check(status, f"launching {plan.geometry}")
         return counts
+
+    cdef object _replay(self, Replay replay, memory, num_bins, slot_ptr, stream):
+        """Allocate the counts and the replay's scratch, then queue its memsets
+        and launches with the call's pointers: the counts, or None (declined:
+        nothing queued) where either allocation fails."""
+        try:
+            counts = self.cupy.empty(num_bins, self.int64)
+            # The runtime's allocation on the call's stream, as the launcher's
+            # own scratch is (pooled there, or graph memory while captured).
+            scratch = (self.rt.on(stream).empty(replay.scratch_bytes, self.uint8)
+                       if replay.scratch_bytes else None)
+        except Exception:  # out of memory, say: the Python path names it
+            return None
+        bases = [0, 0, 0, 0]
+        bases[KEYS] = memory.ptr
+        bases[COUNTS] = counts.data.ptr
+        bases[FIRST_BAD] = slot_ptr
+        bases[SCRATCH] = 0 if scratch is None else scratch.ptr
+        calls = self.per_call.calls
+        cdef int status
+        cdef ReplayMemset memset
+        cdef ReplayLaunch launch
+        cdef list args
+        for step in replay.steps:
+            if type(step) is ReplayMemset:
+                memset = <ReplayMemset>step
+                status = calls.memset(bases[memset.role] + memset.offset, memset.byte,
+                                      memset.nbytes, stream)
+                if status:
+                    self.check(status, "cuMemsetD8Async")
+                continue
+            launch = <ReplayLaunch>step
+            args = list(launch.args)
+            for index, role, offset in launch.pointers:
+                args[index] = bases[role] + offset
+            status = calls.launch(launch.kernel, launch.grid, launch.block, launch.shared_bytes,
+                                  stream, launch.cooperative, tuple(args))
+            if status:
+                self.check(status, f"launching {launch.geometry}")
+        return counts  # the scratch goes back on the stream, after the queued work

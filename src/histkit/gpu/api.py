@@ -25,11 +25,12 @@ loop of calls can be captured in a CUDA graph and replayed.
 The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
 stream, method="auto", check= and nothing else given) runs in
 histkit.gpu._lane: where auto launches one kernel, it makes the same driver
-calls as the Python path below without its glue; elsewhere it runs auto's
-launcher itself. gpu.counting_sort's common call (the same, stable=True,
-int64 indices) runs its launcher from there too. An unchecked call there
-waits for nothing, as below. Every other call, and any problem with the
-arguments, takes the Python path.
+calls as the Python path below without its glue; elsewhere it replays auto's
+launches, recorded once per shape (histkit.gpu.recording).
+gpu.counting_sort's common call (the same, stable=True, int64 indices) runs
+its launcher from there too. An unchecked call there waits for nothing, as
+below. Every other call, and any problem with the arguments, takes the
+Python path.
 
 Threads. Calls may come from any thread (a Dask worker's, a server's): the
 first call on a thread makes histkit's device's CUDA context current there.
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from histkit.gpu import registry
+from histkit.gpu import recording, registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.device import check as check_driver_result
@@ -503,21 +504,38 @@ def _make_lane(rt: Runtime):
 
 def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
     """The lane's plan for CuPy keys of this length and num_bins: a LanePlan
-    from the auto row's lane_plan where auto makes one launch, else
-    _lane_auto (auto's launcher)."""
-    from histkit.gpu._lane import LanePlan
+    from the auto row's lane_plan where auto makes one launch, else auto's
+    launcher recorded for the lane to replay (histkit.gpu.recording), with
+    _lane_auto (the launcher itself) where it cannot be."""
+    from histkit.gpu._lane import LanePlan, Recorded
 
     dtype = keys.dtype
     plan = registry.serving("histogram", "auto").lane_plan(
         rt, Keys(keys.data.ptr, n, dtype), num_bins)
     if plan is None:
-        return _lane_auto
+        return Recorded(lambda residue: _lane_replay(rt, dtype, n, num_bins, residue),
+                        _lane_auto, VECTOR_BYTES)
     kernel, geometry, n_and_bins, shared_bins, overwrite = plan
     # A head depends on the address only modulo the vector width (which every
     # itemsize divides): one per residue.
     heads = tuple(vector_head(address, n, dtype.itemsize) for address in range(VECTOR_BYTES))
     return LanePlan(rt.launch_handle(kernel, geometry), geometry, tuple(n_and_bins),
                     shared_bins, overwrite, 0 if overwrite else num_bins * 8, heads)
+
+
+def _lane_replay(rt: Runtime, dtype, n: int, num_bins: int, residue: int):
+    """auto's launches for n keys of dtype at an address residue past a
+    VECTOR_BYTES-aligned one, recorded as the lane replays them; None where
+    the launcher cannot be recorded."""
+    from histkit.gpu._lane import Replay, ReplayLaunch, ReplayMemset
+
+    script = recording.record(rt, registry.serving("histogram", "auto").run, dtype, n,
+                              num_bins, residue)
+    if script is None:
+        return None
+    steps = tuple(ReplayMemset(*step) if isinstance(step, recording.Memset)
+                  else ReplayLaunch(*step) for step in script.steps)
+    return Replay(script.scratch_bytes, steps)
 
 
 def _lane_call(keys, n: int, stream: int) -> _Call:

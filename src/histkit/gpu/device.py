@@ -153,14 +153,16 @@ class DeviceArray:
 # thread, which would not order a reuse after the last use.
 LASTING_STREAMS = (1,)
 POOL_MAX_BYTES = 1 << 30
-# Blocks up to half the pool are kept: a freed buffer stays reserved by the
+# Blocks up to the whole pool are kept: a freed buffer stays reserved by the
 # driver's pool anyway (cuda.core sets its release threshold to the maximum),
 # and taking it back here skips cuMemAllocFromPoolAsync and cuMemFreeAsync:
 # 2^28 keys over 2^20 bins (the partitioned kernel's 512 MiB of low bins) took
 # 1737.3-1742.6 us a call with blocks up to 64 MiB pooled, 1727.1-1734.8 with
 # any (4 alternating rounds each, H200, bench/call_gap.py --profile,
-# call-gap-profile-h200-2026-12-03-session29.log).
-POOL_MAX_BLOCK = POOL_MAX_BYTES // 2
+# call-gap-profile-h200-2026-12-03-session29.log). The compiled lane's replay
+# of that call takes its scratch as one block of 552 MiB (histkit.gpu.recording),
+# past the half of the pool that was kept until session 33.
+POOL_MAX_BLOCK = POOL_MAX_BYTES
 
 
 def size_class(nbytes: int) -> int:
