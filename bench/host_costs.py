@@ -2,7 +2,7 @@
 (issue 11; bench/NOTES.md, sessions 31 and 32).
 
     python bench/host_costs.py [--calls 40] [--rounds 5] [--ways lane,python]
-                               [--out bench/results]
+                               [--shapes 2^28x2^20,...] [--out bench/results]
 
 - marks: the host's clock at the entry and exit of each step of a
   gpu.histogram call (api's steps, cupy.empty, and the C path's memset,
@@ -12,6 +12,8 @@
     where it serves the shape; its steps show as cupy.empty and the driver
     calls alone);
   - python: the Python path (api.python_path_only);
+  - unrecorded: the lane running auto's launcher where it would replay its
+    recording (session 32's lane; histkit.gpu.recording);
   - AUTO, SPIN, BLOCKING_SYNC (cuCtxSetFlags; AUTO again at the end) and
     polled (the sync replaced by a Python loop on cuStreamQuery): the Python
     path with the context's scheduling set so: does the way the host waits
@@ -39,7 +41,7 @@ from _shared import poll_stream, wrapped, write_results
 SHAPES = ((1 << 12, 256), (1 << 20, 256), (1 << 24, 1 << 20), (1 << 28, 256), (1 << 28, 65536),
           (1 << 28, 1 << 20))
 SCHEDULES = {"AUTO": 0, "SPIN": 1, "BLOCKING_SYNC": 4}
-WAYS = ("lane", "python", "AUTO", "SPIN", "BLOCKING_SYNC", "polled")
+WAYS = ("lane", "python", "unrecorded", "AUTO", "SPIN", "BLOCKING_SYNC", "polled")
 MEMSET_BYTES = (2048, 1 << 19, 1 << 23)
 
 
@@ -87,7 +89,31 @@ def clocked_steps(marks: list, api, cupy) -> list:
                                 (api, "_raise_if_bad"), (api, "_hand_back"), (cupy, "empty"))]
 
 
-def marks_and_waits(cupy, driver, calls: int, rounds: int, ways: tuple) -> list[dict]:
+@contextlib.contextmanager
+def lane_unrecorded(api):
+    """Within: a new lane, for which no launcher can be recorded (it runs
+    auto's launcher where it would replay it); the lane before, after."""
+    saved_lane, saved_replay = api._LANE[:], api._lane_replay
+    api._lane_replay = lambda *args: None
+    api._LANE[:] = [None, None]
+    try:
+        yield
+    finally:
+        api._lane_replay = saved_replay
+        api._LANE[:] = saved_lane
+
+
+def parse_shapes(text: str) -> tuple[tuple[int, int], ...]:
+    """"2^28x2^20,4096x256" -> ((2**28, 2**20), (4096, 256))."""
+    def number(part: str) -> int:
+        base, _, power = part.partition("^")
+        return int(base) ** int(power) if power else int(base)
+
+    return tuple(tuple(number(p) for p in shape.split("x")) for shape in text.split(","))
+
+
+def marks_and_waits(cupy, driver, calls: int, rounds: int, ways: tuple,
+                    shapes=SHAPES) -> list[dict]:
     from histkit import gpu
     from histkit.gpu import api
     from histkit.gpu.device import runtime
@@ -103,14 +129,20 @@ def marks_and_waits(cupy, driver, calls: int, rounds: int, ways: tuple) -> list[
         status = driver.cuCtxSetFlags(schedule)[0]
         if status != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"cuCtxSetFlags({schedule}): {status}")
-        with contextlib.nullcontext() if way == "lane" else api.python_path_only():
+        if way == "lane":
+            context = contextlib.nullcontext()
+        elif way == "unrecorded":
+            context = lane_unrecorded(api)
+        else:
+            context = api.python_path_only()
+        with context:
             yield
 
     rows = []
     with wrapped([(rt.per_call, "calls", lambda inner: MarkedCalls(inner, marks, driver)),
                   *clocked_steps(marks, api, cupy)]):
         try:
-            for n, num_bins in SHAPES:
+            for n, num_bins in shapes:
                 rows.append(shape_marks(cupy, gpu, n, num_bins, marks, use, calls, rounds,
                                         ways))
         finally:
@@ -267,6 +299,8 @@ def main() -> None:
                         help=f"ways of calling to compare, of {','.join(WAYS)}")
     parser.add_argument("--skip-launch-and-memset", action="store_true",
                         help="the marks alone (session 31 measured the rest)")
+    parser.add_argument("--shapes", type=parse_shapes, default=SHAPES,
+                        help="N x K shapes, e.g. 2^28x2^20,4096x256 (default: six)")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
     ways = tuple(args.ways.split(","))
@@ -282,7 +316,8 @@ def main() -> None:
     rt = runtime()
     results = {"device": rt.device.name,
                "context flags at start": int(driver.cuCtxGetFlags()[1]),
-               "marks and waits": marks_and_waits(cupy, driver, args.calls, args.rounds, ways)}
+               "marks and waits": marks_and_waits(cupy, driver, args.calls, args.rounds, ways,
+                                                  args.shapes)}
     if not args.skip_launch_and_memset:
         results["launch handles"] = launch_handles(cupy, driver, args.calls, args.rounds)
         results["memset host us"] = memset_costs(driver, args.rounds)
