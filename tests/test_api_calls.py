@@ -1460,6 +1460,35 @@ def test_where_auto_launches_more_the_lane_replays_its_recorded_launches_argumen
             == by_role(python_asked, keys, python_counts, fake._slot, fake.allocated))
 
 
+def test_a_replay_fills_in_each_pointer_at_its_role_and_offset(fake, lane, monkeypatch):
+    from histkit.gpu._lane import Replay, ReplayLaunch, ReplayMemset
+    from histkit.gpu.geometry import Geometry
+
+    steps = (ReplayMemset(recording.SCRATCH, 512, 7, 64),
+             ReplayMemset(recording.COUNTS, 8, 0, 16),
+             ReplayLaunch(77, Geometry("k", 3, 64, 128), (0, 5, 0, 0, 9),
+                          ((0, recording.KEYS, 4), (2, recording.SCRATCH, 256),
+                           (3, recording.FIRST_BAD, 0))))
+    monkeypatch.setattr(api, "_lane_replay", lambda *args: Replay(1024, steps))
+    keys = cupy_keys(1 << 26)
+    counts = api.histogram(keys, 1 << 20)
+    scratch = fake.allocated[-1].ptr
+    assert fake.allocated[-1].n == 1024
+    assert lane.log == [
+        ("memset", scratch + 512, 7, 64, CUPY_STREAM),
+        ("memset", counts.data.ptr + 8, 0, 16, CUPY_STREAM),
+        ("launch", 77, 3, 64, 128, CUPY_STREAM, False,
+         (keys.data.ptr + 4, 5, scratch + 256, fake._slot.ptr, 9)),
+        ("sync", CUPY_STREAM)]
+
+
+def test_a_replay_holds_only_memsets_and_launches():
+    from histkit.gpu._lane import Replay
+
+    with pytest.raises(TypeError, match="ReplayMemset or ReplayLaunch"):
+        Replay(0, (("launch", 1),))
+
+
 def test_a_recorded_shape_is_recorded_once_per_key_address_modulo_the_vector_width(
         fake, lane, monkeypatch):
     recorded = []

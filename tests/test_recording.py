@@ -94,11 +94,24 @@ def test_every_recorded_address_lies_above_any_scalar_a_launcher_passes():
     assert top < 2**64 - 1  # NO_BAD_KEY and EVERY_KEY stay scalars
 
 
+def test_values_just_outside_the_recorded_regions_stay_scalars():
+    top = recording.role_address(len(recording.ROLE_NAMES))
+    below = recording.FAKE_BASE - 1
+
+    def passes_edges(rt, keys, num_bins, counts, first_bad):
+        rt.launch(Kernel("k"), GEOMETRY, below, top, top - 1)
+
+    launch = recording.record(Runtime(), passes_edges, np.int32, 100, 10).steps[0]
+    assert launch.args == (below, top, 0)
+    assert launch.pointers == ((2, SCRATCH, (1 << recording.REGION_BITS) - 1),)
+
+
 @pytest.mark.parametrize("launcher, why", [
     (lambda rt, keys, n, counts, bad: rt.sync("x"), "a wait"),
     (lambda rt, keys, n, counts, bad: rt.copy_to_host(0, np.empty(1)), "a read back"),
     (lambda rt, keys, n, counts, bad: rt.barrier_scratch(4), "the stream's kept scratch"),
     (lambda rt, keys, n, counts, bad: rt.capturing(), "whether it is captured"),
+    (lambda rt, keys, n, counts, bad: rt.zeros(4, np.uint64), "zeroed scratch (unused by auto)"),
     (lambda rt, keys, n, counts, bad: rt.memset(0x5000, 0, 8), "memory it does not own"),
     (lambda rt, keys, n, counts, bad: rt.launch(Kernel("k"), GEOMETRY, 1.5), "a float"),
 ])

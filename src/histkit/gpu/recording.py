@@ -117,11 +117,6 @@ class Recorder:
         self._scratch_bytes = offset + max(1, n * dtype.itemsize)
         return DeviceArray(_Address(self._starts[SCRATCH] + offset), n, dtype)
 
-    def zeros(self, n: int, dtype) -> DeviceArray:
-        array = self.empty(n, dtype)
-        self.memset(array.ptr, 0, max(1, n * array.dtype.itemsize))
-        return array
-
     def memset(self, ptr: int, byte: int, nbytes: int) -> None:
         role, offset = self._named(ptr)
         if role is None:
