@@ -41,14 +41,29 @@ __device__ __forceinline__ unsigned long long hk_global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
     return ns;
 }
-// With HK_SKEW_ALTERNATE (user kernels, histkit.gpu.user_skew) the order also
-// turns at every barrier a thread passes, so a one-block kernel meets both
-// orders: a barrier dropped at the end of a step loop races only when later
-// warps run first. histkit's own kernels keep the order by block alone, the
-// one their table mutants were judged with.
+// A user's kernel (HK_SKEW_ALTERNATE, histkit.gpu.user_skew) also gets the
+// order turned at barriers, so that a missing barrier whose race only later
+// warps running first shows is met. With HK_SKEW_ORDER_SEED (each skewed case
+// of histkit check), the order at a block's j-th barrier is a bit drawn from
+// (seed / 2, block, j) and flipped for an odd seed: the two cases of seeds 2m
+// and 2m + 1 meet opposite orders at every barrier, whatever the number of
+// barriers in the kernel's loops. Without it, the order turns at every
+// barrier. histkit's own kernels keep the order by block alone, the one
+// their table mutants were judged with.
+#ifdef HK_SKEW_ORDER_SEED
+__device__ __forceinline__ unsigned hk_order_bit(unsigned block, unsigned barrier) {
+    unsigned x = (unsigned)((HK_SKEW_ORDER_SEED) >> 1) * 0x9E3779B9u;
+    x ^= block * 0x85EBCA6Bu + barrier * 0xC2B2AE35u;
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; x ^= x >> 16;
+    return (x ^ (unsigned)(HK_SKEW_ORDER_SEED)) & 1u;
+}
+#endif
 __device__ __forceinline__ void hk_sleep_by_warp_rank() {
     const unsigned warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-#ifdef HK_SKEW_ALTERNATE
+#if defined(HK_SKEW_ALTERNATE) && defined(HK_SKEW_ORDER_SEED)
+    const unsigned rank = hk_order_bit(blockIdx.x, hk_barriers_passed[threadIdx.x])
+                              ? warps - 1 - warp : warp;
+#elif defined(HK_SKEW_ALTERNATE)
     const unsigned rank = ((blockIdx.x + hk_barriers_passed[threadIdx.x]) & 1) ? warps - 1 - warp
                                                                                : warp;
 #else

@@ -42,39 +42,46 @@ def test_a_grid_below_1_or_not_a_number_is_refused(text, says, capsys):
 def _handed_to_check(monkeypatch, argv):
     seen = {}
 
-    def fake_check(kernel, kind, **options):
-        seen.update(options, kernel=kernel, kind=kind)
-        return check_module.CheckReport(kernel, kind)
+    def fake_check(impl, kind, **options):
+        seen.update(options, impl=impl, kind=kind)
+        return check_module.CheckReport(impl.describe(), kind)
 
     monkeypatch.setattr(check_module, "check", fake_check)
     assert main(argv) == 0
     return seen
 
 
-def test_the_options_reach_check_as_given_and_shrinking_is_on_unless_refused(monkeypatch):
+def test_the_options_reach_check_as_given_and_shrinking_is_on_unless_refused(monkeypatch,
+                                                                            tmp_path):
+    kernel = tmp_path / "my.cu"
+    kernel.write_text('extern "C" __global__ void histogram() {}\n')
     seen = _handed_to_check(monkeypatch, [
-        "check", "my.cu", "--kind", "privatized", "--full", "--define", "A=1", "--block",
+        "check", str(kernel), "--kind", "privatized", "--full", "--define", "A=1", "--block",
         "128", "--grid", "3", "--counts", "64", "--warp-size", "16", "--inputs", "numpy",
         "--timeout", "5"])
-    assert (seen["kernel"], seen["kind"], seen["quick"]) == ("my.cu", "privatized", False)
-    assert seen["defines"] == {"A": "1"} and (seen["block"], seen["grid"]) == (128, 3)
-    assert (seen["count_bits"], seen["warp_size"], seen["inputs"]) == (64, 16, "numpy")
+    impl = seen["impl"]
+    assert (impl.path, seen["kind"], seen["quick"]) == (str(kernel), "privatized", False)
+    assert impl.defines == (("A", "1"),) and (impl.block, impl.grid) == (128, 3)
+    assert (impl.count_bits, impl.warp_size, seen["inputs"]) == (64, 16, "numpy")
     assert seen["timeout"] == 5.0 and seen["shrink_failures"] is True
-    assert seen["keys"] is None and seen["quick"] is False
-    seen = _handed_to_check(monkeypatch, ["check", "my.cu", "--kind", "scan", "--no-shrink"])
+    assert seen["keys"] is None and seen["quick"] is False and seen["in_process"] is False
+    seen = _handed_to_check(monkeypatch, ["check", str(kernel), "--kind", "scan",
+                                          "--no-shrink", "--in-process"])
     assert seen["shrink_failures"] is False and seen["quick"] is True and seen["grid"] is None
+    assert seen["in_process"] is True
 
 
-def test_a_failing_case_is_printed_as_it_comes_and_a_passing_one_is_not(capsys):
+def test_the_verdict_names_what_is_judged_and_ends_in_pass_or_fail(capsys):
     clipped = "examples.python_kernels:histogram_clipped"
     assert main(["check", clipped, "--kind", "histogram", "--keys", "0,9",
                  "--num-bins", "4", "--no-shrink"]) == 1
-    out = capsys.readouterr().out
-    assert out.splitlines()[0] == "FAIL literal/N=2/K=4/int32"  # then the report's lines
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"histkit check {clipped}"
+    assert lines[-1].startswith(f"FAIL: {clipped} as histogram: 0 pass, 1 FAIL")
     assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
                  "--keys", "0,3", "--num-bins", "4"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("PASS examples.python_kernels:histogram as histogram: 1 pass, 0 FAIL")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("PASS: examples.python_kernels:histogram as histogram: 1 pass")
 
 
 @pytest.mark.parametrize("option", [["--sanitize", "racecheck"], ["--sanitize=racecheck"]])

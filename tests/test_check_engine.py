@@ -112,7 +112,8 @@ def test_a_failing_input_shrinks_to_the_fewest_keys_that_still_fail():
     failure = report.failures[0]
     assert failure.shrunk.n == 5 and failure.shrunk.distribution == "literal"
     assert "smallest failing input" in str(failure) and "keys = [" in str(failure)
-    assert "reproduce: " in str(failure) and failure.reproducer.startswith("python -c")
+    assert "reproduce: " in str(failure) and failure.reproducer.startswith("histkit check")
+    assert failure.python_reproducer.startswith("python -c")
     again = check(loses_a_count_from_five_keys, "histogram",
                   keys=np.array(failure.shrunk.literal, failure.shrunk.dtype),
                   num_bins=failure.shrunk.num_bins)
@@ -151,28 +152,36 @@ def test_a_callable_that_crashes_fails_its_cell_with_the_error():
 
 
 def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_path):
+    from histkit.conformance.reproduce import INLINE_KEYS, python_call
+
     literal = Case.of_keys(np.array([3, 1], np.int32), 4)
     python = make_impl(exact, "histogram")
-    line = reproducer(python, "histogram", literal)
-    assert "keys=np.array([3,1], dtype='int32'), num_bins=4" in line
+    line = python_call(python, "histogram", literal)
+    assert "keys=np.array([3, 1], dtype='int32'), num_bins=4" in line
     assert "'test_check_engine:exact', 'histogram'" in line
-    sort = reproducer(make_impl(np.argsort, "radix-sort"), "radix-sort",
-                      Case.of_keys(np.array([3, 1], np.int64), 0, full_width=True))
+    assert reproducer(python, "histogram", literal) == (
+        "histkit check test_check_engine:exact --kind histogram --keys 3,1 --num-bins 4 "
+        "--dtype int32")
+    sort = python_call(make_impl(np.argsort, "radix-sort"), "radix-sort",
+                       Case.of_keys(np.array([3, 1], np.int64), 0, full_width=True))
     assert "num_bins" not in sort and "dtype='int64'" in sort
-    generated = reproducer(python, "histogram", small(10))
-    assert f"cases=[{small(10)!r}]" in generated
-    too_many = Case.of_keys(np.zeros(check_module.INLINE_KEYS + 1, np.int32), 4)
-    assert "cases=[" in reproducer(python, "histogram", too_many)
+    # a matrix case is named as the case it is
+    assert f"--case {small(10).name}" in reproducer(python, "histogram", small(10))
+    assert f"case={small(10).name!r}" in python_call(python, "histogram", small(10))
+    too_many = Case.of_keys(np.zeros(INLINE_KEYS + 1, np.int32), 4)
+    assert f"case={small(10).name!r}" in python_call(python, "histogram", too_many, small(10))
     kernel = tmp_path / "k.cu"
     kernel.write_text("")
     cuda = make_impl(f"{kernel}:my_hist", "histogram", defines={"X": 1}, block=64,
                      count_bits=64)
     line = reproducer(cuda, "histogram", Case.of_keys(np.array([2], np.int8), 3, grid=5))
-    assert line.startswith(f"histkit check {cuda.describe()} --kind histogram --keys '2'")
-    assert ("--dtype int8 --num-bins 3 --define X=1 --block 64 --grid 5 --counts 64"
+    assert line.startswith(f"histkit check {cuda.path}:my_hist --kind histogram --keys 2")
+    assert ("--num-bins 3 --dtype int8 --define X=1 --block 64 --grid 5 --counts 64"
             in line)
     no_grid = reproducer(cuda, "histogram", Case.of_keys(np.array([2], np.int8), 3))
     assert "--grid" not in no_grid
+    negative = reproducer(cuda, "histogram", Case.of_keys(np.array([-1, 2], np.int8), 3))
+    assert "--keys=-1,2 " in negative
 
 
 def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
@@ -199,7 +208,8 @@ def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
         worker = Worker(outcome)
         judge = Judge(make_impl(exact, "histogram"), 60)
         judge._isolated = worker
-        monkeypatch.setattr(check_module, "Judge", lambda impl, timeout, j=judge: j)
+        monkeypatch.setattr(check_module, "Judge",
+                            lambda impl, timeout, isolated=None, j=judge: j)
         report = check(exact, "histogram", cases=cases, shrink_failures=False)
         statuses = [cell.status for _, cell, _ in report.cells]
         assert statuses == ["pass"] + ["FAIL"] * limit + ["skip"] * (8 - limit), outcome
@@ -316,11 +326,15 @@ def test_a_failure_reads_fail_then_its_smallest_input_keys_shown_up_to_64():
 
 
 def test_a_literal_of_inline_keys_is_inlined_one_more_is_named_as_a_case():
+    from histkit.conformance.reproduce import INLINE_KEYS, python_call
+
     python = make_impl(exact, "histogram")
-    inline = check_module.INLINE_KEYS
-    at = reproducer(python, "histogram", Case.of_keys(np.zeros(inline, np.int32), 4))
-    past = reproducer(python, "histogram", Case.of_keys(np.zeros(inline + 1, np.int32), 4))
-    assert "keys=np.array([0,0," in at and "cases=[" in past
+    at = python_call(python, "histogram", Case.of_keys(np.zeros(INLINE_KEYS, np.int32), 4))
+    past = Case.of_keys(np.zeros(INLINE_KEYS + 1, np.int32), 4)
+    assert "keys=np.array([0, 0," in at
+    # shrunk from a matrix case: named as that case; given as keys: written out
+    assert f"case={small(10).name!r}" in python_call(python, "histogram", past, small(10))
+    assert "keys=np.array([0, 0," in python_call(python, "histogram", past)
 
 
 @pytest.mark.parametrize("spec", ["examples.python_kernels", ":histogram", "histogram:"])
@@ -413,7 +427,8 @@ def test_a_privatized_callable_is_told_its_geometry_and_the_report_names_it():
     forced = make_impl(privatized, "privatized", grid=5)
     assert forced.geometry(small(1000))[1] == 5
     assert forced.geometry(Case("uniform", 1000, 8, seed=1, grid=3))[1] == 3
-    report = check(privatized, "privatized", cases=[small(1000)], shrink_failures=False)
+    report = check(privatized, "privatized", cases=[small(1000)], shrink_failures=False,
+                   in_process=True)
     assert seen == [(256, 4)] and report.cells[0][2] == "block_size=256, num_blocks=4"
     histogram = check(exact, "histogram", cases=[small(1000)])
     assert histogram.cells[0][2] == ""

@@ -290,7 +290,7 @@ def test_cases_reach_every_new_dimension_in_quick_mode():
 def test_the_racy_rule_fails_a_bin_with_keys_counted_zero():
     exact = np.array([3, 1, 0, 2])
     cell = checks.at_most_exact(np.array([1, 0, 0, 2]), exact)
-    assert cell.status == "FAIL" and "bin 1 has 1 keys but counted 0" in cell.detail
+    assert cell.status == "FAIL" and "bin 1 has 1 key but counted 0" in cell.detail
     assert checks.at_most_exact(np.array([1, 1, 0, 1]), exact).status == "finding"
 
 
@@ -624,7 +624,7 @@ def test_a_stable_sort_judged_in_slices_counts_every_difference_across_slices(mo
     cell = checks.judge("stable-sort", expected, checks.Outcome(
         first_bad=None, sorted_slices=_read_from(keys[order], wrong)))
     assert cell.status == "FAIL" and cell.detail.startswith(
-        f"original indexs differ: 3 differing; first at 20: got {order[21]}, "
+        f"original indices differ: 3 differing; first at 20: got {order[21]}, "
         f"expected {order[20]}")
     unsorted = keys[order].copy()
     unsorted[-1] = 0
@@ -649,7 +649,7 @@ def test_only_round_robin_cases_past_2_31_without_bad_keys_are_sorted_in_closed_
     assert not Case("round-robin", HUGE - 18, 251, dtype="uint8").sorted_in_closed_form
 
 
-# --- gaps the harness mutants found (mutants/harness_mutants.py, session 19) --------
+# --- gaps the harness mutants found (mutants/harness_mutants.py) -----------------
 
 def test_a_wave_kernel_whose_counts_differ_from_the_wave_model_fails():
     keys = np.zeros(64, np.int32)  # one bucket: the model loses 31 of each 32-lane wave

@@ -290,10 +290,10 @@ class HostFence:
 
 
 def test_fenced_cells_place_scratch_flush_against_unmapped_memory_by_turns(rt, monkeypatch):
-    from histkit.gpu import device
+    from histkit.gpu.device import allocation
 
     made = []
-    monkeypatch.setattr(device, "FencedBuffer",
+    monkeypatch.setattr(allocation, "FencedBuffer",
                         lambda _id, nbytes, at_start: HostFence(rt.memory, nbytes, at_start, made))
     rt.device = type("Device", (), {"device_id": 0})()
     with rt.poisoned_scratch(fenced=True):
@@ -413,7 +413,7 @@ def test_a_stable_sort_past_2_31_that_misplaces_an_index_fails_by_position(close
 
     kernel = _sorting_kernel(closed_form_run.rt.memory, swap_two)
     cell, _ = closed_form_run.judge(kernel, DEFAULT)
-    assert cell.status == "FAIL" and "original indexs differ: 2 differing; first at 1500" in \
+    assert cell.status == "FAIL" and "original indices differ: 2 differing; first at 1500" in \
         cell.detail
 
 
@@ -440,9 +440,9 @@ class PretendVirtualMemory:
     def driver(self):
         from types import SimpleNamespace
 
-        from histkit.gpu import device
+        from histkit.gpu.device import bindings
 
-        ok = device._SUCCESS
+        ok = bindings.SUCCESS
 
         def reserve(size, alignment, address, flags):
             self.reserved = (0x7F00_0000_0000, size)
@@ -478,9 +478,10 @@ def test_a_fenced_input_is_flush_against_unmapped_space_that_spans_it_on_both_si
     # One element past the input (or before it, at_start) must be unmapped; so
     # must an access a whole input or FENCE_GRANULES granules away.
     from histkit.gpu import device
+    from histkit.gpu.device import bindings
 
     memory = PretendVirtualMemory()
-    monkeypatch.setattr(device, "driver", memory.driver())
+    monkeypatch.setattr(bindings, "driver", memory.driver())
     fenced = device.FencedBuffer(0, nbytes, at_start=at_start)
     (base, reserved), (start, mapped) = memory.reserved, memory.mapped
     assert mapped == -(-nbytes // GRANULE) * GRANULE  # whole granules, no more

@@ -1,4 +1,10 @@
-"""The histkit command: the chapter demo, the main verification job, the GPU benchmark."""
+"""histkit: judge GPU histogram, scan and sort kernels against exact CPU oracles.
+
+  histkit check KERNEL --kind KIND   judge your kernel (.cu file or Python callable)
+  histkit verify                     oracle self-checks, the chapter demo, GPU conformance
+  histkit demo                       walk the chapter's three sections on the oracles
+  histkit bench                      GPU benchmark against CUB, CuPy and PyTorch
+"""
 
 from __future__ import annotations
 
@@ -7,28 +13,13 @@ import os
 import sys
 
 from histkit import __version__
+from histkit.cli_args import bounded_int, join_negative_values, writable_file
 from histkit.distributions import GENERATORS
 
 # Options that size work are capped where the demo stops being a demo; the
 # library calls themselves take anything that fits in memory.
 MAX_DEMO_KEYS = 2**31 - 1
 MAX_DEMO_BINS = 2**31 - 1
-
-
-def bounded_int(low: int, high: int):
-    """An argparse type: an int in [low, high], else a usage error naming the range."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be in [{low}, {high}]; got {value}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
 
 
 def _demo(args) -> int:
@@ -49,7 +40,7 @@ def _verify(args) -> int:
 
 
 def _bench(args) -> int:
-    from histkit.gpu.bench import run_gpu_bench
+    from histkit.bench import run_gpu_bench
 
     return run_gpu_bench(out_dir=args.out, quick=args.quick, only=args.only, calls=args.calls)
 
@@ -61,7 +52,15 @@ def _check(args) -> int:
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    pass
+    """Defaults shown where there is one to show: not for options without a
+    default, for flags, or where the help already says it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.default in (None, False, True) or action.required
+                or "default" in text or action.default == argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--large-only", action="store_true",
                       help="GPU conformance on the 2^28 and > 2^31 key cases alone (what "
                            "--quick leaves out): a full run split in two")
-    verify.add_argument("--json", default="conformance-results.json",
+    verify.add_argument("--json", default="conformance-results.json", type=writable_file,
                         help="where the JSON report (self-checks, demo, conformance) goes")
     verify.set_defaults(run=_verify)
 
@@ -181,13 +180,16 @@ def make_console():
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(join_negative_values(argv, ("--keys",)))
     args.argv = argv  # histkit check --sanitize re-runs itself under compute-sanitizer
     try:
         return args.run(args)
     except MemoryError as error:  # a request too large for this machine: say so, no traceback
         print(f"histkit {args.command}: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"\nhistkit {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ to reproduce it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -92,6 +93,11 @@ class Case:
     scan_counts: bool = False
     # Only kernels of these kinds take the case (None: every kind its keys suit).
     kinds: tuple[str, ...] | None = None
+    # A user's kernel in a skewed case: which warps go first after each block
+    # barrier, drawn per block and per barrier from this seed
+    # (schedule_skew.cuh, HK_SKEW_ORDER_SEED); seeds 2m and 2m + 1 give the
+    # opposite order at every barrier, so a pair of cases meets both.
+    skew_seed: int | None = None
 
     @classmethod
     def of_keys(cls, keys, num_bins: int, grid: int | None = None,
@@ -127,7 +133,7 @@ class Case:
         if self.bad:
             name += f"/bad={self.bad}"
         if self.skewed:
-            name += "/skewed"
+            name += "/skewed" if self.skew_seed is None else f"/skewed-order={self.skew_seed}"
         if self.fenced:
             name += "/fenced-at-start" if self.fenced_at_start else "/fenced"
         if self.kinds is not None:
@@ -543,8 +549,20 @@ def cases_for(kind: str, quick: bool = True, fenced: bool = False,
     source (skewed=True: a .cu kernel, given the schedule skew by
     histkit.gpu.user_skew; a 32-bit index is a slip of CUDA C++, and a
     Python callable handed 2 GiB of keys on the host might take minutes)."""
-    return [c for c in all_cases(quick) if judges(c, kind)
-            and (skewed or not (c.skewed or c.kinds)) and (fenced or not c.fenced)]
+    chosen = [c for c in all_cases(quick) if judges(c, kind)
+              and (skewed or not (c.skewed or c.kinds)) and (fenced or not c.fenced)]
+    return [paired for c in chosen for paired in _with_both_orders(c)]
+
+
+def _with_both_orders(case: Case) -> list[Case]:
+    """A skewed case as a user's kernel gets it: twice, with skew seeds 2m and
+    2m + 1 (m from the case's shape), whose warp orders are opposite at every
+    barrier of every block. A missing barrier whose race only one order
+    shows is met by one of the two, wherever in the kernel it is."""
+    if not case.skewed:
+        return [case]
+    first = 2 * (zlib.crc32(case.name.encode()) & 0xFFFF)
+    return [replace(case, skew_seed=first), replace(case, skew_seed=first + 1)]
 
 
 def large_cases() -> list[Case]:

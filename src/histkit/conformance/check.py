@@ -2,16 +2,24 @@
 
     report = check("my_hist.cu", "histogram")              # a CUDA C++ file
     report = check("mypkg.kernels:histogram", "histogram")  # a Python callable
-    report = check(my_function, "stable-sort", inputs="numpy")
-    report.passed, report.failures  # each failure: case, geometry, detail, reproducer
+    report = check("./kernels.py:histogram", "histogram")   # ... in a file
+    report = check(my_function, "stable-sort")
+    print(report)  # PASS or FAIL, with the first failure's reproducer
 
 The cases are the conformance matrix's (quick by default); the rule is the
-kind's (``histkit.gpu.registry.KINDS``). A failing case is shrunk to a small
-input that still fails, printed with a one-line command that reproduces it.
+kind's (``histkit.gpu.registry.KINDS``). Everything the user could have got
+wrong in asking (a kind, keys of a float dtype, a callable of the wrong
+signature, a missing framework) is a ``UsageError`` before any case runs.
+The implementation runs in a worker process (``isolation.py``), so a crash
+or a hang costs one cell. The smallest failing case is shrunk to a small
+input that still fails; every failure gets a reproducer (``reproduce.py``)
+that prints PASS once the bug is fixed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -23,8 +31,13 @@ from histkit.conformance.foreign import (
     DEFAULT_ENTRIES,
     CudaFileImpl,
     PythonImpl,
-    load_callable,
     parse_kernel_spec,
+)
+from histkit.conformance.loading import (
+    UsageError,
+    check_inputs_available,
+    check_signature,
+    load_callable,
 )
 from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
@@ -39,8 +52,9 @@ MAX_FAULTS = 5
 SHRINK_MAX_FAULTS = 20
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
+SHRUNK_GROUPS = 3  # the groups of failures whose smallest input is shrunk
 SHOWN_KEYS = 64
-INLINE_KEYS = 1024
+DEFAULT_ARCH = "sm_90"
 
 
 @dataclass
@@ -50,7 +64,17 @@ class Failure:
     detail: str
     shrunk: Case | None = None
     shrunk_detail: str = ""
-    reproducer: str = ""
+    reproducer: str = ""  # a command line
+    python_reproducer: str = ""  # the same as a Python call (or why there is none)
+    figures: dict | None = None  # the first differences, where the rule lists them
+
+    @property
+    def smallest(self) -> Case:
+        return self.shrunk or self.case
+
+    @property
+    def symptom(self) -> str:
+        return symptom_of(self.detail)
 
     def __str__(self) -> str:
         text = f"FAIL on {self.case.name} [{self.geometry or 'n/a'}]: {self.detail}"
@@ -64,6 +88,25 @@ class Failure:
         return text
 
 
+_CASE_SUFFIX = re.compile(r"\s*\[case [^\]]*\]\s*$")
+_NUMBER = re.compile(r"-?\b\d+(\.\d+)?\b")
+
+
+def symptom_of(detail: str) -> str:
+    """What went wrong, without the values: failures with one symptom are one
+    group in the verdict ("bins differ", "hang", "crash: ... killed by SIGABRT")."""
+    text = _CASE_SUFFIX.sub("", detail)
+    head, _, rest = text.partition(": ")
+    if head in ("raised on valid input", "crash", "hang") and rest:
+        # name the exception or the signal, not its message
+        word = re.match(r"[A-Za-z_.]+", rest)
+        signal = re.search(r"killed by (SIG[A-Z]+)", rest)
+        head += f": {signal.group(1) if signal else word.group(0) if word else ''}"
+    elif not rest and len(head) > 60:
+        head = head[:60]
+    return _NUMBER.sub("N", head).strip()
+
+
 @dataclass
 class CheckReport:
     implementation: str
@@ -71,6 +114,8 @@ class CheckReport:
     cells: list[tuple[Case, Cell, str]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
+    isolated: bool = False
+    note: str = ""  # how it was run, where that is not the default (in-process, why)
 
     @property
     def passed(self) -> bool:
@@ -80,29 +125,84 @@ class CheckReport:
         statuses = [cell.status for _, cell, _ in self.cells]
         return {s: statuses.count(s) for s in ("pass", "FAIL", "finding", "skip")}
 
+    def groups(self) -> list[list[Failure]]:
+        """The failures by symptom, the group of the smallest failing input
+        first, each group's smallest failure first."""
+        by_symptom: dict[str, list[Failure]] = {}
+        for failure in self.failures:
+            by_symptom.setdefault(failure.symptom, []).append(failure)
+        groups = [sorted(g, key=_smallness) for g in by_symptom.values()]
+        return sorted(groups, key=lambda g: _smallness(g[0]))
+
+    def findings(self) -> dict[str, list[tuple[Case, Cell]]]:
+        """The findings (a rule that holds, with something to report) by symptom."""
+        found: dict[str, list[tuple[Case, Cell]]] = {}
+        for case, cell, _ in self.cells:
+            if cell.status == "finding":
+                found.setdefault(symptom_of(cell.detail), []).append((case, cell))
+        return found
+
+    def summary(self) -> str:
+        """One line: the verdict, what was judged, the cells by status."""
+        counts = self.counts()
+        verdict = "PASS" if self.passed else "FAIL"
+        cells = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("pass", "FAIL"))
+        groups = len(self.groups())
+        kinds = f" ({groups} kind{'s' if groups != 1 else ''} of failure)" if groups else ""
+        return (f"{verdict}: {self.implementation} as {self.kind}: {cells}{kinds} "
+                f"in {self.seconds:.1f} s")
+
+    def __str__(self) -> str:
+        if self.passed:
+            return self.summary()
+        first = self.groups()[0][0]
+        return f"{self.summary()}\n{first}"
+
     def to_json(self) -> dict:
         return {"implementation": self.implementation, "kind": self.kind,
                 "passed": self.passed, "counts": self.counts(),
-                "seconds": round(self.seconds, 2),
+                "seconds": round(self.seconds, 2), "isolated": self.isolated,
+                "note": self.note,
                 "failures": [{"case": f.case.name, "geometry": f.geometry, "detail": f.detail,
+                              "symptom": f.symptom,
                               "shrunk": f.shrunk.name if f.shrunk else None,
                               "shrunk_keys": list(f.shrunk.literal) if f.shrunk else None,
-                              "reproducer": f.reproducer} for f in self.failures],
+                              "shrunk_detail": f.shrunk_detail or None,
+                              "figures": f.figures,
+                              "reproducer": f.reproducer,
+                              "python_reproducer": f.python_reproducer}
+                             for f in self.failures],
                 "cells": [{"case": c.name, "status": cell.status, "detail": cell.detail,
                            "geometry": g} for c, cell, g in self.cells]}
 
 
+def _smallness(failure: Failure) -> tuple[int, int]:
+    case = failure.smallest
+    return case.n, case.num_bins
+
+
 def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int = 256,
               grid: int | None = None, count_bits: int = 32, warp_size: int = 32):
-    """A CudaFileImpl for ``file.cu[:entry]``, a PythonImpl for anything callable."""
+    """A CudaFileImpl for ``file.cu[:entry]``, a PythonImpl for anything callable.
+
+    Raises
+    ------
+    UsageError
+        An unknown kind, a .cu file of a kind the kernel ABI lacks, a callable
+        that cannot be found, or one whose signature the kind cannot call.
+    FileNotFoundError
+        A .cu path that does not exist.
+    TypeError
+        `impl` is neither a path, a name nor a callable.
+    """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        raise UsageError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
     if isinstance(impl, (CudaFileImpl, PythonImpl)):
         return impl
     if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
         if kind not in DEFAULT_ENTRIES:
-            raise ValueError(f"the kernel ABI has no {kind} kernels (CUDA files may be of kind "
-                             f"{', '.join(DEFAULT_ENTRIES)}); hand a {kind} as a Python "
+            raise UsageError(f"the kernel ABI has no {kind} kernels (CUDA files may be of "
+                             f"kind {', '.join(DEFAULT_ENTRIES)}); hand a {kind} as a Python "
                              f"callable that launches it")
         path, entries = parse_kernel_spec(impl, kind)
         return CudaFileImpl(path, kind, entries, tuple(sorted((defines or {}).items())), block,
@@ -110,29 +210,39 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
     function = load_callable(impl) if isinstance(impl, str) else impl
     if not callable(function):
         raise TypeError(f"an implementation is a .cu path or a callable; got {impl!r}")
-    return PythonImpl(function, kind, "numpy" if inputs == "auto" else inputs, warp_size,
-                      block, grid, name=impl if isinstance(impl, str) else "")
+    name = impl if isinstance(impl, str) else ""
+    python = PythonImpl(function, kind, "numpy" if inputs == "auto" else inputs, warp_size,
+                        block, grid, name=name)
+    check_signature(function, kind, python.describe())
+    return python
 
 
 class Judge:
-    """Runs one implementation on one case, isolated when it is a .cu kernel."""
+    """Runs one implementation on one case: in a worker process (isolated),
+    or, for a callable asked to run in process, here."""
 
-    def __init__(self, impl, timeout: float):
+    def __init__(self, impl, timeout: float, isolated: bool | None = None):
         self.impl = impl
         self._isolated = None
-        if isinstance(impl, CudaFileImpl):
+        if isolated is None:  # a .cu kernel always; a callable when check() asks
+            isolated = isinstance(impl, CudaFileImpl)
+        if isolated:
             from histkit.conformance.isolation import IsolatedJudge
 
             self._isolated = IsolatedJudge(timeout)
 
     @property
+    def isolated(self) -> bool:
+        return self._isolated is not None
+
+    @property
     def hung(self) -> list[str]:
-        """The cases on which the kernel hung (only an isolated .cu kernel can)."""
+        """The cases on which the implementation hung (only an isolated one can)."""
         return self._isolated.hung if self._isolated is not None else []
 
     @property
     def faulted(self) -> list[str]:
-        """The cases on which the kernel faulted (cost its worker process)."""
+        """The cases on which it crashed or faulted (each cost its worker process)."""
         return self._isolated.faulted if self._isolated is not None else []
 
     def __call__(self, case: Case) -> tuple[Cell, str]:
@@ -179,12 +289,23 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False):
         yield keys, num_bins // 2
 
 
+def with_keys(case: Case, keys: np.ndarray, num_bins: int) -> Case:
+    """case with these keys in place of its own: every other dimension (a
+    forced grid, schedule skew, a misaligned or fenced start) is kept, so
+    that the smaller input fails for the same reason."""
+    literal = Case.of_keys(keys, num_bins, case.grid, case.full_width, case.scan_counts)
+    kept = {name: getattr(case, name) for name in ("offset", "skewed", "fenced",
+                                                    "fenced_at_start", "skew_seed")
+            if hasattr(case, name)}
+    return dataclasses.replace(literal, **kept)
+
+
 def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     """The smallest input found that still FAILs (None when the case is too large)."""
     if case.n > SHRINK_MAX_N:
         return None
     keys, num_bins = case.keys(), case.num_bins
-    best = Case.of_keys(keys, num_bins, case.grid, case.full_width, case.scan_counts)
+    best = with_keys(case, keys, num_bins)
     best_detail = ""
     hangs_before, faults_before = len(judge.hung), len(judge.faulted)
     attempts = 0
@@ -193,8 +314,7 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
         improved = False
         for cand_keys, cand_bins in _candidates(keys, num_bins,
                                                 case.full_width or case.scan_counts):
-            candidate = Case.of_keys(cand_keys, cand_bins, case.grid, case.full_width,
-                                     case.scan_counts)
+            candidate = with_keys(case, cand_keys, cand_bins)
             if candidate == best:
                 # The input itself (a scan's counts keep their own length as K):
                 # no smaller, and a FAIL would only repeat the round to the cap.
@@ -215,80 +335,201 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
 
 
 def reproducer(impl, kind: str, case: Case) -> str:
-    """A one-line command (or Python snippet) that runs just this case."""
-    # (a scan's counts are no keys= input: they are named as the Case they are)
-    if case.literal is not None and case.n <= INLINE_KEYS and not case.scan_counts:
-        keys = ",".join(map(str, case.literal))
-        if isinstance(impl, CudaFileImpl):
-            options = "".join(f" --define {k}={v}" for k, v in impl.defines)
-            grid = case.grid or impl.grid
-            options += f" --block {impl.block}" + (f" --grid {grid}" if grid else "")
-            options += f" --counts {impl.count_bits}"
-            return (f"histkit check {impl.describe()} --kind {kind} --keys '{keys}' "
-                    f"--dtype {case.dtype} --num-bins {case.num_bins}{options}")
-        bins = "" if kind in FULL_WIDTH_KINDS else f", num_bins={case.num_bins}"
-        return (f"python -c \"import numpy as np; from histkit.conformance import check; "
-                f"print(check('{impl.describe()}', '{kind}', keys=np.array([{keys}], "
-                f"dtype='{case.dtype}'){bins}).failures[0])\"")
-    return (f"python -c \"from histkit.conformance import check, Case; "
-            f"print(check('{impl.describe()}', '{kind}', cases=[{case!r}]).failures[0])\"")
+    """A command line that runs just this case (see reproduce.py)."""
+    from histkit.conformance.reproduce import command_line
+
+    return command_line(impl, kind, case)
+
+
+def find_case(kind: str, name: str) -> Case:
+    """The matrix case named `name` that judges `kind` (quick or full matrix,
+    as a .cu kernel gets them: the widest set)."""
+    for case in cases_for(kind, quick=False, fenced=True, skewed=True):
+        if case.name == name:
+            return case
+    raise UsageError(f"no {kind} case is named {name!r} (names are printed by "
+                     f"histkit check -v and in its --json report)")
+
+
+def validate_keys(keys, kind: str, num_bins: int | None) -> np.ndarray:
+    """keys as an integer array, or a UsageError / TypeError naming the problem."""
+    keys = np.asarray(keys)
+    if keys.dtype.kind not in "iu":
+        raise TypeError(f"keys must be integers (int8 ... uint64); got dtype {keys.dtype} "
+                        f"(real-valued samples are binned, not checked as keys)")
+    if keys.ndim != 1:
+        raise UsageError(f"keys must be one-dimensional; got shape {keys.shape}")
+    if kind == "scan":
+        if keys.size and keys.min() < 0:
+            raise UsageError(f"a scan's input is counts, which are >= 0; got {keys.min()}")
+    elif kind not in FULL_WIDTH_KINDS and num_bins is None:
+        raise UsageError("keys= needs num_bins=")
+    return keys
+
+
+def compile_only(impl: CudaFileImpl, dtype="int32", arch: str = DEFAULT_ARCH) -> str:
+    """Compile impl's file as a kernel of its kind would be built, for `arch`;
+    the entries it provides, or KernelCompileError with NVRTC's log. Needs
+    NVRTC only, no GPU."""
+    from histkit.conformance.cuda_abi import COUNT_TYPES
+    from histkit.gpu import compiler, contract
+    from histkit.gpu.contract import KEY_C_TYPES
+
+    count = COUNT_TYPES[impl.count_bits][0] if impl.kind not in ("sort", "stable-sort") \
+        else "unsigned long long"
+    defines = {"KEY_T": KEY_C_TYPES[np.dtype(dtype)], "COUNT_T": count,
+               "WARP_SIZE": str(impl.warp_size), **dict(impl.defines)}
+    cubin = compiler.compile_cubin(impl.path, contract.defines_for(impl.path, defines), arch)
+    missing = [e for e in impl.entries if b"\x00" + e.encode() + b"\x00" not in cubin]
+    if missing:
+        raise UsageError(f"{impl.path} compiles for {arch} but has no entry "
+                         f"{', '.join(missing)} (a kernel of kind {impl.kind} provides "
+                         f"extern \"C\" __global__ {', '.join(impl.entries)})")
+    return f"{impl.path} compiles for {arch} with entries {', '.join(impl.entries)}"
 
 
 def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=None,
-          keys=None, num_bins: int | None = None, defines: dict | None = None,
-          block: int = 256, grid: int | None = None, count_bits: int = 32,
-          warp_size: int = 32, timeout: float = 60.0, shrink_failures: bool = True,
-          progress=None) -> CheckReport:
-    """Judge `impl` as a kernel of `kind` on the conformance cases (see module doc)."""
+          keys=None, num_bins: int | None = None, case: str | None = None,
+          defines: dict | None = None, block: int = 256, grid: int | None = None,
+          count_bits: int = 32, warp_size: int = 32, timeout: float = 60.0,
+          shrink_failures: bool = True, in_process: bool = False, progress=None,
+          on_start=None) -> CheckReport:
+    """Judge `impl` as an implementation of `kind` on the conformance cases.
+
+    Parameters
+    ----------
+    impl : str or callable
+        ``path/to/file.cu[:entry[,entry]]``, ``package.module:function``,
+        ``path/to/file.py:function``, or a callable.
+    kind : str
+        The rule to judge by: one of ``histkit.gpu.registry.KINDS``.
+    quick : bool
+        The quick matrix (default) or the full one (2^28 and > 2^31 keys).
+    inputs : {"auto", "numpy", "cupy", "torch"}
+        The array kind a callable receives (auto: NumPy).
+    cases, keys, num_bins, case
+        Run these Cases, one input (``keys`` with ``num_bins``), or the
+        matrix case named ``case``, instead of the matrix.
+    defines, block, grid, count_bits, warp_size
+        How a .cu kernel is built and launched (see ``histkit check --help``);
+        ``block`` and ``grid`` are also the geometry a privatized callable is
+        told, ``warp_size`` a wave callable's wave width.
+    timeout : float
+        Seconds a case may run before it counts as a hang.
+    shrink_failures : bool
+        Shrink the smallest failing case to a minimal input.
+    in_process : bool
+        Run a callable in this process (for a debugger) instead of a worker.
+    progress, on_start
+        Called with (case, cell) after each case; with (cases, report) before
+        the first (the report says how the implementation is run).
+
+    Returns
+    -------
+    CheckReport
+        ``print(report)`` says PASS, or FAIL with the first failure's reproducer.
+
+    Raises
+    ------
+    UsageError
+        Anything wrong with the request, found before any case runs.
+    TypeError
+        Keys that are not integers.
+    GpuUnavailableError
+        A .cu kernel where no GPU can run it (after compiling it, so its
+        compile errors are shown even there).
+    """
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
-    if keys is not None:
-        if kind in FULL_WIDTH_KINDS:  # full-width keys: there is no num_bins
-            cases = [Case.of_keys(np.asarray(keys), 0, grid, full_width=True)]
-        elif num_bins is None:
-            raise ValueError("keys= needs num_bins=")
-        else:
-            cases = [Case.of_keys(np.asarray(keys), num_bins, grid)]
     from_source = isinstance(implementation, CudaFileImpl)
-    if keys is None and cases is None:
+    if keys is not None:
+        keys = validate_keys(keys, kind, num_bins)
+        if kind == "scan":  # a scan's input is counts, not keys
+            cases = [Case.of_keys(keys.astype(np.uint64), 0, scan_counts=True)]
+        else:
+            full = kind in FULL_WIDTH_KINDS  # full-width keys: there is no num_bins
+            cases = [Case.of_keys(keys, 0 if full else num_bins, grid, full_width=full)]
+    if case is not None:
+        cases = [find_case(kind, case)]
+    if cases is None:
         cases = cases_for(kind, quick, fenced=from_source, skewed=from_source)
+    cases = list(cases)
+    if not from_source:
+        check_inputs_available(implementation.inputs)
+    isolated = from_source or not in_process
+    note = ""
+    if isolated and not from_source:
+        from histkit.conformance.isolation import sendable
+
+        try:
+            sendable(implementation)
+        except TypeError as error:
+            isolated, note = False, f"run in this process: {error}"
+    elif not isolated:
+        note = "run in this process (in_process=True)"
     if from_source:
+        compile_only(implementation)  # its compile errors, once, before any case
         from histkit.gpu.device import gpu_unavailable_reason
 
         reason = gpu_unavailable_reason()
         if reason is not None:  # not the kernel's fault: no case can run here
-            raise GpuUnavailableError(f"checking a CUDA C++ kernel needs a GPU here: {reason} "
-                                      f"(a Python callable needs none)")
-    report = CheckReport(implementation.describe(), kind)
-    judge = Judge(implementation, timeout)
+            raise GpuUnavailableError(f"{implementation.path} compiles, but judging a CUDA "
+                                      f"C++ kernel needs a GPU: {reason} (a Python callable "
+                                      f"needs none)")
+    report = CheckReport(implementation.describe(), kind, isolated=isolated, note=note)
+    judge = Judge(implementation, timeout, isolated=isolated)
+    if on_start is not None:
+        on_start(cases, report)
     start = time.perf_counter()
     try:
-        for case in cases:
-            if len(judge.faulted) >= MAX_FAULTS:
-                cell, geometry = Cell("skip", f"not run: the kernel faulted on "
-                                              f"{len(judge.faulted)} cases "
-                                              f"({', '.join(judge.faulted)})"), ""
-            else:
-                cell, geometry = judge(case)
-            report.cells.append((case, cell, geometry))
-            if progress is not None:
-                progress(case, cell)
-            if cell.status == "FAIL":
-                report.failures.append(Failure(case, geometry, cell.detail))
-        # The smallest failing case is shrunk further (the others keep their own
-        # reproducer): one minimal input is what a reader needs to start.
+        _run_cases(judge, cases, report, progress)
         if report.failures and shrink_failures:
-            smallest = min(report.failures, key=lambda f: (f.case.n, f.case.num_bins))
-            # A hang is not shrunk: each smaller input tried could cost a timeout.
-            if smallest.case.literal is None and smallest.case.name not in judge.hung:
-                found = shrink(judge, smallest.case)
-                if found is not None:
-                    smallest.shrunk, smallest.shrunk_detail = found
-            report.failures.remove(smallest)
-            report.failures.insert(0, smallest)
-        for failure in report.failures:
-            failure.reproducer = reproducer(implementation, kind, failure.shrunk or failure.case)
+            _shrink_smallest(judge, report)
+        _attach_reproducers(implementation, kind, report)
     finally:
         judge.close()
-    report.seconds = time.perf_counter() - start
+        report.seconds = time.perf_counter() - start
     return report
+
+
+def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -> None:
+    for case in cases:
+        if len(judge.faulted) >= MAX_FAULTS:
+            cell, geometry = Cell("skip", f"not run: the kernel crashed or faulted on "
+                                          f"{len(judge.faulted)} cases "
+                                          f"({', '.join(judge.faulted)})"), ""
+        else:
+            cell, geometry = judge(case)
+        report.cells.append((case, cell, geometry))
+        if progress is not None:
+            progress(case, cell)
+        if cell.status == "FAIL":
+            report.failures.append(Failure(case, geometry, cell.detail, figures=cell.figures))
+
+
+def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
+    """The smallest failing case of each symptom is shrunk further (one minimal
+    input per group is what a reader needs to start), then put first."""
+    for group in report.groups()[:SHRUNK_GROUPS]:
+        smallest = group[0]
+        # A hang is not shrunk: each smaller input tried could cost a timeout.
+        if smallest.case.literal is not None or smallest.case.name in judge.hung:
+            continue
+        found = shrink(judge, smallest.case)
+        if found is not None:
+            smallest.shrunk, smallest.shrunk_detail = found
+            cell, _ = judge(smallest.shrunk)  # its figures, on the shrunk input
+            if cell.status == "FAIL":
+                smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
+    ordered = [f for group in report.groups() for f in group]
+    report.failures[:] = ordered
+
+
+def _attach_reproducers(implementation, kind: str, report: CheckReport) -> None:
+    from histkit.conformance.reproduce import command_line, python_call
+
+    for failure in report.failures:
+        failure.reproducer = command_line(implementation, kind, failure.smallest,
+                                          failure.case)
+        failure.python_reproducer = python_call(implementation, kind, failure.smallest,
+                                                failure.case)

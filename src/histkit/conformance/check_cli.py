@@ -1,7 +1,10 @@
 """``histkit check KERNEL --kind KIND``: the command-line way into check().
 
-Exit status: 0 when nothing FAILs, 1 when something does, 2 on usage errors
-(a missing file, an unknown kind, a malformed option).
+Exit status: 0 when nothing FAILs, 1 when something does (or a .cu file
+does not compile), 2 on usage errors (a missing file, an unknown kind, keys
+that do not fit their dtype, a callable of the wrong signature, a missing
+framework, an unwritable --json path, a .cu verdict asked of a machine with
+no GPU), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ import os
 import subprocess
 import sys
 
+from histkit.cli_args import bounded_int, writable_file
+from histkit.conformance.loading import CALL_FORMS, call_form
 from histkit.conformance.sanitize import TOOLS as SANITIZERS
 from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
+
+KEY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
 def _define(text: str) -> tuple[str, str]:
@@ -40,58 +47,104 @@ def _keys(text: str) -> list[int]:
     try:
         return [int(k) for k in text.split(",") if k.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError("--keys takes comma-separated integers") from None
+        raise argparse.ArgumentTypeError(
+            f"--keys takes comma-separated integers; got {text!r}") from None
+
+
+def _key_dtype(text: str) -> str:
+    if text not in KEY_DTYPES:
+        raise argparse.ArgumentTypeError(f"--dtype must be an integer dtype, one of "
+                                         f"{', '.join(KEY_DTYPES)}; got {text!r}")
+    return text
+
+
+def keys_array(values: list[int], dtype: str):
+    """values as an array of dtype, or ValueError naming the first that does not fit."""
+    import numpy as np
+
+    info = np.iinfo(dtype)
+    for value in values:
+        if not info.min <= value <= info.max:
+            raise ValueError(f"--keys value {value} does not fit --dtype {dtype} "
+                             f"[{info.min}, {info.max}]")
+    return np.array(values, dtype=dtype)
+
+
+CALLABLES_HELP = "A Python callable of each kind is called as:\n" + "\n".join(
+    f"  {kind:15} {call_form(kind)}" for kind in CALL_FORMS)
 
 
 def add_check_parser(commands, formatter, handler) -> None:
-    from histkit.cli import bounded_int
-
     check = commands.add_parser(
         "check", formatter_class=formatter,
         help="judge YOUR kernel (a .cu file or a Python callable) by the conformance suite",
         description="Judge a histogram, scan or sort implementation: a CUDA C++ file "
                     "(path/to/file.cu[:entry]) compiled with NVRTC, or a Python callable "
-                    "(package.module:function). Kinds: " + "; ".join(
-                        f"{k}: {rule}" for k, rule in KINDS.items()))
+                    "(package.module:function or path/to/file.py:function), on the "
+                    "conformance cases, by the rule of its kind:\n" + "\n".join(
+                        f"  {k:15} {rule}" for k, rule in KINDS.items()),
+        epilog=CALLABLES_HELP + "\nA bad key is reported by raising ValueError naming "
+               "'index N' of the first one.\nExit status: 0 PASS, 1 FAIL, 2 usage error.")
     check.add_argument("kernel", metavar="KERNEL",
-                       help="path/to/file.cu[:entry[,entry]] or package.module:function")
-    check.add_argument("--kind", required=True, choices=tuple(KINDS), help="the rule to judge by")
+                       help="path/to/file.cu[:entry[,entry]], package.module:function or "
+                            "path/to/file.py:function")
+    check.add_argument("--kind", required=True, choices=tuple(KINDS),
+                       help="the rule to judge by (required)")
     mode = check.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="quick", action="store_true", default=True,
-                      help="the quick matrix (cases up to 2^22 keys; a .cu histogram, "
-                           "privatized or racy-histogram kernel also gets its cases past "
-                           "2^31 one-byte keys, 2 GiB of GPU memory, and a .cu stable-sort "
-                           "the fenced one, 21 GiB)")
+                      help="the quick matrix, the default (cases up to 2^22 keys; a .cu "
+                           "histogram, privatized or racy-histogram kernel also gets its "
+                           "cases past 2^31 one-byte keys, 2 GiB of GPU memory, and a .cu "
+                           "stable-sort the fenced one, 21 GiB)")
     mode.add_argument("--full", dest="quick", action="store_false",
-                      help="add the 2^28 and > 2^31 key cases (not the default: "
-                           "quick=%(default)s unless --full is given)")
-    check.add_argument("--json", help="write the report (every cell, every failure) here")
-    check.add_argument("--define", action="append", type=_define, default=[],
-                       metavar="NAME=VALUE", help="a -D define for the .cu compile")
-    check.add_argument("--block", type=bounded_int(1, 1024), default=256,
-                       help="threads per block (.cu kernels); block_size for Python "
-                            "privatized callables")
-    check.add_argument("--grid", type=_grid, default=None, metavar="N|auto",
-                       help="auto: one thread per key; N: a fixed grid (the kernel is "
-                            "grid-stride, and forced small grids apply too)")
-    check.add_argument("--counts", type=int, choices=(32, 64), default=32,
-                       help="COUNT_T of a .cu histogram: 32-bit (the chapter's) or 64-bit")
-    check.add_argument("--warp-size", type=bounded_int(1, 32), default=32,
-                       help="the wave width of a wave kernel")
-    check.add_argument("--inputs", choices=("auto", "numpy", "cupy", "torch"), default="auto",
-                       help="the array kind a Python callable receives")
-    check.add_argument("--timeout", type=float, default=60.0,
-                       help="seconds a .cu case may run before it counts as a hang "
-                            "(after a first hang at most 10 s; after two, the remaining "
-                            "cases are not run)")
-    check.add_argument("--keys", type=_keys, help="run one input: these keys (with --num-bins)")
-    check.add_argument("--num-bins", type=bounded_int(1, 2**62),
-                       help="num_bins for --keys (not for --kind radix-sort)")
-    check.add_argument("--dtype", default="int32", help="dtype of --keys")
-    check.add_argument("--no-shrink", action="store_true",
-                       help="report failing cases as they are, without a minimal reproducer")
-    check.add_argument("--sanitize", choices=SANITIZERS,
-                       help="run the whole check under compute-sanitizer with this tool")
+                      help="add the 2^28 and > 2^31 key cases")
+    one = check.add_argument_group("one input instead of the matrix")
+    one.add_argument("--keys", type=_keys, metavar="K,K,...",
+                     help="these keys (with --num-bins; a scan's counts for --kind scan); "
+                          "negative keys as --keys -1,2 or --keys=-1,2")
+    one.add_argument("--num-bins", type=bounded_int(1, 2**62), metavar="N",
+                     help="num_bins for --keys (not for --kind scan or radix-sort)")
+    one.add_argument("--dtype", type=_key_dtype, default="int32", metavar="DTYPE",
+                     help="dtype of --keys: " + ", ".join(KEY_DTYPES))
+    one.add_argument("--case", metavar="NAME", help="the one matrix case of this name "
+                     "(as a reproducer or -v names it)")
+    launch = check.add_argument_group("how a .cu kernel is built and launched")
+    launch.add_argument("--define", action="append", type=_define, default=[],
+                        metavar="NAME=VALUE", help="a -D define for the .cu compile")
+    launch.add_argument("--block", type=bounded_int(1, 1024), default=256,
+                        help="threads per block (.cu kernels); block_size for Python "
+                             "privatized callables")
+    launch.add_argument("--grid", type=_grid, default=None, metavar="N|auto",
+                        help="auto (the default): one thread per key; N: a fixed grid (the "
+                             "kernel is grid-stride, and forced small grids apply too)")
+    launch.add_argument("--counts", type=int, choices=(32, 64), default=32,
+                        help="COUNT_T of a .cu histogram: 32-bit (the chapter's) or 64-bit")
+    launch.add_argument("--warp-size", type=bounded_int(1, 32), default=32,
+                        help="the wave width of a wave kernel")
+    launch.add_argument("--arch", default="sm_90",
+                        help="the architecture a .cu file is compiled for where no GPU "
+                             "says which (--compile-only, or no GPU here)")
+    launch.add_argument("--compile-only", action="store_true",
+                        help="compile the .cu file with NVRTC and stop (no GPU needed)")
+    run = check.add_argument_group("how it runs and what it prints")
+    run.add_argument("--inputs", choices=("auto", "numpy", "cupy", "torch"), default="auto",
+                     help="the array kind a Python callable receives (auto: numpy)")
+    run.add_argument("--in-process", action="store_true",
+                     help="run a Python callable in this process (for a debugger) rather "
+                          "than in a worker process that a crash or hang cannot take down")
+    run.add_argument("--timeout", type=float, default=60.0,
+                     help="seconds a case may run before it counts as a hang (after a "
+                          "first hang at most 10 s; after two, the remaining cases are "
+                          "not run)")
+    run.add_argument("--no-shrink", action="store_true",
+                     help="report failing cases as they are, without a minimal input")
+    run.add_argument("--max-failures", type=bounded_int(0, 10**6), default=3, metavar="N",
+                     help="kinds of failure shown in full")
+    run.add_argument("-v", "--verbose", action="store_true", help="print every cell")
+    run.add_argument("--json", type=writable_file,
+                     help="write the report (every cell, every failure) here")
+    run.add_argument("--sanitize", choices=SANITIZERS,
+                     help="run the whole check under compute-sanitizer with this tool")
     check.set_defaults(run=handler)
 
 
@@ -109,44 +162,83 @@ def _under_sanitizer(args) -> int:
         return 2
 
 
-def run_check_command(args, console) -> int:
-    import numpy as np
+def _usage(console, message) -> int:
+    console.print(f"histkit check: {message}", markup=False, highlight=False)
+    return 2
 
-    from histkit.conformance.check import check
-    from histkit.gpu.errors import GpuUnavailableError
+
+def run_check_command(args, console) -> int:
+    from histkit.conformance import check_output
+    from histkit.conformance.check import check, compile_only, make_impl
+    from histkit.conformance.foreign import CudaFileImpl
+    from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
     if args.sanitize:
         return _under_sanitizer(args)
-    keys = None
-    if args.keys is not None:
-        if args.num_bins is None and args.kind not in FULL_WIDTH_KINDS:  # no K to give
-            console.print("histkit check: --keys needs --num-bins")
-            return 2
-        keys = np.array(args.keys, dtype=args.dtype)
+    try:
+        keys = None
+        if args.keys is not None:
+            if args.case is not None:
+                return _usage(console, "give --keys or --case, not both")
+            if (args.num_bins is None and args.kind not in FULL_WIDTH_KINDS
+                    and args.kind != "scan"):
+                return _usage(console, "--keys needs --num-bins")
+            keys = keys_array(args.keys, args.dtype)
+        impl = make_impl(args.kernel, args.kind, inputs=args.inputs,
+                         defines=dict(args.define), block=args.block, grid=args.grid,
+                         count_bits=args.counts, warp_size=args.warp_size)
+        if args.compile_only:
+            if not isinstance(impl, CudaFileImpl):
+                return _usage(console, "--compile-only is for a .cu file")
+            console.print(compile_only(impl, args.dtype, args.arch), markup=False)
+            return 0
+    except KernelCompileError as error:
+        console.print(f"[bold red]FAIL[/]: {args.kernel} does not compile", highlight=False)
+        console.print(str(error), markup=False, highlight=False)
+        return 1
+    except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
+        return _usage(console, error)
+    return _judge(args, console, impl, keys, check, check_output)
 
-    def progress(case, cell):
-        if cell.status == "FAIL":
-            console.print(f"[bold red]FAIL[/] {case.name}")
+
+def _judge(args, console, impl, keys, check, check_output) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        console=console, transient=True, disable=not console.is_terminal)
+    task = None
+
+    def on_start(cases, report):
+        nonlocal task
+        check_output.print_header(console, impl, args.kind, cases, report.isolated,
+                                  report.note)
+        progress.start()
+        task = progress.add_task("checking", total=len(cases))
+
+    def on_case(case, cell):
+        progress.update(task, advance=1, description=case.name[:60])
 
     try:
-        report = check(args.kernel, args.kind, quick=args.quick, inputs=args.inputs, keys=keys,
-                       num_bins=args.num_bins, defines=dict(args.define), block=args.block,
-                       grid=args.grid, count_bits=args.counts, warp_size=args.warp_size,
-                       timeout=args.timeout, shrink_failures=not args.no_shrink,
-                       progress=progress)
-    except (FileNotFoundError, ValueError, TypeError, ImportError,
-            GpuUnavailableError) as error:
-        console.print(f"histkit check: {error}")
-        return 2
-    counts = report.counts()
-    for failure in report.failures:
-        console.print(str(failure), markup=False, highlight=False)
-    verdict = "[green]PASS[/]" if report.passed else "[bold red]FAIL[/]"
-    console.print(f"{verdict} {report.implementation} as {args.kind}: "
-                  + ", ".join(f"{n} {s}" for s, n in counts.items())
-                  + f" ({report.seconds:.1f} s)")
+        report = check(impl, args.kind, quick=args.quick, inputs=args.inputs, keys=keys,
+                       num_bins=args.num_bins if keys is not None else None, case=args.case,
+                       grid=args.grid, timeout=args.timeout, in_process=args.in_process,
+                       shrink_failures=not args.no_shrink, progress=on_case,
+                       on_start=on_start)
+    except KernelCompileError as error:
+        console.print(f"[bold red]FAIL[/]: {args.kernel} does not compile", highlight=False)
+        console.print(str(error), markup=False, highlight=False)
+        return 1
+    except GpuUnavailableError as error:
+        return _usage(console, error)
+    except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
+        return _usage(console, error)
+    finally:
+        progress.stop()
+    check_output.print_verdict(console, report, args.max_failures, args.verbose)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report.to_json(), out, indent=1, default=str)
-        console.print(f"wrote {args.json}")
+        console.print(f"wrote {args.json}", markup=False)
     return 0 if report.passed else 1

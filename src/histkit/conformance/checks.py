@@ -32,9 +32,24 @@ def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
     return f"{where.size} differing; first at {i}: got {got[i]}, expected {want[i]}"
 
 
+def _plural(what: str) -> str:
+    return what[:-5] + "indices" if what.endswith("index") else what + "s"
+
+
+SHOWN_DIFFERENCES = 5  # (position, got, expected) triples a FAIL of equal() carries
+
+
 def equal(got: np.ndarray, want: np.ndarray, what: str = "bin") -> Cell:
-    difference = _first_difference(np.asarray(got), np.asarray(want))
-    return Cell("FAIL", f"{what}s differ: {difference}") if difference else Cell("pass")
+    got, want = np.asarray(got), np.asarray(want)
+    difference = _first_difference(got, want)
+    if not difference:
+        return Cell("pass")
+    figures = None
+    if got.shape == want.shape:
+        where = np.flatnonzero(got != want)[:SHOWN_DIFFERENCES]
+        figures = {"what": what, "differences": [[int(i), got[i].item(), want[i].item()]
+                                                 for i in where]}
+    return Cell("FAIL", f"{_plural(what)} differ: {difference}", figures)
 
 
 def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
@@ -58,7 +73,8 @@ def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
     skipped = np.flatnonzero((exact > 0) & (got == 0))
     if skipped.size:
         b = int(skipped[0])
-        return Cell("FAIL", f"bin {b} has {exact[b]} keys but counted 0: keys were skipped "
+        keys = "1 key" if exact[b] == 1 else f"{exact[b]} keys"
+        return Cell("FAIL", f"bin {b} has {keys} but counted 0: keys were skipped "
                             f"(a race loses updates, it cannot empty a bin)")
     lost = int(exact.sum() - got.sum())
     total = int(exact.sum())
@@ -94,8 +110,9 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
             return Cell("FAIL", "original_index out of range")
         seen[got_index] = True
     if not seen.all():
-        return Cell("FAIL", f"original_index is not a permutation: "
-                            f"{n - int(seen.sum())} indices missing")
+        missing = n - int(seen.sum())
+        return Cell("FAIL", f"original_index is not a permutation: {missing} "
+                            f"{'index' if missing == 1 else 'indices'} missing")
     if not np.array_equal(keys[got_index], got_keys):
         return Cell("FAIL", "a sorted key differs from the input key at its original index")
     violations = stability_violations(got_keys, got_index)
@@ -408,7 +425,7 @@ def stable_sorted_in_slices(expected: Expected,
             tally[0] += where.size
     for what, (count, first) in wrong.items():
         if count:
-            return Cell("FAIL", f"{what}s differ: {count} differing; {first}")
+            return Cell("FAIL", f"{_plural(what)} differ: {count} differing; {first}")
     return Cell("pass")
 
 

@@ -39,6 +39,8 @@ from histkit.gpu.launch import scan as launch_scan
 from histkit.gpu.launch.common import zero_counts
 
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
+# COUNT_T of a histogram kernel by --counts: (C type, NumPy dtype)
+COUNT_TYPES = {32: ("unsigned int", "uint32"), 64: ("unsigned long long", "uint64")}
 
 
 def launcher(impl):
@@ -76,8 +78,6 @@ def _defines(impl, dtype, count_type: str) -> dict[str, str]:
 
 
 def _count_type(impl) -> str:
-    from histkit.conformance.foreign import COUNT_TYPES
-
     return COUNT_TYPES[impl.count_bits][0]
 
 

@@ -2,16 +2,17 @@
 
 Two ways in:
 
-- a Python callable (``PythonImpl``), run in this process on the keys as the
-  array kind it asks for (``inputs="numpy" | "cupy" | "torch"``); a CPU
-  callable needs no GPU at all;
+- a Python callable (``PythonImpl``), run on the keys as the array kind it
+  asks for (``inputs="numpy" | "cupy" | "torch"``), in a worker process by
+  default (``isolation.py``), so that one that aborts or hangs costs one
+  cell; a CPU callable needs no GPU at all;
 - a CUDA C++ file (``CudaFileImpl``), compiled with NVRTC through histkit's
-  cache and launched through cuda.core with the kernel ABI of the README's
-  "Check your own kernel" section. It becomes one more registry row
-  (``registry.Kernel``) and is judged by the conformance runner itself, in a
-  worker process (``isolation.py``) so that a fault or a hang costs one cell.
+  cache and launched through cuda.core with the kernel ABI of its kind
+  (``cuda_abi.py``). It becomes one more registry row (``registry.Kernel``)
+  and is judged by the conformance runner itself, in a worker process.
 
-What a callable returns, by kind (arrays of any kind: NumPy, CuPy, torch):
+How a callable of each kind is called, and what it returns, is
+``loading.CALL_FORMS`` (arrays of any kind come back: NumPy, CuPy, torch):
 
 - histogram, racy-histogram: ``f(keys, num_bins) -> counts``
 - wave: ``f(keys, num_bins, warp_size=32) -> counts``
@@ -29,7 +30,6 @@ message must say "index N").
 
 from __future__ import annotations
 
-import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,22 +39,16 @@ import numpy as np
 from histkit.conformance import checks
 from histkit.conformance.cases import Case, judges, not_judged_because
 from histkit.conformance.checks import Cell
+from histkit.conformance.loading import (
+    CALL_FORMS,
+    INPUT_KINDS,
+    importable_name,
+    load_callable,
+    main_script_name,
+)
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
-INPUT_KINDS = ("numpy", "cupy", "torch")
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
-
-
-def load_callable(spec: str):
-    """``package.module:function`` -> the function (a clear error if it is not there)."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"a Python kernel is given as package.module:function; got {spec!r}")
-    module = importlib.import_module(module_name)
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise ValueError(f"module {module_name} has no attribute {attribute!r}") from None
 
 
 def _to_kind(array: np.ndarray, inputs: str):
@@ -79,6 +73,12 @@ def to_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
+def _described(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
 def reported_index(error: Exception) -> int | None:
     index = getattr(error, "index", None)
     if isinstance(index, (int, np.integer)):
@@ -89,7 +89,14 @@ def reported_index(error: Exception) -> int | None:
 
 @dataclass
 class PythonImpl:
-    """A callable judged in this process."""
+    """A callable and how to call it.
+
+    ``name`` is how the callable was given (``module:function`` or
+    ``file.py:function``), or else how another process can import it; empty
+    when none can (a lambda, a local function). A worker process receives
+    the name and imports the callable itself; one with no name travels by
+    value (cloudpickle, where installed) or is judged in this process.
+    """
 
     function: object
     kind: str
@@ -99,13 +106,28 @@ class PythonImpl:
     grid: int | None = None  # privatized: the block count the callable is told to use
     name: str = ""
 
+    def __post_init__(self):
+        if not self.name:
+            self.name = importable_name(self.function) or ""
+
     def describe(self) -> str:
-        """module:function when importable (the reproducer can then name it)."""
+        """How the verdict names the callable: its importable name, the script's
+        file for a function of ``__main__``, else its qualified name."""
         if self.name:
             return self.name
-        module = getattr(self.function, "__module__", None)
-        qualname = getattr(self.function, "__qualname__", repr(self.function))
-        return f"{module}:{qualname}" if module and "<" not in qualname else qualname
+        return main_script_name(self.function) or getattr(
+            self.function, "__qualname__", repr(self.function))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if self.name:  # the worker imports it by name
+            state["function"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.function is None:
+            self.function = load_callable(self.name)
 
     def geometry(self, case: Case) -> tuple[int, int]:
         grid = case.grid or self.grid or max(1, -(-case.n // self.block))
@@ -153,6 +175,10 @@ class PythonImpl:
         return self.function(arg, case.num_bins)
 
     def _fill(self, outcome: checks.Outcome, result) -> None:
+        if self.kind in SORTING_KINDS or self.kind == "privatized":
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError(f"returned {_described(result)}; a {self.kind} callable "
+                                f"returns {CALL_FORMS[self.kind][2]}")
         if self.kind in SORTING_KINDS:
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)
@@ -162,6 +188,8 @@ class PythonImpl:
             outcome.counts = to_numpy(counts)
             outcome.global_atomics = int(atomics)
         else:
+            if result is None:
+                raise TypeError(f"returned None; a {self.kind} callable returns counts")
             outcome.counts = to_numpy(result)
 
     def _judge_scan(self, expected: checks.Expected) -> tuple[Cell, str]:
@@ -181,7 +209,6 @@ DEFAULT_ENTRIES = {
     "sort": ("count", "scatter"),
     "stable-sort": ("count", "scatter"),
 }
-COUNT_TYPES = {32: ("unsigned int", "uint32"), 64: ("unsigned long long", "uint64")}
 
 
 @dataclass(frozen=True)
@@ -203,6 +230,7 @@ class CudaFileImpl:
     def as_kernel(self):
         """This file as a registry row (built in the process that launches it)."""
         from histkit.conformance import cuda_abi
+        from histkit.conformance.cuda_abi import COUNT_TYPES
         from histkit.gpu.registry import Kernel, bins_past_shared_memory
 
         return Kernel(row=Path(self.path).name, kind=self.kind, source=str(Path(self.path)),

@@ -1,57 +1,105 @@
-"""Foreign kernels run in a worker process: a fault or a hang costs one cell.
+"""A user's implementation runs in a worker process: a crash or a hang costs one cell.
 
-One worker takes the cases one after another (CUDA start-up is paid once);
-it is a fresh interpreter running this module (``python -m
+One worker takes the cases one after another (imports and CUDA start-up are
+paid once); it is a fresh interpreter running this module (``python -m
 histkit.conformance.isolation <fd>``, talking over a socket pair), not a
 multiprocessing child: a spawned child would first re-run the caller's main
-script, so a script that calls ``check("my.cu", ...)`` at its top level
-without an ``if __name__ == "__main__":`` guard would have every case FAIL
-as a dead worker.
-when a case hangs past the timeout the worker is killed, when it dies the
-death is recorded, and after a CUDA error the worker is replaced, since a
-CUDA fault leaves its context unusable. The next case gets a fresh worker.
+script, so a script that calls ``check(...)`` at its top level without an
+``if __name__ == "__main__":`` guard would have every case FAIL as a dead
+worker.
+
+Both kinds of implementation go there: a .cu kernel (built and launched by
+the conformance runner, as histkit's own rows are) and a Python callable
+(imported by name in the worker, or sent by value with cloudpickle). When a
+case hangs past the timeout the worker is killed; when it dies (a signal, an
+abort inside a C extension) its exit is recorded with the last line it wrote
+to stderr; after a CUDA error the worker is replaced, since a CUDA fault
+leaves its context unusable. The next case gets a fresh worker.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
 that a hanging kernel costs a minute or so, not the timeout on every case
 (check() stops running it after MAX_HANGS hangs). A fault costs a new worker
-(about a second on the H200), so check() stops after MAX_FAULTS of them too.
+(about a second), so check() stops after MAX_FAULTS of them too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from multiprocessing.connection import Connection
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
 
 AFTER_HANG_TIMEOUT_S = 10.0
+STDERR_TAIL_CHARS = 300
 
 
-def _worker(conn) -> None:
+def _build(impl):
+    """What the worker runs a case with: a registry row for a .cu kernel,
+    the implementation itself for a callable."""
+    if hasattr(impl, "as_kernel"):
+        return impl.as_kernel()
+    return impl
+
+
+def _judge_in_worker(built, case: Case) -> tuple[Cell, str]:
+    if hasattr(built, "judge"):  # a Python callable
+        return built.judge(case)
     from histkit.conformance.runner import run_case
     from histkit.gpu.device import runtime
     from histkit.gpu.registry import DEFAULT
 
-    rows: dict = {}
+    (result,) = run_case(runtime(), case, [(built.row, built, DEFAULT)])
+    return result.cell, result.geometry
+
+
+def _worker(conn) -> None:
+    built: dict[int, object] = {}
     while True:
         message = conn.recv()
         if message is None:
             return
-        impl, case = message
-        if impl not in rows:
-            rows[impl] = impl.as_kernel()
-        kernel = rows[impl]
+        slot, payload, case = message
         try:
-            (result,) = run_case(runtime(), case, [(kernel.row, kernel, DEFAULT)])
-            conn.send((result.cell, result.geometry))
-        except Exception as error:  # anything run_case did not turn into a cell
-            conn.send((Cell("FAIL", f"{type(error).__name__}: {error}"), ""))
+            if payload is not None:
+                impl = payload if not isinstance(payload, bytes) else pickle.loads(payload)
+                built[slot] = _build(impl)
+            cell, geometry = _judge_in_worker(built[slot], case)
+        except Exception as error:  # anything the judging did not turn into a cell
+            cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
+        conn.send((cell, geometry))
+
+
+def sendable(impl) -> object:
+    """impl as the worker receives it: itself (pickled by name), or cloudpickle's
+    bytes for a callable that has no importable name. Raises TypeError when
+    neither can carry it."""
+    if getattr(impl, "name", True):  # a .cu kernel, or a callable importable by name
+        return impl
+    try:
+        import cloudpickle
+    except ImportError:
+        raise TypeError("the callable has no importable name and cloudpickle is not "
+                        "installed") from None
+    try:
+        return cloudpickle.dumps(impl)
+    except Exception as error:
+        raise TypeError(f"the callable cannot be sent to a worker: {error}") from None
+
+
+def _exit_description(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
 
 
 class IsolatedJudge:
@@ -61,9 +109,13 @@ class IsolatedJudge:
         self.faulted: list[str] = []  # ... and of those that cost the worker (a fault)
         self._process = None
         self._conn = None
+        self._stderr = None
+        self._loaded: dict[int, int] = {}  # id(impl) -> its slot in the current worker
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
+        # what the worker writes to stderr (an abort's message) is named in its cell
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         with ours, theirs:
             fd = theirs.fileno()
             # the caller's import path, as a spawned child would have it
@@ -71,8 +123,10 @@ class IsolatedJudge:
                                    + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
             process = subprocess.Popen([sys.executable, "-m", __name__, str(fd)],
                                        pass_fds=(fd,), stdin=subprocess.DEVNULL,
+                                       stderr=self._stderr, cwd=os.getcwd(),
                                        env={**os.environ, "PYTHONPATH": path})
             self._process, self._conn = process, Connection(ours.detach())
+        self._loaded = {}
 
     def _stop(self) -> None:
         if self._process is not None:
@@ -80,13 +134,28 @@ class IsolatedJudge:
             self._process.wait()
         if self._conn is not None:
             self._conn.close()
-        self._process = self._conn = None
+        if self._stderr is not None:
+            self._stderr.close()
+        self._process = self._conn = self._stderr = None
+
+    def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        lines = [line for line in self._stderr.read().decode(errors="replace").splitlines()
+                 if line.strip()]
+        return lines[-1].strip()[-STDERR_TAIL_CHARS:] if lines else ""
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
             self._start()
+        slot = self._loaded.get(id(impl))
+        payload = None
+        if slot is None:
+            slot = self._loaded[id(impl)] = len(self._loaded)
+            payload = sendable(impl)
         try:
-            self._conn.send((impl, case))
+            self._conn.send((slot, payload, case))
         except OSError:  # the worker is already gone (it failed to start, say)
             return self._died(case)
         timeout = min(self.timeout, AFTER_HANG_TIMEOUT_S) if self.hung else self.timeout
@@ -106,10 +175,12 @@ class IsolatedJudge:
 
     def _died(self, case: Case) -> tuple[Cell, str]:
         code = self._process.wait() if self._process else None
+        said = self._stderr_tail()
         self._stop()
         self.faulted.append(case.name)
-        return Cell("FAIL", f"the kernel's worker process died (exit code {code}) "
-                            f"[case {case.name}]"), ""
+        last_words = f"; its last words: {said}" if said else ""
+        return Cell("FAIL", f"crash: the worker process died ({_exit_description(code)})"
+                            f"{last_words} [case {case.name}]"), ""
 
     def close(self) -> None:
         if self._conn is not None:

@@ -1,0 +1,132 @@
+"""What ``histkit check`` prints: the verdict a person reads.
+
+A header (what is judged, by which rule, on how many cases and how it runs),
+then the failures grouped by symptom, each group with its smallest input,
+the first differences, one reproducer and a few of the other cases; then
+the findings with their detail; the verdict last. ``verbose`` adds every
+cell. The JSON report (``CheckReport.to_json``) has everything.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure
+from histkit.conformance.foreign import CudaFileImpl
+from histkit.gpu.registry import KINDS
+
+DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
+OTHER_CASES_SHOWN = 3  # cases named beside a group's smallest
+FINDING_EXAMPLES = 2  # cases shown per kind of finding
+STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"}
+
+
+def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
+                 note: str = "") -> None:
+    console.print(f"[bold]histkit check[/] {escape(impl.describe())}")
+    console.print(f"  kind      {kind}: {escape(KINDS[kind])}")
+    how = "in a worker process" if isolated else "in this process"
+    if isinstance(impl, CudaFileImpl):
+        grid = "one thread per key" if impl.grid is None else f"{impl.grid} blocks"
+        defines = "".join(f", -D{k}={v}" for k, v in impl.defines)
+        console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, "
+                      f"{impl.count_bits}-bit counts, warp size {impl.warp_size}"
+                      f"{escape(defines)}")
+    else:
+        console.print(f"  inputs    {impl.inputs} arrays")
+    console.print(f"  cases     {len(cases)}, run {how}" + (f" ({escape(note)})" if note else ""))
+
+
+def _input_lines(failure: Failure) -> list[str]:
+    case = failure.smallest
+    label = "counts" if case.scan_counts else "keys"
+    if case.literal is not None and case.n <= SHOWN_KEYS:
+        what = f"{label} = {list(case.literal)} ({case.dtype})"
+    else:
+        what = f"{case.n} {label} ({case.dtype})"
+    if not (case.full_width or case.scan_counts):
+        what += f", num_bins = {case.num_bins}"
+    extras = [f"{name}" for name, on in (("grid " + str(case.grid), case.grid is not None),
+                                         ("skewed warps", case.skewed),
+                                         ("fenced input", case.fenced),
+                                         (f"offset {case.offset}", case.offset)) if on]
+    if extras:
+        what += f", {', '.join(extras)}"
+    lines = [f"  input     {escape(what)}"]
+    if failure.shrunk is not None:
+        lines.append(f"            (shrunk from case {escape(failure.case.name)})")
+    else:
+        lines.append(f"            (case {escape(failure.case.name)})")
+    return lines
+
+
+def _difference_lines(failure: Failure) -> list[str]:
+    figures = failure.figures or {}
+    differences = figures.get("differences")
+    detail = failure.shrunk_detail or failure.detail
+    if not differences:
+        return [f"  got       {escape(_without_case(detail))}"]
+    what = figures.get("what", "bin")
+    shown = ", ".join(f"{what} {i}: expected {want}, got {got}" for i, got, want in differences)
+    head = _without_case(detail).split(";")[0]
+    return [f"  got       {escape(head)}", f"            {escape(shown)}"]
+
+
+def _without_case(detail: str) -> str:
+    at = detail.rfind(" [case ")
+    return detail[:at] if at >= 0 and detail.endswith("]") else detail
+
+
+def print_group(console: Console, number: int, total: int, group: list[Failure]) -> None:
+    first = group[0]
+    cases = f"{len(group)} case{'s' if len(group) != 1 else ''}"
+    console.print(f"[bold red]FAIL[/] {number} of {total}: [bold]{escape(first.symptom)}[/] "
+                  f"({cases})")
+    for line in _input_lines(first) + _difference_lines(first):
+        console.print(line, soft_wrap=True)
+    console.print(f"  reproduce {escape(first.reproducer)}", soft_wrap=True, highlight=False)
+    console.print(f"            {escape(first.python_reproducer)}", soft_wrap=True,
+                  highlight=False)
+    others = [f.case.name for f in group[1:]]
+    if others:
+        shown = ", ".join(others[:OTHER_CASES_SHOWN])
+        more = len(others) - OTHER_CASES_SHOWN
+        tail = f" and {more} more (-v lists every cell)" if more > 0 else ""
+        console.print(f"  also on   {escape(shown)}{tail}", soft_wrap=True)
+
+
+def print_findings(console: Console, report: CheckReport) -> None:
+    for symptom, found in report.findings().items():
+        cases = f"{len(found)} case{'s' if len(found) != 1 else ''}"
+        console.print(f"[yellow]finding[/] [bold]{escape(symptom)}[/] ({cases}): the rule "
+                      f"holds; this is reported, not failed")
+        for case, cell in found[:FINDING_EXAMPLES]:
+            console.print(f"  {escape(case.name)}: {escape(_without_case(cell.detail))}",
+                          soft_wrap=True)
+
+
+def print_cells(console: Console, report: CheckReport) -> None:
+    for case, cell, geometry in report.cells:
+        where = f" [{geometry}]" if geometry else ""
+        console.print(f"[{STYLE[cell.status]}]{cell.status:7}[/] {escape(case.name)}"
+                      f"{escape(where)} {escape(_without_case(cell.detail))}", soft_wrap=True)
+
+
+def print_verdict(console: Console, report: CheckReport, max_failures: int = DEFAULT_MAX_FAILURES,
+                  verbose: bool = False) -> None:
+    if verbose:
+        print_cells(console, report)
+    groups = report.groups()
+    for number, group in enumerate(groups[:max_failures], 1):
+        print_group(console, number, len(groups), group)
+    if len(groups) > max_failures:
+        hidden = groups[max_failures:]
+        console.print(f"... and {len(hidden)} more kinds of failure "
+                      f"({', '.join(escape(g[0].symptom) for g in hidden[:3])}"
+                      f"{', ...' if len(hidden) > 3 else ''}): --max-failures "
+                      f"{len(groups)} shows them; --json has every cell", soft_wrap=True)
+    print_findings(console, report)
+    style = "bold green" if report.passed else "bold red"
+    verdict, _, rest = report.summary().partition(":")
+    console.print(f"[{style}]{verdict}[/]:{escape(rest)}", soft_wrap=True, highlight=False)

@@ -1,0 +1,141 @@
+"""Reproducers: the one case a failure was found on, as a command line and a
+Python call that run it again with every option that shaped the run.
+
+A short plain input (a shrunk one) is written out as ``--keys``; anything a
+list of keys cannot carry (a skewed, fenced or misaligned case, a scan's
+counts past ``INLINE_KEYS``, a large input) is named as the matrix case it
+came from (``--case NAME``). Both print PASS once the bug is fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from histkit.conformance.cases import Case
+from histkit.conformance.foreign import CudaFileImpl
+from histkit.gpu.registry import FULL_WIDTH_KINDS
+
+INLINE_KEYS = 64  # keys written out in a reproducer; more are named as their case
+HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
+
+
+def _inline(case: Case) -> bool:
+    """Whether case is a short list of keys and nothing else."""
+    return (case.literal is not None and case.n <= INLINE_KEYS and not case.offset
+            and not case.skewed and not case.fenced)
+
+
+def _spec(impl) -> str | None:
+    """How the command line names impl (None: it cannot be named)."""
+    if isinstance(impl, CudaFileImpl):
+        path = impl.path
+        relative = os.path.relpath(path)
+        if not relative.startswith(".."):
+            path = relative
+        default = impl.entries == _default_entries(impl.kind)
+        return path if default else f"{path}:{','.join(impl.entries)}"
+    name = impl.describe()
+    return name if ":" in name else None
+
+
+def _default_entries(kind: str) -> tuple[str, ...]:
+    from histkit.conformance.foreign import DEFAULT_ENTRIES
+
+    return DEFAULT_ENTRIES.get(kind, ())
+
+
+def _options(impl, kind: str, case: Case, named: bool) -> list[tuple[str, object]]:
+    """(option, value) pairs, in command-line spelling, that differ from the
+    defaults or that the kind always needs."""
+    grid = impl.grid if named else (case.grid or impl.grid)
+    options: list[tuple[str, object]] = []
+    if isinstance(impl, CudaFileImpl):
+        options += [("--define", f"{name}={value}") for name, value in impl.defines]
+        if impl.block != 256:
+            options.append(("--block", impl.block))
+        if grid is not None and kind != "scan":
+            options.append(("--grid", grid))
+        if impl.count_bits != 32 and kind in HISTOGRAM_KINDS:
+            options.append(("--counts", impl.count_bits))
+    else:
+        if impl.inputs != "numpy":
+            options.append(("--inputs", impl.inputs))
+        if kind == "privatized":
+            if impl.block != 256:
+                options.append(("--block", impl.block))
+            if grid is not None:
+                options.append(("--grid", grid))
+    if kind == "wave" and impl.warp_size != 32:
+        options.append(("--warp-size", impl.warp_size))
+    return options
+
+
+_PYTHON_NAMES = {"--define": "defines", "--block": "block", "--grid": "grid",
+                 "--counts": "count_bits", "--inputs": "inputs", "--warp-size": "warp_size"}
+
+
+def _input(case: Case, original: Case | None) -> tuple[Case, bool]:
+    """(the case to name, whether it is named as a matrix case rather than keys)."""
+    if _inline(case):
+        return case, False
+    if original is not None and original.literal is None:
+        return original, True
+    return case, case.literal is None
+
+
+def command_line(impl, kind: str, case: Case, original: Case | None = None) -> str:
+    """``histkit check SPEC --kind KIND ...`` for this case, or a sentence
+    saying why there is none (a callable with no importable name)."""
+    spec = _spec(impl)
+    if spec is None:
+        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
+                f"function; define it at the top level of a module to get one)")
+    target, named = _input(case, original)
+    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
+    if named:
+        words += ["--case", shlex.quote(target.name)]
+    elif target.literal is not None:
+        keys = ",".join(map(str, target.literal)) or "''"
+        words.append(f"--keys={keys}" if keys.startswith("-") else f"--keys {keys}")
+        if kind not in FULL_WIDTH_KINDS and kind != "scan":
+            words += ["--num-bins", str(target.num_bins)]
+        words += ["--dtype", target.dtype]
+    else:
+        return "(none: the input is not a matrix case; see the Python call)"
+    for option, value in _options(impl, kind, target, named):
+        words += [option, shlex.quote(str(value))]
+    return " ".join(words)
+
+
+def python_call(impl, kind: str, case: Case, original: Case | None = None) -> str:
+    """A ``python -c`` line that runs this case through check() and prints
+    its verdict; for a callable with no importable name, the call to make
+    with the function itself."""
+    spec = _spec(impl)
+    target, named = _input(case, original)
+    arguments = [repr(spec) if spec else "your_function", repr(kind)]
+    if named:
+        arguments.append(f"case={target.name!r}")
+    elif target.literal is not None and (_inline(target) or not target.skewed):
+        keys = ", ".join(map(str, target.literal))
+        arguments.append(f"keys=np.array([{keys}], dtype={target.dtype!r})")
+        if kind not in FULL_WIDTH_KINDS and kind != "scan":
+            arguments.append(f"num_bins={target.num_bins}")
+    else:
+        arguments.append(f"cases=[{target!r}]")
+    values: dict[str, object] = {}
+    for option, value in _options(impl, kind, target, named):
+        name = _PYTHON_NAMES[option]
+        if option == "--define":
+            key, _, text = str(value).partition("=")
+            values.setdefault(name, {})[key] = text
+        else:
+            values[name] = value
+    arguments += [f"{name}={value!r}" for name, value in values.items()]
+    code = ("import numpy as np; from histkit.conformance import check, Case; "
+            f"print(check({', '.join(arguments)}))")
+    if spec is None:
+        return f"(in your own code) {code}"
+    quoted = f'"{code}"' if not any(c in code for c in '"$`\\') else shlex.quote(code)
+    return f"python -c {quoted}"

@@ -1,0 +1,350 @@
+"""What a new user of `histkit check` meets on a machine with no GPU: usage
+errors before any work (exit 2, one message), the verdict's length and
+parts, reproducers that reproduce (and print PASS once the bug is fixed),
+callables isolated in a worker process."""
+
+import importlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from histkit.cli import main
+from histkit.conformance import check
+from histkit.conformance.loading import UsageError
+
+from conftest import needs_nvrtc
+
+# the module (histkit.conformance's `check` is the function)
+check_module = importlib.import_module("histkit.conformance.check")
+
+KERNELS = '''
+import os
+import numpy as np
+
+
+def _checked(keys, num_bins):
+    bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
+    if len(bad):
+        raise ValueError(f"key {keys[bad[0]]} at index {bad[0]} is out of range")
+    return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+
+def exact(keys, num_bins):
+    return _checked(keys, num_bins)
+
+
+def drops_a_key(keys, num_bins):
+    counts = _checked(keys, num_bins)
+    if len(keys) > 2:
+        counts[int(keys[-1])] -= 1
+    return counts
+
+
+def aborts_past_1000(keys, num_bins):
+    if len(keys) > 1000:
+        os.abort()
+    return _checked(keys, num_bins)
+
+
+def wave_of_8_only(keys, num_bins, warp_size=32):
+    # right only when told a wave of 8: the race model's losses depend on it
+    from histkit import oracles
+    return oracles.naive_wave_histogram(keys, num_bins, 8)
+
+
+def privatized_one_block_atomics(keys, num_bins, block_size=256, num_blocks=1):
+    counts = _checked(keys, num_bins)
+    return counts, int(np.count_nonzero(counts))  # the atomics of ONE block
+
+
+def unstable_sort(keys, num_bins):
+    _checked(keys, num_bins)
+    order = np.argsort(keys, kind="stable")[::-1]
+    order = order[np.argsort(keys[order], kind="stable")]
+    return keys[order], order
+
+
+def one_argument(keys):
+    return keys
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    """A module of callables in the current directory, as a user would have it."""
+    (tmp_path / "my_kernels.py").write_text(KERNELS)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    sys.modules.pop("my_kernels", None)
+
+
+def run(*argv):
+    """`histkit check ...` as a user runs it: a new process, its output and exit code."""
+    done = subprocess.run([sys.executable, "-m", "histkit", "check", *argv],
+                          capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+def shell(command: str):
+    """A printed reproducer, run as the user would paste it."""
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=600,
+                          executable="/bin/bash")
+    return done.returncode, done.stdout + done.stderr
+
+
+def _histkit_script():
+    return str(__import__("shutil").which("histkit") or "histkit")
+
+
+# --- the implementation is found as the user names it ------------------------------
+
+def test_a_module_in_the_current_directory_and_a_file_path_both_name_a_callable(kernels):
+    for spec in ("my_kernels:exact", "./my_kernels.py:exact", f"{kernels}/my_kernels.py:exact"):
+        done = subprocess.run([_histkit_script(), "check", spec, "--kind", "histogram",
+                               "--keys", "1,2", "--num-bins", "3"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (spec, done.stdout, done.stderr)
+        assert done.stdout.splitlines()[-1].startswith(f"PASS: {spec} as histogram")
+
+
+def test_a_module_that_cannot_be_imported_is_a_usage_error_saying_where_it_looked(kernels,
+                                                                                  capsys):
+    assert main(["check", "no_such_module:f", "--kind", "histogram"]) == 2
+    out = capsys.readouterr().out
+    assert "cannot import module 'no_such_module'" in out and str(kernels) in out
+    assert main(["check", "./missing.py:f", "--kind", "histogram"]) == 2
+    assert "no such Python file: ./missing.py" in capsys.readouterr().out
+    assert main(["check", "my_kernels:nothing", "--kind", "histogram"]) == 2
+    assert "has no attribute 'nothing'" in capsys.readouterr().out
+
+
+# --- usage errors: exit 2, one message, before any case runs -------------------------
+
+@pytest.mark.parametrize("argv, says", [
+    (["--keys", "1,2,300", "--dtype", "int8"], "--keys value 300 does not fit --dtype int8"),
+    (["--keys=-1,2", "--dtype", "uint8"], "--keys value -1 does not fit --dtype uint8"),
+    (["--keys", "1", "--dtype", "foo"], "--dtype must be an integer dtype"),
+    (["--keys", "1", "--dtype", "float32"], "--dtype must be an integer dtype"),
+    (["--keys", "99999999999999999999", "--dtype", "uint64"], "does not fit --dtype uint64"),
+    (["--keys", "1,x"], "--keys takes comma-separated integers"),
+    (["--keys", "1"], "--keys needs --num-bins"),
+])
+def test_keys_that_do_not_fit_their_dtype_are_usage_errors(kernels, argv, says, capsys):
+    bins = [] if "--num-bins" in says else ["--num-bins", "4"]
+    with pytest.raises(SystemExit) as stop:
+        code = main(["check", "my_kernels:exact", "--kind", "histogram", *argv, *bins])
+        raise SystemExit(code)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and says in captured.out + captured.err
+
+
+def test_negative_keys_are_taken_after_a_space_as_after_an_equals_sign(kernels, capsys):
+    for keys in (["--keys", "-1,2"], ["--keys=-1,2"]):
+        assert main(["check", "my_kernels:exact", "--kind", "histogram", *keys,
+                     "--num-bins", "3", "--dtype", "int8"]) == 0
+        assert capsys.readouterr().out.splitlines()[-1].startswith("PASS")
+
+
+def test_float_keys_are_a_type_error_of_the_request_not_a_fail_of_the_kernel(kernels):
+    with pytest.raises(TypeError, match="keys must be integers"):
+        check("my_kernels:exact", "histogram", keys=np.array([0.5, 1.0]), num_bins=2)
+
+
+def test_a_framework_that_is_missing_is_one_usage_error(kernels, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy fails
+    assert main(["check", "my_kernels:exact", "--kind", "histogram", "--inputs", "cupy"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "--inputs cupy needs cupy" in out
+
+
+def test_a_callable_of_the_wrong_signature_is_one_usage_error_saying_the_call(kernels,
+                                                                             capsys):
+    assert main(["check", "my_kernels:one_argument", "--kind", "histogram"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "f(keys, num_bins) -> counts" in out
+    assert main(["check", "my_kernels:exact", "--kind", "wave"]) == 2
+    assert "f(keys, num_bins, warp_size=...) -> counts" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["missing/report.json", "."])
+def test_an_unwritable_json_path_is_refused_before_any_work(kernels, where, monkeypatch,
+                                                           capsys):
+    monkeypatch.setattr(check_module, "check", lambda *a, **k: pytest.fail("ran"))
+    for command in (["check", "my_kernels:exact", "--kind", "histogram"], ["verify"]):
+        with pytest.raises(SystemExit) as stop:
+            main([*command, "--json", where])
+        assert stop.value.code == 2 and "--json" in capsys.readouterr().err
+
+
+def test_an_unknown_case_name_is_a_usage_error(kernels, capsys):
+    assert main(["check", "my_kernels:exact", "--kind", "histogram", "--case", "nope"]) == 2
+    assert "no histogram case is named 'nope'" in capsys.readouterr().out
+
+
+# --- the verdict -------------------------------------------------------------------
+
+def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reproducer(kernels):
+    code, out = run("my_kernels:drops_a_key", "--kind", "histogram")
+    lines = out.splitlines()
+    assert code == 1 and len(lines) <= 40, out
+    assert lines[0] == "histkit check my_kernels:drops_a_key"
+    assert any(line.strip().startswith("input     keys = [") for line in lines), out
+    assert lines[-1].startswith("FAIL: my_kernels:drops_a_key as histogram")
+    (command,) = [line.split("reproduce ", 1)[1] for line in lines if "reproduce " in line]
+    assert command.startswith("histkit check my_kernels:drops_a_key --kind histogram --keys ")
+    again, said = shell(command)
+    assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
+    # the same input, the bug fixed: PASS, from the command and the Python call
+    fixed, said = shell(command.replace("drops_a_key", "exact"))
+    assert fixed == 0 and said.splitlines()[-1].startswith("PASS"), said
+    (python,) = [line.strip() for line in lines if line.strip().startswith("python -c")]
+    fixed, said = shell(python.replace("drops_a_key", "exact"))
+    assert fixed == 0 and said.strip().startswith("PASS"), said
+
+
+def test_failures_are_grouped_by_symptom_and_capped(kernels):
+    from histkit.conformance.check import symptom_of
+
+    assert symptom_of("bins differ: 3 differing; first at 7: got 1, expected 2 [case x]") == \
+        "bins differ"
+    assert symptom_of("raised on valid input: IndexError: index 9 is out of bounds") == \
+        "raised on valid input: IndexError"
+    assert symptom_of("crash: the worker process died (killed by SIGABRT) [case y]") == \
+        "crash: SIGABRT"
+    report = check("my_kernels:drops_a_key", "histogram", shrink_failures=False)
+    assert len(report.groups()) == 1 and len(report.groups()[0]) == len(report.failures)
+
+
+def test_findings_carry_their_detail_in_the_terminal(kernels):
+    code, out = run("my_kernels:unstable_sort", "--kind", "sort")
+    assert code == 0, out
+    (heading,) = [line for line in out.splitlines() if line.startswith("finding")]
+    assert "NOT stable" in heading
+    assert "adjacent equal-key pairs out of input order" in out.split(heading)[1]
+
+
+def test_verbose_lists_every_cell_and_json_has_everything(kernels, tmp_path):
+    report_path = tmp_path / "report.json"
+    code, out = run("my_kernels:exact", "--kind", "histogram", "-v", "--json",
+                    str(report_path))
+    import json
+
+    data = json.loads(report_path.read_text())
+    assert code == 0 and data["passed"] and len(data["cells"]) == data["counts"]["pass"] + \
+        data["counts"]["skip"]
+    assert sum(line.startswith("pass ") for line in out.splitlines()) == data["counts"]["pass"]
+
+
+# --- reproducers carry every option ---------------------------------------------------
+
+def test_a_wave_reproducer_carries_its_warp_size_and_a_privatized_one_its_grid(kernels):
+    code, out = run("my_kernels:wave_of_8_only", "--kind", "wave", "--warp-size", "8",
+                    "--max-failures", "0")
+    assert code == 0, out  # right at a wave of 8: no reproducer to check, but PASS
+    code, out = run("my_kernels:privatized_one_block_atomics", "--kind", "privatized",
+                    "--grid", "4")
+    assert code == 1
+    (command,) = [line.split("reproduce ", 1)[1] for line in out.splitlines()
+                  if "reproduce " in line]
+    assert "--grid 4" in command
+    again, said = shell(command)
+    assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
+
+
+def test_a_callable_with_no_name_says_so_and_a_scripts_function_is_named_by_its_file(
+        kernels):
+    script = kernels / "script.py"
+    script.write_text(textwrap.dedent('''
+        import numpy as np
+        from histkit.conformance import check
+
+        def off(keys, num_bins):
+            counts = np.bincount(keys, minlength=num_bins)
+            counts[0] += 1
+            return counts
+
+        if __name__ == "__main__":
+            report = check(off, "histogram", keys=np.array([1]), num_bins=2)
+            print(report.failures[0].reproducer)
+            nameless = check(lambda k, n: np.zeros(n, np.int64), "histogram",
+                             keys=np.array([1]), num_bins=2)
+            print(nameless.failures[0].reproducer)
+            print(nameless.failures[0].python_reproducer)
+    '''))
+    done = subprocess.run([sys.executable, "script.py"], capture_output=True, text=True,
+                          timeout=120)
+    named, nameless, call = done.stdout.splitlines()[-3:]
+    assert named.startswith("histkit check script.py:off --kind histogram --keys 1"), done
+    again, said = shell(named)
+    assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
+    assert nameless.startswith("(none: <lambda> has no importable name")
+    assert "check(your_function, 'histogram', keys=np.array([1]" in call
+
+
+def test_one_case_of_the_matrix_runs_by_its_name(kernels, capsys):
+    from histkit.conformance.cases import cases_for
+
+    name = cases_for("histogram")[5].name
+    assert main(["check", "my_kernels:exact", "--kind", "histogram", "--case", name]) == 0
+    assert "1 pass" in capsys.readouterr().out.splitlines()[-1]
+
+
+# --- isolation ----------------------------------------------------------------------
+
+def test_a_callable_that_aborts_costs_a_fail_cell_naming_the_signal_not_the_run(kernels):
+    code, out = run("my_kernels:aborts_past_1000", "--kind", "histogram", "--no-shrink")
+    assert code == 1 and "crash: SIGABRT" in out, out
+    assert out.splitlines()[-1].startswith("FAIL: my_kernels:aborts_past_1000")
+    report = check("my_kernels:aborts_past_1000", "histogram", shrink_failures=False)
+    statuses = [cell.status for _, cell, _ in report.cells]
+    assert statuses.count("pass") > 50 and all("SIGABRT" in f.detail for f in report.failures)
+
+
+def test_in_process_runs_the_callable_here(kernels):
+    calls = []
+
+    def counted(keys, num_bins):
+        calls.append(len(keys))
+        return np.bincount(keys.astype(np.int64), minlength=num_bins)
+
+    check(counted, "histogram", keys=np.array([1, 2]), num_bins=3, in_process=True)
+    assert calls == [2]
+
+
+def test_ctrl_c_stops_with_a_message_and_exit_130(kernels, monkeypatch, capsys):
+    def interrupted(*args, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_module, "check", interrupted)
+    assert main(["check", "my_kernels:exact", "--kind", "histogram"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+# --- a .cu file on a machine without a GPU -------------------------------------------
+
+@needs_nvrtc
+def test_a_cu_file_compiles_without_a_gpu_and_shows_its_compile_errors(tmp_path, capsys,
+                                                                       monkeypatch):
+    from histkit.gpu import device
+
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no GPU in this test")
+    good = tmp_path / "good.cu"
+    good.write_text('extern "C" __global__ void histogram(const KEY_T* keys, long long n, '
+                    'unsigned long long num_bins, COUNT_T* hist, '
+                    'unsigned long long* first_bad) {}\n')
+    assert main(["check", str(good), "--kind", "histogram", "--compile-only"]) == 0
+    assert "compiles for sm_90 with entries histogram" in capsys.readouterr().out
+    assert main(["check", str(good), "--kind", "histogram"]) == 2
+    assert "compiles, but judging a CUDA C++ kernel needs a GPU" in capsys.readouterr().out
+    bad = tmp_path / "bad.cu"
+    bad.write_text('extern "C" __global__ void histogram() { undefined_name(); }\n')
+    assert main(["check", str(bad), "--kind", "histogram"]) == 1
+    out = capsys.readouterr().out
+    assert "does not compile" in out and "undefined_name" in out
+    with pytest.raises(UsageError, match="no entry count, scatter"):
+        from histkit.conformance.check import compile_only, make_impl
+
+        compile_only(make_impl(str(good), "sort"))
