@@ -14,9 +14,20 @@ LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 def tests(session: nox.Session) -> None:
     """Build histkit and run the test suite (GPU tests skip without a GPU; the
     compile tests need the NVRTC the gpu extra installs, and fail without it;
-    matplotlib, so the benchmark's plot is drawn in a test rather than skipped)."""
+    matplotlib, so the benchmark's plot is drawn in a test rather than skipped).
+    Tests marked `large` (over 2^31 keys, GBs of memory, minutes of compiling)
+    are left out: `nox -s tests_large` runs them."""
     session.install(".[test,gpu,dask]", "matplotlib>=3.7")
-    session.run("pytest", *session.posargs, env={"HISTKIT_REQUIRE_NVRTC": "1"})
+    session.run("pytest", "-m", "not large", *session.posargs,
+                env={"HISTKIT_REQUIRE_NVRTC": "1"})
+
+
+@nox.session(default=False)
+def tests_large(session: nox.Session) -> None:
+    """The tests marked `large` alone: over 2^31 keys on the CPU oracles, GBs
+    of memory, the full compile sweeps (every build, key type and arch)."""
+    session.install(".[test,gpu,dask]")
+    session.run("pytest", "-m", "large", *session.posargs, env={"HISTKIT_REQUIRE_NVRTC": "1"})
 
 
 @nox.session
@@ -40,6 +51,27 @@ def lint(session: nox.Session) -> None:
     session.install("ruff==0.17.6", "cython-lint==0.22.1")
     session.run("ruff", "check", *LINT_PATHS, *session.posargs)
     session.run("cython-lint", "src/histkit/oracles", "src/histkit/gpu")
+
+
+# The documentation's tools, pinned: CI builds the site with --strict, and a
+# new release's new warnings must not fail a commit that changed nothing.
+DOCS_REQUIREMENTS = [
+    "mkdocs==1.6.1",
+    "mkdocs-material==9.8.2",
+    "mkdocstrings==1.0.8",
+    "mkdocstrings-python==2.0.11",
+    "griffe==2.4.1",
+    "pymdown-extensions==13.1.2",
+    "ruff==0.17.6",  # mkdocstrings formats the API pages' signatures with it
+]
+
+
+@nox.session(default=False)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into site/ (mkdocs --strict: any warning fails it)."""
+    session.install(".", *DOCS_REQUIREMENTS)
+    session.run("mkdocs", "build", "--strict", *session.posargs,
+                env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session

@@ -168,8 +168,8 @@ __device__ T tile_exclusive_sum(T value) {
 // Lanes holding this lane's digit. Each live lane ORs its bit into its
 // digit's mask word (masks: this warp's MAX_DIGITS words of shared memory, zero
 // on entry), reads the word back, and the digit's lowest lane zeroes it again:
-// a shared atomic and a load a key, where one ballot per digit bit cost about
-// 50 instructions a round of 32 keys (bench/NOTES.md, session 22). A dead
+// a shared atomic and a load a key, where one ballot per digit bit costs
+// about 50 instructions a round of 32 keys (docs/performance.md). A dead
 // lane (NO_DIGIT) has no peers.
 __device__ __forceinline__ unsigned same_digit_lanes(unsigned digit, unsigned* masks) {
     const unsigned lane = threadIdx.x & 31;
@@ -518,8 +518,8 @@ onesweep_scatter(const hk_key* keys, const hk_index* in_index, i64 n, u64 num_bi
 // Up to this many tiles (contract.RESIDENT_DIRECT_PREFIX_TILES), every block
 // sums the tiles' digit counts itself (a column of at most DIRECT_PREFIX_TILES
 // reads per thread, which a warp makes as 32 reads of different lines)
-// instead of waiting for a scan. Measured on the H200 (bench/NOTES.md,
-// session 19): 1.6x faster than the scan at 16 tiles, 1.3-1.4x slower at 64.
+// instead of waiting for a scan. Measured on the H200 (docs/performance.md):
+// 1.6x faster than the scan at 16 tiles, 1.3-1.4x slower at 64.
 #ifndef DIRECT_PREFIX_TILES
 #define DIRECT_PREFIX_TILES 32
 #endif

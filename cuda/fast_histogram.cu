@@ -38,7 +38,7 @@
 // bin (one hot bin, sorted input): one atomic per warp instead of 32. Built
 // with -DHOLD_RUNS=1, each lane also holds its last global bin in registers
 // and adds a run of it once: 5x faster when one hot bin lies past shared
-// memory, ~10% slower on other inputs (bench/NOTES.md), so auto picks it from
+// memory, ~10% slower on other inputs (docs/performance.md), so auto picks it from
 // a sample of the keys.
 //
 // Each block merges its shared counters into the global histogram at the end:

@@ -27,8 +27,8 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from histkit.conformance.mutation import plant as plant_text
-from histkit.conformance.mutation import plant_at_line
+from histkit.conformance.mutant import plant as plant_text
+from histkit.conformance.mutant import plant_at_line
 
 HERE = Path(__file__).resolve().parent
 # How each example is checked: its kind and launch options (the README shows these).
@@ -111,6 +111,12 @@ def main(argv=None) -> int:
                         help="judge mutagen's one-line slips in the examples instead of "
                              "bugs.toml's bugs")
     args = parser.parse_args(argv)
+    from histkit.gpu import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:  # the examples are CUDA kernels: every one needs a GPU
+        print(f"check_examples.py needs a GPU: {reason}", file=sys.stderr)
+        return 2
     os.environ["HISTKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="histkit-examples-cache-")
     work = Path(tempfile.mkdtemp(prefix="histkit-examples-"))
     jobs = []
@@ -136,7 +142,8 @@ def main(argv=None) -> int:
         verdict = "PASS" if result["passed"] else "FAIL"
         print(f"{'ok ' if right else 'BAD'} {role:7s} {name:40s} {kind:15s} {verdict} "
               f"{result['counts']} {result['seconds']} s"
-              + (f", reproducer of {result['reproducer_keys']} keys"
+              + (f", reproducer of {result['reproducer_keys']} "
+                 f"key{'s' if result['reproducer_keys'] != 1 else ''}"
                  if result["reproducer_keys"] is not None else ""), flush=True)
         rows.append({"role": role, "name": name, "file": file, "kind": kind,
                      "options": options, "needs": needs, **result})

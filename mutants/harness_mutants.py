@@ -48,6 +48,15 @@ CHECK_TESTS = ("tests/test_check_engine.py", *(
         "test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed",
         "test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone",
         "test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer")))
+DEVICE_MODULES = ("bindings", "memory", "harness", "launching", "waiting", "allocation",
+                  "call_slots", "core")
+DEVICE_TESTS = ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
+                "tests/test_runner_report.py", "tests/test_api_calls.py",
+                "tests/test_gpu_layout.py", "tests/test_runtime_memory.py",
+                # the launch bookkeeping and the C path of the per-call driver calls
+                "tests/test_launch_geometry.py", "tests/test_driver_calls.py",
+                # the bad-key slot on the verdict board and off it
+                "tests/test_verdict_board.py")
 # Each file, and the CPU tests that pin it (on pretend runtimes and devices).
 HARNESS_FILES = {
     "conformance/runner.py": ("tests/test_bounded_waits.py", "tests/test_runner_report.py",
@@ -55,13 +64,9 @@ HARNESS_FILES = {
     "conformance/checks.py": ("tests/test_conformance_rules.py", "tests/test_runner_report.py",
                               "tests/test_scan_and_sort_oracles.py",
                               "tests/test_verdict_board.py"),
-    "gpu/device.py": ("tests/test_bounded_waits.py", "tests/test_harness_on_host_memory.py",
-                      "tests/test_runner_report.py", "tests/test_api_calls.py",
-                      "tests/test_gpu_layout.py", "tests/test_runtime_memory.py",
-                      # the launch bookkeeping and the C path of the per-call driver calls
-                      "tests/test_launch_geometry.py", "tests/test_driver_calls.py",
-                      # the bad-key slot on the verdict board and off it
-                      "tests/test_verdict_board.py"),
+    # the runtime (gpu/device/, one module a concept): each is pinned by the
+    # same tests, the runtime's pretend devices and drivers
+    **dict.fromkeys((f"gpu/device/{name}.py" for name in DEVICE_MODULES), DEVICE_TESTS),
     # the verdict board's bookkeeping, and the judge's reading of it
     "gpu/verdict.py": ("tests/test_verdict_board.py", "tests/test_harness_on_host_memory.py"),
     "conformance/check.py": CHECK_TESTS,
@@ -72,6 +77,7 @@ HARNESS_FILES = {
     # the mutation machinery itself (a slip there can call every mutant caught,
     # or leave some unjudged): its own tests, less DESELECTED
     "conformance/mutation.py": ("tests/test_mutagen.py",),
+    "conformance/mutant.py": ("tests/test_mutagen.py", "tests/test_mutants.py"),
     "conformance/mutagen.py": ("tests/test_mutagen.py",),
     # the inputs every case draws (a slip there weakens every case at once)
     "distributions.py": ("tests/test_distributions.py",),
@@ -91,9 +97,10 @@ HARNESS_FILES = {
     # a user's .cu kernel launched by its kind's ABI
     "conformance/cuda_abi.py": ("tests/test_api_calls.py", "tests/test_check_engine.py"),
     # the benchmarks: what they time, check and report against the targets
-    "gpu/bench_calls.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py"),
-    "gpu/bench.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py",
-                     "tests/test_gpu_layout.py", "tests/test_api_calls.py"),
+    "bench/calls.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py"),
+    "bench/kernels.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py",
+                         "tests/test_gpu_layout.py", "tests/test_api_calls.py"),
+    "bench/common.py": ("tests/test_bench_calls.py",),
     # Dask arrays: per-chunk histograms and sorts summed or merged on the CPU
     "dask.py": ("tests/test_dask.py",),
     # the chapter demo, whose self-checks the main job confirms

@@ -1,4 +1,5 @@
 import os
+import re
 
 import numpy as np
 import pytest
@@ -50,6 +51,29 @@ REQUIRE_NVRTC = os.environ.get("HISTKIT_REQUIRE_NVRTC") == "1"
 def pytest_configure(config):
     if REQUIRE_NVRTC and NO_NVRTC is not None:
         raise pytest.UsageError(f"HISTKIT_REQUIRE_NVRTC=1 but NVRTC is unavailable: {NO_NVRTC}")
+
+
+def pytest_make_parametrize_id(config, val, argname):
+    """A parameter given as a string or a function is named in a form `-k`
+    takes whole (pytest_plugin.k_safe_id: "N=33" is "N33", "a/b" is "a-b")."""
+    from histkit.conformance.pytest_plugin import k_safe_id
+
+    name = getattr(val, "__name__", None) if callable(val) else val
+    return (k_safe_id(name) or None) if isinstance(name, str) else None
+
+
+# What a test id may hold (a parametrized test's part in brackets): what
+# `pytest -k` takes as one word, so that any test can be picked by its id.
+K_SAFE_ID = re.compile(r"[\w.+-]*")
+
+
+def pytest_collection_modifyitems(config, items):
+    unsafe = [item.nodeid for item in items
+              if hasattr(item, "callspec") and not K_SAFE_ID.fullmatch(item.callspec.id)]
+    if unsafe:
+        raise pytest.UsageError(f"{len(unsafe)} test ids that `-k` cannot take whole (give "
+                                f"them ids through pytest_plugin.k_safe_id), such as: "
+                                + "; ".join(unsafe[:5]))
 
 
 def needs_nvrtc(test):

@@ -1047,19 +1047,18 @@ def test_work_on_another_stream_is_waited_for_through_one_event_and_none_on_its_
     # caller's other stream must be read after that work, with no host wait.
     import threading
 
-    from histkit.gpu import device
-    from histkit.gpu.device import Runtime
+    from histkit.gpu.device import Runtime, bindings
 
     calls = []
     fake = types.SimpleNamespace(
         CUevent_flags=types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2),
         CUstream=lambda handle: ("stream", handle),
-        cuEventCreate=lambda flags: (device._SUCCESS, "event"),
+        cuEventCreate=lambda flags: (bindings.SUCCESS, "event"),
         cuEventRecord=lambda event, stream: calls.append(("record", event, stream))
-        or (device._SUCCESS,),
+        or (bindings.SUCCESS,),
         cuStreamWaitEvent=lambda stream, event, flags: calls.append(("wait", stream, event))
-        or (device._SUCCESS,))
-    monkeypatch.setattr(device, "driver", fake)
+        or (bindings.SUCCESS,))
+    monkeypatch.setattr(bindings, "driver", fake)
     rt = Runtime.__new__(Runtime)
     rt._scratch, rt.handle, rt.stream = threading.local(), 0x7000, types.SimpleNamespace(
         handle=0x7000)
@@ -1074,10 +1073,9 @@ def test_a_runtime_on_another_stream_is_one_view_per_handle_with_its_own_stream(
     # (never histkit's own), through one view per handle sharing the caches.
     import threading
 
-    from histkit.gpu import device
-    from histkit.gpu.device import Runtime
+    from histkit.gpu.device import Runtime, core
 
-    monkeypatch.setattr(device, "foreign_stream", lambda handle: ("stream", handle))
+    monkeypatch.setattr(core, "foreign_stream", lambda handle: ("stream", handle))
     rt = Runtime.__new__(Runtime)
     rt._scratch, rt._views, rt._plans = threading.local(), {}, {}
     rt._base, rt.handle, rt.stream, rt._barrier_scratch = rt, 0xA000, "own", "kept"
@@ -1092,26 +1090,26 @@ def test_a_runtime_on_another_stream_is_one_view_per_handle_with_its_own_stream(
 @pytest.mark.parametrize("result,expected", [((0, 5), 5), ((0, 1, 2), (1, 2)), ((0,), ()),
                                              (0, ())])
 def test_a_driver_result_that_succeeded_unpacks_to_its_values(monkeypatch, result, expected):
-    from histkit.gpu import device
+    from histkit.gpu.device import bindings
 
-    monkeypatch.setattr(device, "driver", types.SimpleNamespace(
+    monkeypatch.setattr(bindings, "driver", types.SimpleNamespace(
         CUresult=types.SimpleNamespace(CUDA_SUCCESS=0)))
-    monkeypatch.setattr(device, "_SUCCESS", 0)
-    assert device.check(result, "cuSomething") == expected
+    monkeypatch.setattr(bindings, "SUCCESS", 0)
+    assert bindings.check(result, "cuSomething") == expected
 
 
 @pytest.mark.parametrize("result", [(700, 5), (700,), 700])
 def test_a_driver_result_that_failed_raises_naming_the_call_and_the_error(monkeypatch, result):
-    from histkit.gpu import device
+    from histkit.gpu.device import bindings
 
-    monkeypatch.setattr(device, "driver", types.SimpleNamespace(
+    monkeypatch.setattr(bindings, "driver", types.SimpleNamespace(
         CUresult=types.SimpleNamespace(CUDA_SUCCESS=0),
         cuGetErrorName=lambda status: (0, b"CUDA_ERROR_ILLEGAL_ADDRESS"),
         cuGetErrorString=lambda status: (0, b"an illegal memory access was encountered")))
-    monkeypatch.setattr(device, "_SUCCESS", 0)
+    monkeypatch.setattr(bindings, "SUCCESS", 0)
     with pytest.raises(errors.CudaError, match=r"cuMemcpy failed: CUDA_ERROR_ILLEGAL_ADDRESS "
                                                r"\(an illegal memory access"):
-        device.check(result, "cuMemcpy")
+        bindings.check(result, "cuMemcpy")
 
 
 # --- device arrays of other frameworks, seen through cuda.core's StridedMemoryView ---
@@ -1430,7 +1428,7 @@ HIGH_KEYS, HIGH_SCRATCH = 1 << 44, 1 << 40
     ((1 << 25) + 7, 1 << 19, np.int64, 8),
     ((1 << 25) + 1, 1 << 18, np.uint8, 3),
     (4096, 2**32, np.int32, 0),  # 2^32 bins: the atomic kernel, its counts zeroed
-], ids=["sampled", "sampled-scalar-head", "sampled-int64", "sampled-uint8-odd", "2^32-bins"])
+], ids=["sampled", "sampled-scalar-head", "sampled-int64", "sampled-uint8-odd", "2_32-bins"])
 def test_where_auto_launches_more_the_lane_replays_its_recorded_launches_argument_for_argument(
         fake, lane, monkeypatch, n, num_bins, dtype, residue):
     fake._next = HIGH_SCRATCH

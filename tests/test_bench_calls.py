@@ -4,7 +4,7 @@ never timed, a failing peer is noted with its reason, times are medians."""
 import numpy as np
 import pytest
 
-from histkit.gpu import bench_calls
+from histkit.bench import calls as bench_calls
 
 
 def _row():
@@ -160,7 +160,7 @@ def test_the_run_judges_every_row_and_says_how_many_targets_it_met(tmp_path, mon
     assert bench_calls.run_call_bench(str(tmp_path), sizes=(1 << 12,)) == 0
     out = capsys.readouterr().out
     # each histogram shape: call - kernel met, 1.5x torch missed; each sort 0.5x met
-    assert "issue 11's targets: 5 of 8 met" in out and out.count("[targets:") == 5
+    assert "call targets: 5 of 8 met" in out and out.count("[targets:") == 5
     (written,) = tmp_path.glob("calls-gpu-*.json")
     rows = json.loads(written.read_text())
     assert [len(r["targets"]) for r in rows["histogram"] + rows["sort"]] == [2, 2, 2, 1, 1]
@@ -252,7 +252,8 @@ def test_each_panel_of_the_calls_plot_shows_its_own_bins_rows(tmp_path):
 
 
 def test_the_kernel_bench_times_every_exact_histogram_method_and_the_fast_kernel():
-    from histkit.gpu import bench, registry
+    from histkit.bench import kernels as bench
+    from histkit.gpu import registry
 
     exact = [m for m in registry.methods("histogram") if m != "naive"]  # naive loses counts
     want = {f"histkit {registry.serving('histogram', m).row}" for m in exact} | {"histkit fast"}
@@ -260,7 +261,7 @@ def test_the_kernel_bench_times_every_exact_histogram_method_and_the_fast_kernel
 
 
 def test_the_kernel_bench_times_a_peer_only_when_its_result_is_the_oracles():
-    from histkit.gpu import bench
+    from histkit.bench import kernels as bench
 
     timed = []
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from histkit.gpu.bench import plot
+from histkit.bench.kernels import plot
 
 RESULTS = {
     "N": 1 << 24, "device": "a test GPU",

@@ -19,7 +19,7 @@ from histkit.conformance import runner
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
 from histkit.gpu import device
-from histkit.gpu.device import PerCallPath, Runtime, WaitBound
+from histkit.gpu.device import PerCallPath, Runtime, WaitBound, bindings, waiting
 from histkit.gpu.errors import DeviceHang
 from histkit.gpu.registry import DEFAULT, Kernel
 
@@ -55,12 +55,12 @@ def rt(monkeypatch):
 
     fake = SimpleNamespace(cuStreamQuery=query, cuMemcpyDtoHAsync=copy_back,
                            cuGetErrorName=lambda status: (SUCCESS, status.encode()))
-    monkeypatch.setattr(device, "driver", fake)
-    monkeypatch.setattr(device, "_SUCCESS", SUCCESS)
-    monkeypatch.setattr(device, "_NOT_READY", NOT_READY)
+    monkeypatch.setattr(bindings, "driver", fake)
+    monkeypatch.setattr(bindings, "SUCCESS", SUCCESS)
+    monkeypatch.setattr(bindings, "NOT_READY", NOT_READY)
     # a hang registers an exit without the driver's teardown: not in pytest's process
     exits = []
-    monkeypatch.setattr(device.atexit, "register", exits.append)
+    monkeypatch.setattr(waiting.atexit, "register", exits.append)
     runtime.exits = exits
     return runtime
 
@@ -70,7 +70,7 @@ def test_a_wait_past_the_bound_is_a_device_hang_naming_the_wait(rt):
     with rt.bounded_waits(0.2), pytest.raises(DeviceHang, match="reading counts.*0 s"):
         rt.sync("reading counts")
     assert 0.2 <= time.perf_counter() - start < 5
-    assert rt.hung.startswith("reading counts") and rt.exits == [device._exit_without_teardown]
+    assert rt.hung.startswith("reading counts") and rt.exits == [waiting._exit_without_teardown]
 
 
 def test_after_a_hang_every_wait_fails_at_once_bounded_or_not(rt):
@@ -102,7 +102,7 @@ def test_a_bounded_wait_polls_finely_at_first_and_never_sleeps_past_10_ms(rt, mo
         clock.pauses.append(seconds)
         clock.now += seconds
 
-    monkeypatch.setattr(device, "time", SimpleNamespace(perf_counter=lambda: clock.now,
+    monkeypatch.setattr(waiting, "time", SimpleNamespace(perf_counter=lambda: clock.now,
                                                         sleep=sleep))
     with rt.bounded_waits(2.0), pytest.raises(DeviceHang):
         rt.sync("a kernel that never ends")

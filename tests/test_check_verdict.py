@@ -10,12 +10,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import needs_nvrtc
 
 from histkit.cli import main
 from histkit.conformance import check
 from histkit.conformance.loading import UsageError
-
-from conftest import needs_nvrtc
 
 # the module (histkit.conformance's `check` is the function)
 check_module = importlib.import_module("histkit.conformance.check")

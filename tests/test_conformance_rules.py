@@ -7,6 +7,7 @@ import pytest
 from histkit import oracles
 from histkit.conformance import checks
 from histkit.conformance.cases import EDGE_SIZES, Case, all_cases, large_cases, plant_bad_keys
+from histkit.conformance.pytest_plugin import case_id
 from histkit.gpu import registry
 
 
@@ -128,7 +129,7 @@ def test_the_quick_matrix_goes_past_2_31_keys_with_the_histograms_and_fenced_the
     # the one with no bad key is fenced, and last: a fault spoils the context
     assert clean.fenced and not any(c.fenced for c in bad) and quick[-1] == clean
     assert not any(k in registry.SORTING_KINDS for k in COUNTED_PAST_2_31)
-    assert SORTED_PAST_2_31 == ("stable-sort",)
+    assert SORTED_PAST_2_31 == ("stable-sort", "sort", "radix-sort")
     full = huge_cases()
     for case in (clean, *bad):
         kinds = set(COUNTED_PAST_2_31) | (set(SORTED_PAST_2_31) if case.fenced else set())
@@ -254,7 +255,7 @@ def test_full_width_cases_span_negative_and_high_keys_of_every_dtype():
 
 
 @pytest.mark.parametrize("case", [c for c in all_cases(quick=True) if c.bad and c.n < 2**31],
-                         ids=lambda c: c.name)  # (past 2^31: the last-vector test's pattern)
+                         ids=case_id)  # (past 2^31: the last-vector test's pattern)
 def test_bad_key_cases_hold_out_of_range_keys_the_oracle_reports(case):
     keys = case.keys()
     bad = np.flatnonzero((keys.astype(np.float64) < 0) | (keys.astype(np.float64) >= case.num_bins))
@@ -410,7 +411,7 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
     unstable = _radix_outcome(keys, values)
     unstable.original_index = unstable.original_index.copy()
     unstable.original_index[[1, 2]] = unstable.original_index[[2, 1]]  # the two -3s
-    assert "original index" in checks.judge("radix-sort", expected, unstable).detail
+    assert "original indices" in checks.judge("radix-sort", expected, unstable).detail
     as_unsigned = np.argsort(keys.view(np.uint8), kind="stable")
     unsigned = checks.Outcome(sorted_keys=keys[as_unsigned], original_index=as_unsigned,
                               sorted_values=values[as_unsigned])
@@ -672,3 +673,107 @@ def test_autos_sample_of_one_run_is_the_first_keys_and_of_two_the_ends():
     keys = np.arange(100, dtype=np.int32)
     assert checks.auto_sample(keys, 1, width=4).tolist() == [[0, 1, 2, 3]]
     assert checks.auto_sample(keys, 2, width=4).tolist() == [[0, 1, 2, 3], [96, 97, 98, 99]]
+
+
+def _round_robin(n, num_bins, monkeypatch):
+    monkeypatch.setattr(checks, "SORT_SLICE", 7)  # many slices on a small input
+    keys = (np.arange(n) % num_bins).astype(np.uint8)
+    return checks.Expected(keys, num_bins, round_robin=True)
+
+
+def test_an_unstable_sort_past_2_31_is_judged_a_slice_at_a_time_with_the_atomic_cursor_rule(
+        monkeypatch):
+    n, num_bins = 40, 3
+    expected = _round_robin(n, num_bins, monkeypatch)
+    order = np.argsort(expected.keys, kind="stable")
+    keys = expected.keys[order]
+
+    def reading(index):
+        return lambda start, stop: (keys[start:stop], index[start:stop])
+
+    assert checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(order))
+                        ).status == "pass"
+    swapped = order.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]  # equal keys out of input order: a finding
+    cell = checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(swapped)))
+    assert cell.status == "finding" and "NOT stable: 1 adjacent" in cell.detail
+    # an index kept in too few bits: two slots name one key, one key is never named
+    wrapped = order.copy()
+    wrapped[wrapped == 30] = 30 - 3 * 8
+    cell = checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(wrapped)))
+    assert cell.status == "FAIL" and "not a permutation: 1 indices missing" in cell.detail
+    wrong_key = order.copy()
+    wrong_key[5] += 1  # an index whose key is another
+    cell = checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(wrong_key)))
+    assert cell.status == "FAIL" and "slot 5 holds key" in cell.detail
+
+
+def test_a_radix_sort_past_2_31_moves_closed_form_values_judged_a_slice_at_a_time(
+        monkeypatch):
+    n, num_bins = 40, 3
+    expected = _round_robin(n, num_bins, monkeypatch)
+    order = np.argsort(expected.keys, kind="stable")
+    values = checks.closed_form_values(0, n)
+    assert len(set(values.tolist())) == n  # every position its own value
+
+    def reading(moved):
+        return lambda start, stop: (expected.keys[order][start:stop], order[start:stop],
+                                    moved[start:stop])
+
+    assert checks.judge("radix-sort", expected, checks.Outcome(
+        radix_slices=reading(values[order]))).status == "pass"
+    gathered_wrong = values[order].copy()
+    gathered_wrong[33] = values[order[33] - 8]  # a gather whose index wrapped
+    cell = checks.judge("radix-sort", expected, checks.Outcome(
+        radix_slices=reading(gathered_wrong)))
+    assert cell.status == "FAIL" and "values differ" in cell.detail and "first at 33" in cell.detail
+    # positions 2^31 apart hold different values: a 32-bit index shows
+    far = checks.closed_form_values(2**31 + 5, 2**31 + 6)[0]
+    assert far != checks.closed_form_values(5, 6)[0]
+
+
+def test_the_sorts_are_judged_past_2_31_keys_on_the_fenced_case_with_radix_values():
+    from histkit.conformance.cases import all_cases
+    from histkit.conformance.runner import radix_values
+
+    (fenced,) = [c for c in all_cases(quick=True) if c.fenced and c.kinds]
+    assert {"sort", "stable-sort", "radix-sort"} <= set(fenced.kinds)
+    assert fenced.sorted_in_closed_form
+    small = checks.closed_form_values(0, 100)
+    shrunk = type(fenced)("round-robin", 100, 251, seed=5, dtype="uint8", kinds=fenced.kinds,
+                          fenced=True)
+    assert radix_values(shrunk).dtype == np.float32  # below 2^31 the usual random values
+    assert list(small[:3]) == [0, 0x9E3779B1, (2 * 0x9E3779B1) & 0xFFFFFFFF]
+
+
+def test_a_users_skewed_case_comes_twice_with_opposite_warp_orders():
+    from histkit.conformance.cases import all_cases, cases_for, judges
+    from histkit.gpu.device.harness import ScheduleSkew
+
+    skewed = [c for c in all_cases(quick=True) if c.skewed and judges(c, "histogram")]
+    users = [c for c in cases_for("histogram", skewed=True, fenced=True) if c.skewed]
+    assert len(users) == 2 * len(skewed)
+    for first, second in zip(users[::2], users[1::2], strict=True):
+        assert first.skew_seed % 2 == 0 and second.skew_seed == first.skew_seed + 1
+        assert f"/skewed-order={first.skew_seed}" in first.name
+    assert all(c.skew_seed is None for c in all_cases(quick=True))  # histkit's own: fixed
+    skew = ScheduleSkew()
+    skew.depth, skew.order_seed = 1, 6
+    assert skew.defines("/home/me/scan.cu")["HK_SKEW_ORDER_SEED"] == "6"
+    assert "HK_SKEW_ORDER_SEED" not in skew.defines("exclusive_scan.cu")  # histkit's own
+
+
+def test_a_case_id_is_its_name_in_a_form_pytest_k_takes_whole():
+    # "N=33" or "a/b" in an id breaks `pytest -k`; the plugin's ids read as the names do
+    import re
+
+    from histkit.conformance.pytest_plugin import conformance_cases, k_safe_id
+
+    assert case_id(Case("uniform", 33, 10)) == "uniform-N33-K10-int32"
+    assert (k_safe_id("round-robin/N=5/K=3/uint8/grid=2/bad=past-2^31/kinds=histogram+wave")
+            == "round-robin-N5-K3-uint8-grid2-bad-past-2_31-kinds-histogram+wave")
+    for kind in registry.KINDS:
+        mark = conformance_cases(kind, cuda_file=kind != "radix-sort")
+        ids = mark.kwargs["ids"]
+        assert len(set(ids)) == len(ids) == len(mark.args[1]), kind  # one per case, distinct
+        assert all(re.fullmatch(r"[\w.+-]+", i) for i in ids), kind

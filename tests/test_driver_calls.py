@@ -127,12 +127,12 @@ def test_a_missing_entry_point_is_refused():
 
 def _fake_bindings(monkeypatch, fake: FakeDriver, driver_version: int, missing: str = "",
                    lookup_status: int = 0):
-    """histkit.gpu.device's driver, answering cuGetProcAddress with fake's entry points."""
+    """histkit.gpu.device.bindings' driver, answering cuGetProcAddress with fake's entry points."""
     from types import SimpleNamespace
 
-    from histkit.gpu import device
+    from histkit.gpu.device import bindings
 
-    addresses = dict(zip(device._PER_CALL_ENTRY_POINTS,
+    addresses = dict(zip(bindings._PER_CALL_ENTRY_POINTS,
                          (ctypes.cast(f, ctypes.c_void_p).value for f in fake.entry_points),
                          strict=True))
     asked = []
@@ -142,20 +142,21 @@ def _fake_bindings(monkeypatch, fake: FakeDriver, driver_version: int, missing: 
         asked.append((name, version))
         return (lookup_status, 0 if name == missing else addresses[name], 0)
 
-    monkeypatch.setattr(device, "driver", SimpleNamespace(
+    monkeypatch.setattr(bindings, "driver", SimpleNamespace(
         cuDriverGetVersion=lambda: (0, driver_version), cuGetProcAddress=get_proc_address,
         CUdriverProcAddress_flags=SimpleNamespace(CU_GET_PROC_ADDRESS_DEFAULT=0)))
-    monkeypatch.setattr(device, "_SUCCESS", 0)
+    monkeypatch.setattr(bindings, "SUCCESS", 0)
     return asked
 
 
 def test_the_entry_points_are_looked_up_for_the_abi_of_the_c_signatures(monkeypatch):
     from histkit.gpu import device
+    from histkit.gpu.device import bindings
 
     fake = FakeDriver()
     asked = _fake_bindings(monkeypatch, fake, driver_version=13020)
     calls = device.per_call_driver_calls()
-    assert asked == [(name, 12000) for name in device._PER_CALL_ENTRY_POINTS]
+    assert asked == [(name, 12000) for name in bindings._PER_CALL_ENTRY_POINTS]
     fake.expected_args = 1
     calls.launch(0xABC, 2, 64, 0, 5, False, (3,))
     calls.memset(0x10, 0, 8, 5)

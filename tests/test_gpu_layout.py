@@ -85,7 +85,7 @@ def runs_of(keys, width=32):
     return keys[: len(keys) // width * width].reshape(-1, width)
 
 
-# As measured at 2^20 bins (bench/NOTES.md): partitioned wins on uniform keys,
+# As measured at 2^20 bins (docs/performance.md): partitioned wins on uniform keys,
 # the fast kernel holding runs on one-bin keys, the plain fast kernel on Zipf,
 # sorted and round-robin keys.
 @pytest.mark.parametrize("distribution,kernel", [("uniform", "partitioned"),
@@ -107,8 +107,8 @@ def test_auto_picks_the_kernel_measured_fastest_for_the_sampled_keys(distributio
 ])
 def test_auto_samples_the_keys_only_with_both_many_keys_and_a_partitionable_bin_count(
         n, num_bins, samples):
-    # (bench/NOTES.md, "How auto chooses"): a sample is a launch and a host
-    # wait, paid by every call it is taken in
+    # (docs/performance.md, "The partitioned histogram, and how auto chooses"): a
+    # sample is a launch and a host wait, paid by every call it is taken in
     assert policy.DEFAULT_POLICY.samples(n, num_bins) is samples
 
 

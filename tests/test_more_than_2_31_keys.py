@@ -3,6 +3,10 @@
 The keys are a seeded pattern tiled many times (uint8, so 2^31 + 93 keys take
 about 2 GiB), and the reference is the pattern's count times the number of
 tiles: no reference needs to hold 2^31 int64 values.
+
+Every test that walks more than 2^31 keys is marked ``large`` (``nox -s
+tests_large``: GBs of memory, or seconds each); the keys 2^31 bytes apart
+(a few keys, strided) stay in ``nox -s tests``.
 """
 
 import numpy as np
@@ -24,14 +28,14 @@ def tiled_keys():
     return keys, pattern, tail
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_histogram_of_more_than_2_31_keys(tiled_keys):
     keys, pattern, tail = tiled_keys
     expected = np.bincount(pattern, minlength=200) * TILES + np.bincount(tail, minlength=200)
     np.testing.assert_array_equal(oracles.histogram(keys, 200), expected)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_histogram_of_more_than_2_31_keys_into_many_bins(tiled_keys):
     # Past 4096 bins the oracle counts in one lane, two keys at a time (its
     # other loop): the same uint8 keys, counted into 5000 bins, reach it.
@@ -40,7 +44,7 @@ def test_histogram_of_more_than_2_31_keys_into_many_bins(tiled_keys):
     np.testing.assert_array_equal(oracles.histogram(keys, 5000), expected)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_wave_model_of_more_than_2_31_keys(tiled_keys):
     keys, pattern, tail = tiled_keys
     expected = (oracles.naive_wave_histogram(pattern, 200) * TILES
@@ -50,7 +54,7 @@ def test_wave_model_of_more_than_2_31_keys(tiled_keys):
     np.testing.assert_array_equal(oracles.naive_wave_histogram(keys, 200), expected)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_bad_key_past_2_31_is_named_with_its_64_bit_index(tiled_keys):
     keys, _, _ = tiled_keys
     keys = keys.copy()
@@ -60,7 +64,7 @@ def test_a_bad_key_past_2_31_is_named_with_its_64_bit_index(tiled_keys):
         oracles.histogram(keys, 200)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_sort_whose_index_array_passes_2_gib_comes_from_one_page_block_intact():
     # 2^28 + 3 keys: the int64 original indices take 2 GiB + 24 bytes, one
     # block of the oracles' page pool, sized and mapped with 64-bit byte counts.
@@ -121,6 +125,7 @@ def test_scan_and_sorts_of_keys_2_31_bytes_apart():
     np.testing.assert_array_equal(oracles.argsort(keys), [0, 1])
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_bins", [10, 5000])  # four lanes; one lane, pairs
 def test_chunks_that_start_past_2_31_keys_count_from_where_they_start(num_bins, idle_machine):
     # 2^32 + 10 keys in several chunks: the later chunks start past 2^31
@@ -132,6 +137,7 @@ def test_chunks_that_start_past_2_31_keys_count_from_where_they_start(num_bins, 
     np.testing.assert_array_equal(oracles.histogram(keys, num_bins), expected)
 
 
+@pytest.mark.large
 def test_a_bad_key_past_2_31_among_more_than_4096_bins_is_named_with_its_64_bit_index():
     # uint16 keys, so one can be past 5000 bins (the one-lane pair loop); the
     # 4 GiB of zeros stay untouched pages but the one written.
@@ -167,6 +173,7 @@ def _waves_touching(warp_size: int) -> tuple[int, int]:
     return waves - only_ones, len(with_one)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_bins", [2, 100])  # a bit set per wave; a stamp per bin
 @pytest.mark.parametrize("warp_size", [1, 32, (1 << 31) + 50, WAVE_KEYS, 1 << 40])
 def test_wave_model_past_2_31_keys_in_both_loops(zero_keys_with_two_ones, num_bins, warp_size):
@@ -185,6 +192,7 @@ def test_expected_wave_counts_are_the_waves_by_hand():
     assert _waves_touching(WAVE_KEYS) == (1, 1)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_bins", [2, 100])
 def test_a_bad_key_past_2_31_is_named_by_the_wave_model(num_bins):
     keys = np.zeros(WAVE_KEYS, np.uint8)
@@ -212,6 +220,7 @@ def test_an_oracle_output_of_more_than_2_31_bytes_is_one_pooled_block_of_its_siz
     assert _pages.release_pages() == pooled and _pages.pooled_bytes() == 0
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("num_bins", [2, 100])
 def test_wave_chunks_that_start_past_2_31_waves_count_from_where_they_start(num_bins,
                                                                           idle_machine):

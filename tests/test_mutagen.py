@@ -14,6 +14,7 @@ import pytest
 from conftest import needs_nvrtc
 
 from histkit.conformance import mutagen, mutation
+from histkit.conformance.mutant import plant, plant_at_line
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = mutagen.generate(ROOT / "cuda")
@@ -319,7 +320,7 @@ def test_a_judge_past_its_time_in_its_own_work_is_unjudged_not_a_hang(module, bu
 @pytest.mark.parametrize("histkit_frame, busy", [
     ("histkit/conformance/checks.py", "judging on the host"),
     ("histkit/gpu/compiler.py", "compiling"),
-    ("histkit/gpu/device.py", ""),  # the runtime: may be waiting on a kernel
+    ("histkit/gpu/device/waiting.py", ""),  # the runtime: may be waiting on a kernel
 ])
 def test_what_a_judge_was_doing_is_read_from_its_innermost_histkit_frame(histkit_frame, busy):
     # NumPy's own Python frames inside a check say nothing either way
@@ -360,6 +361,7 @@ def test_index_narrowed_mutants_are_judged_past_2_31():
     assert all("int" in m.replace and "i64" in m.find for m in narrowed)
 
 
+@pytest.mark.large  # NVRTC compiles of a sample: tens of seconds
 @needs_nvrtc
 def test_a_sample_of_generated_mutants_compiles_with_nvrtc(tmp_path, monkeypatch):
     # broken mutants test nothing: the generator's slips must stay valid CUDA
@@ -550,19 +552,19 @@ def test_a_table_mutant_needing_an_unknown_judge_is_refused(tmp_path):
 
 
 def test_a_planted_find_text_must_occur_exactly_once():
-    assert mutation.plant("a < b;", " < ", " <= ", "m") == "a <= b;"
+    assert plant("a < b;", " < ", " <= ", "m") == "a <= b;"
     for text, times in (("a > b;", 0), ("a < b < c;", 2)):
         with pytest.raises(ValueError, match=f"m: its find text occurs {times} times"):
-            mutation.plant(text, " < ", " <= ", "m")
+            plant(text, " < ", " <= ", "m")
 
 
 def test_a_generated_mutant_plants_at_its_line_first_to_last_and_nowhere_else():
     text = "first\nmiddle\nlast"
-    assert mutation.plant_at_line(text, 1, "first", "1st", "m") == "1st\nmiddle\nlast"
-    assert mutation.plant_at_line(text, 3, "last", "end", "m") == "first\nmiddle\nend"
+    assert plant_at_line(text, 1, "first", "1st", "m") == "1st\nmiddle\nlast"
+    assert plant_at_line(text, 3, "last", "end", "m") == "first\nmiddle\nend"
     for line, find in ((0, "last"), (4, "last"), (2, "first")):
         with pytest.raises(ValueError, match=f"line {line} is not the line it was generated"):
-            mutation.plant_at_line(text, line, find, "x", "m")
+            plant_at_line(text, line, find, "x", "m")
 
 
 def test_host_tests_run_from_the_repository_root_and_a_failure_is_a_catch(tmp_path,

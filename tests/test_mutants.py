@@ -1,6 +1,7 @@
 """Every planted bug of mutants/mutants.toml applies to cuda/, compiles with
 NVRTC and changes the machine code (a mutant that does not compile, or that
-the compiler removes, tests nothing). No GPU needed."""
+the compiler removes, tests nothing). No GPU needed. The NVRTC sweeps over
+every mutant (minutes) are marked ``large`` (``nox -s tests_large``)."""
 
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def module_cache(tmp_path_factory):
         yield
 
 
+@pytest.mark.large
 @needs_nvrtc
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_each_mutated_file_compiles_with_nvrtc(mutant, tmp_path, monkeypatch, module_cache):
@@ -72,6 +74,7 @@ def _fullest_builds(source: str) -> list[dict]:
     return builds
 
 
+@pytest.mark.large
 @needs_nvrtc
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_each_mutant_changes_the_machine_code(mutant, module_cache):

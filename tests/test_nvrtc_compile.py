@@ -1,5 +1,10 @@
 """Every kernel compiles with NVRTC, for sm_80 and sm_90, with no GPU needed.
 
+``nox -s tests`` compiles every build (int keys) and every key type (the
+default build) of every source for sm_90, and each source for sm_80; the
+whole product of builds, key types and both archs (minutes) is marked
+``large`` (``nox -s tests_large``).
+
 Skips (with the reason) where cuda-python or NVRTC is not installed.
 """
 
@@ -19,6 +24,34 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HISTKIT_CACHE_DIR", str(tmp_path))
 
 
+@pytest.fixture(scope="module")
+def module_cache_dir(tmp_path_factory):
+    """One compile cache for the sweeps below: a build two of them compile
+    (the plain int builds: every build, and the skew test's) compiles once."""
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+def _compiles(source: str, defines: dict, arch: str) -> bytes:
+    cubin = compiler.compile_cubin(source, contract.defines_for(source, defines), arch)
+    assert cubin[:4] == b"\x7fELF", f"{source} {defines} {arch}: not a cubin"
+    return cubin
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_build_and_every_key_type_compiles(source, module_cache_dir, monkeypatch):
+    # every build with int keys, every key type with the default build (sm_90),
+    # and the default build for sm_80: each build and each key type compiles;
+    # their whole product is the large sweep below
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", module_cache_dir)
+    default, *others = SOURCES[source]
+    for defines in (default, *others):
+        _compiles(source, {"KEY_T": "int", **defines}, "sm_90")
+    for c_type in KEY_C_TYPES.values():
+        _compiles(source, {"KEY_T": c_type, **default}, "sm_90")
+    _compiles(source, {"KEY_T": "int", **default}, "sm_80")
+
+
+@pytest.mark.large
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_every_kernel_compiles_for_every_key_type(source, arch):
@@ -30,9 +63,11 @@ def test_every_kernel_compiles_for_every_key_type(source, arch):
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
-def test_every_build_compiles_with_schedule_skew_and_then_sleeps_between_barriers(source):
+def test_every_build_compiles_with_schedule_skew_and_then_sleeps_between_barriers(
+        source, module_cache_dir, monkeypatch):
     # the conformance suite's skewed cases build every kernel with HK_SKEW_NS
     # and HK_STRAGGLE_NS
+    monkeypatch.setenv("HISTKIT_CACHE_DIR", module_cache_dir)
     skew = contract.schedule_defines()
     for defines in SOURCES[source]:
         plain = contract.defines_for(source, {"KEY_T": "int", **defines})

@@ -54,9 +54,9 @@ def rt(monkeypatch):
 
 def callers_view(rt, monkeypatch):
     """rt on a caller's stream (Runtime.on, the stream itself pretended)."""
-    from histkit.gpu import device
+    from histkit.gpu.device import core
 
-    monkeypatch.setattr(device, "foreign_stream", lambda handle: SimpleNamespace(handle=handle))
+    monkeypatch.setattr(core, "foreign_stream", lambda handle: SimpleNamespace(handle=handle))
     return rt.on(CALLERS)
 
 

@@ -4,7 +4,9 @@ conformance matrix becomes one test item per case.
     pytest examples/pytest_example
 
 (the plugin loads by itself through its pytest11 entry point once histkit is
-installed; the fixture is ``histkit_check``).
+installed; the fixture is ``histkit_check``). The histogram items pass; the
+stable-sort items fail on purpose (NumPy's quicksort is not stable), each
+with its smallest failing input and the command that reproduces it.
 """
 
 from examples import python_kernels

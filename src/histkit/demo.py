@@ -55,13 +55,18 @@ class DemoOptions:
         return make_keys(distribution, n, num_bins, self.seed), num_bins
 
 
+def _count(n: int, noun: str) -> str:
+    """n and the noun, plural unless n is 1: "1 block", "8 blocks"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _bucket_rows(table: Table, num_bins: int, *columns) -> None:
     """Rows of the first SHOW_BUCKETS buckets, and a note for the rest."""
     for b in range(min(num_bins, SHOW_BUCKETS)):
         table.add_row(str(b), *(str(column[b]) for column in columns))
     if num_bins > SHOW_BUCKETS:
         table.add_row("...", *("" for _ in columns))
-        table.caption = (f"{num_bins - SHOW_BUCKETS} more buckets not shown; "
+        table.caption = (f"{_count(num_bins - SHOW_BUCKETS, 'more bucket')} not shown; "
                          f"the checks below cover all {num_bins}")
 
 
@@ -74,8 +79,8 @@ def section_7_1(console: Console, options: DemoOptions) -> bool:
     naive = oracles.naive_wave_histogram(keys, num_bins, options.warp_size)
     atomic = oracles.histogram(keys, num_bins)
     reference = np.bincount(keys, minlength=num_bins)
-    table = Table(title=f"N = {len(keys)} keys, {num_bins} buckets, "
-                        f"waves of {options.warp_size} lanes")
+    table = Table(title=f"N = {_count(len(keys), 'key')}, {_count(num_bins, 'bucket')}, "
+                        f"waves of {_count(options.warp_size, 'lane')}")
     for column in ("bucket", "naive_count", "atomic_count", "reference"):
         table.add_column(column, justify="right")
     _bucket_rows(table, num_bins, naive, atomic, reference)
@@ -84,7 +89,8 @@ def section_7_1(console: Console, options: DemoOptions) -> bool:
     naive_total = int(naive.sum())
     console.print(f"total counted: naive = {naive_total}, atomic = {int(atomic.sum())}, "
                   f"actual N = {n}")
-    console.print(f"naive (non-atomic) increment LOSES {n - naive_total} of {n} increments")
+    console.print(f"naive (non-atomic) increment LOSES {n - naive_total} of "
+                  f"{_count(n, 'increment')}")
     atomic_exact = bool(np.array_equal(atomic, reference))
     # A wave with no repeated bucket loses nothing, so "strictly undercounts"
     # is only a claim when some wave does repeat one.
@@ -103,8 +109,9 @@ def section_7_2(console: Console, options: DemoOptions) -> bool:
     private, global_atomics = oracles.privatized_histogram(keys, num_bins, options.block_size)
     global_only = oracles.histogram(keys, num_bins)
     reference = np.bincount(keys, minlength=num_bins)
-    table = Table(title=f"N = {n} keys, {num_bins} buckets, "
-                        f"{num_blocks} blocks x {options.block_size} threads")
+    table = Table(title=f"N = {_count(n, 'key')}, {_count(num_bins, 'bucket')}, "
+                        f"{_count(num_blocks, 'block')} x "
+                        f"{_count(options.block_size, 'thread')}")
     for column in ("bucket", "global_atomic_hist", "privatized_hist", "reference"):
         table.add_column(column, justify="right")
     _bucket_rows(table, num_bins, global_only, private, reference)
@@ -114,7 +121,8 @@ def section_7_2(console: Console, options: DemoOptions) -> bool:
     console.print("global atomic operations issued:")
     console.print(f"  global-atomics kernel: {n} (one per element)")
     console.print(f"  privatized kernel:     {global_atomics} "
-                  f"({num_blocks} blocks x {num_bins} buckets: every block merges every "
+                  f"({_count(num_blocks, 'block')} x {_count(num_bins, 'bucket')}: "
+                  f"every block merges every "
                   f"bucket, whatever the key values)")
     if global_atomics and global_atomics < n:
         console.print(f"  reduction factor: {n / global_atomics:.1f}x fewer global atomics")
@@ -136,7 +144,7 @@ def section_7_3(console: Console, options: DemoOptions) -> bool:
     counts = oracles.histogram(keys, num_bins)
     offsets = oracles.exclusive_scan(counts)
     sorted_keys, original_index = oracles.counting_sort(keys, num_bins)
-    table = Table(title=f"N = {len(keys)} keys in [0, {num_bins})")
+    table = Table(title=f"N = {_count(len(keys), 'key')} in [0, {num_bins})")
     for column in ("bucket", "count", "offset"):
         table.add_column(column, justify="right")
     _bucket_rows(table, num_bins, counts, offsets)

@@ -44,14 +44,14 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.gpu.bench import _right_result, _skip_note, optional_torch
+from histkit.bench.common import optional_torch, right_result, skip_note
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
 CALL_SORT_BINS = (256, 65536)
 GRAPH_CALLS = 100
-# Issue 11's figures to reach, each row judged against them (against_targets):
-# a histogram call within CALL_OVER_KERNEL_US of its kernel alone; histkit's
+# The figures to reach, each row judged against them (against_targets): a
+# histogram call within CALL_OVER_KERNEL_US of its kernel alone; histkit's
 # call at most PEER_RATIO x the fastest peer's call measured in the same run
 # (a sort: torch.sort(stable=True)'s); at 2^28 int32 keys and K <= 4096, a
 # histogram call at MIN_TBPS_AT_2_28 or more.
@@ -96,7 +96,7 @@ def _checked(row: dict, name: str, call, sync, to_host, want) -> None:
     """Check call's result against the oracle's: a right one joins the row's
     contenders (timed by _time_in_rounds), a wrong or failing one is noted,
     never timed."""
-    if _right_result(row, name, call, want, to_host):
+    if right_result(row, name, call, want, to_host):
         row.setdefault("contenders", []).append((name, call, sync))
 
 
@@ -113,7 +113,7 @@ def _time_in_rounds(row: dict) -> None:
             round_us = own[0] if own else partial(median_of_calls_us, call, sync,
                                                   calls_per_round(call, sync))
         except Exception as error:
-            row["notes"][name] = _skip_note(error)
+            row["notes"][name] = skip_note(error)
             continue
         contenders.append((name, round_us))
     medians = {name: [] for name, _ in contenders}
@@ -125,7 +125,7 @@ def _time_in_rounds(row: dict) -> None:
             try:
                 medians[name].append(round_us())
             except Exception as error:
-                row["notes"][name] = _skip_note(error)
+                row["notes"][name] = skip_note(error)
     timed = {name: us for name, us in medians.items() if name not in row["notes"]}
     row["us_per_call"].update({name: float(np.median(us)) for name, us in timed.items()})
     row["rounds_us"] = timed
@@ -137,7 +137,7 @@ def _peer(row: dict, name: str, build, sync, to_host, want) -> None:
     try:
         call = build()
     except Exception as error:
-        row["notes"][name] = _skip_note(error)
+        row["notes"][name] = skip_note(error)
         return
     _checked(row, name, call, sync, to_host, want)
 
@@ -224,14 +224,14 @@ def _kernel_alone(row: dict, cupy, keys, num_bins: int, want) -> None:
     where it adds into them), its result checked against the oracle's, then
     timed with CUDA events (histkit bench's Timer) in the row's rounds: the
     floor a call can reach, measured beside the calls it is compared with."""
+    from histkit.bench.common import Timer, keys_of
     from histkit.gpu import registry
-    from histkit.gpu.bench import Timer, _keys_of
     from histkit.gpu.device import runtime
 
     rt = runtime()
     hist = rt.empty(num_bins, np.uint64)
     first_bad = rt.bad_key_slot()
-    device_keys = _keys_of(keys)
+    device_keys = keys_of(keys)
     auto = registry.serving("histogram", "auto")
 
     def launch():
@@ -242,7 +242,7 @@ def _kernel_alone(row: dict, cupy, keys, num_bins: int, want) -> None:
         return cupy.asnumpy(cupy.asarray(array))
 
     row["kernel"] = str(launch())
-    if _right_result(row, "histkit kernel alone", lambda: hist, want, counts):
+    if right_result(row, "histkit kernel alone", lambda: hist, want, counts):
         row.setdefault("contenders", []).append(
             ("histkit kernel alone", launch, None, lambda: Timer(cupy, None).ours(launch) * 1e6))
 
@@ -300,12 +300,12 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
 def _sort_path(keys, num_bins: int) -> str:
     """What gpu.counting_sort(stable=True) runs for these keys: rank_sort, the
     resident launch (its geometry), or the onesweep passes."""
+    from histkit.bench.common import keys_of
     from histkit.gpu import registry
-    from histkit.gpu.bench import _keys_of
     from histkit.gpu.device import runtime
     from histkit.gpu.launch import resident
 
-    rt, device_keys = runtime(), _keys_of(keys)
+    rt, device_keys = runtime(), keys_of(keys)
     path = registry.stable_sort_path(rt, device_keys, num_bins)
     if path == "resident":
         return str(resident.resident_shape(rt, device_keys, num_bins).geometry)
@@ -323,7 +323,7 @@ def _torch_peer(row: dict, name: str, torch, keys, run, want) -> None:
 
 
 def against_targets(job: str, row: dict) -> list[dict]:
-    """Row's figures against issue 11's targets: each {"what", "value",
+    """Row's figures against the call targets: each {"what", "value",
     "target", "met"}; a target whose figures the row lacks (a peer skipped)
     is left out, never guessed."""
     us = row["us_per_call"]
@@ -405,7 +405,7 @@ def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
                 results[job].append(row)
                 print(f"{job:9s} " + format_row(row), flush=True)
     judged = [t for job in ("histogram", "sort") for r in results[job] for t in r["targets"]]
-    print(f"issue 11's targets: {sum(t['met'] for t in judged)} of {len(judged)} met")
+    print(f"call targets: {sum(t['met'] for t in judged)} of {len(judged)} met")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     device = "h200" if "H200" in rt.device.name else "gpu"

@@ -12,10 +12,8 @@ recorded as skipped with the reason, never estimated.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import platform
-import sys
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,18 +21,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from histkit import __version__, oracles
+from histkit.bench.common import Timer, keys_of, optional_torch, right_result, skip_note
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
 from histkit.gpu import errors, registry
-from histkit.gpu.device import gpu_unavailable_reason, runtime
+from histkit.gpu.device import runtime
 from histkit.gpu.geometry import Geometry
-from histkit.gpu.launch.common import Keys
 
 HISTOGRAM_BINS = (16, 256, 4096, 65536, 1 << 20)
 SORT_BINS = (256, 65536)  # 8 and 16 key bits
 RADIX_DTYPES = ("int32", "uint32", "int64")  # full-width keys: gpu.radix_sort
-BATCH = 5
-BATCHES = 5
 
 
 def _device_keys(cupy, distribution: str, n: int, num_bins: int, seed: int = 0):
@@ -51,88 +47,6 @@ def _device_keys(cupy, distribution: str, n: int, num_bins: int, seed: int = 0):
     if distribution == "round-robin":
         return (cupy.arange(n, dtype=cupy.int64) % num_bins).astype(cupy.int32)
     raise ValueError(distribution)
-
-
-class Timer:
-    """Median seconds per call: events around batches of back-to-back calls.
-
-    A call slower than SLOW_CALL_S (a peer collapsing under contention) is
-    timed in fewer, single-call batches so one row cannot take minutes.
-    """
-
-    SLOW_CALL_S = 0.02
-
-    def __init__(self, cupy, torch):
-        self.cupy, self.torch = cupy, torch
-
-    def _median(self, elapsed_s, call) -> float:
-        first = elapsed_s(call, 1)  # warm-up, and a first estimate
-        batch, batches = (1, 3) if first > self.SLOW_CALL_S else (BATCH, BATCHES)
-        return float(np.median([elapsed_s(call, batch) / batch for _ in range(batches)]))
-
-    def ours(self, call) -> float:
-        from cuda.core import EventOptions
-
-        rt = runtime()
-        options = EventOptions(timing_enabled=True)
-
-        def elapsed_s(call, batch):
-            start = rt.stream.record(options=options)
-            for _ in range(batch):
-                call()
-            end = rt.stream.record(options=options)
-            end.sync()
-            return (end - start) / 1e3
-
-        call()
-        rt.sync("warm-up")
-        return self._median(elapsed_s, call)
-
-    def cupy_call(self, call) -> float:
-        cupy = self.cupy
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-
-        def elapsed_s(call, batch):
-            start.record()
-            for _ in range(batch):
-                call()
-            end.record()
-            end.synchronize()
-            return cupy.cuda.get_elapsed_time(start, end) / 1e3
-
-        call()
-        cupy.cuda.Device().synchronize()
-        return self._median(elapsed_s, call)
-
-    def torch_call(self, call) -> float:
-        torch = self.torch
-
-        def elapsed_s(call, batch):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(batch):
-                call()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3
-
-        call()
-        torch.cuda.synchronize()
-        return self._median(elapsed_s, call)
-
-
-def optional_torch():
-    """PyTorch when installed (a peer in the benchmarks), else None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-def _keys_of(array) -> Keys:
-    return Keys(int(array.data.ptr), int(array.size), np.dtype(array.dtype))
 
 
 def rooflines(cupy, timer: Timer, n: int) -> dict:
@@ -175,30 +89,14 @@ def _cub_histogram(cupy, keys, num_bins: int):
     return run
 
 
-def _skip_note(error: Exception) -> str:
-    return f"skipped: {type(error).__name__}: {error}"
-
-
-def _right_result(row: dict, name: str, call, exact, to_host) -> bool:
-    """Whether call's result is the oracle's; a wrong or failing one is noted
-    in row (and is never timed)."""
-    try:
-        if np.array_equal(to_host(call()).astype(np.int64), exact):
-            return True
-        row["notes"][name] = "WRONG RESULT: not timed"
-    except Exception as error:  # a peer that fails is reported, never estimated
-        row["notes"][name] = _skip_note(error)
-    return False
-
-
 def _time_peer(row: dict, name: str, time_with, call, exact, to_host, per_call) -> None:
     """Check a peer's result against the oracle, then time it (or note why not)."""
-    if not _right_result(row, name, call, exact, to_host):
+    if not right_result(row, name, call, exact, to_host):
         return
     try:
         row[per_call[0]][name] = per_call[1](time_with(call))
     except Exception as error:  # a peer that fails is reported, never estimated
-        row["notes"][name] = _skip_note(error)
+        row["notes"][name] = skip_note(error)
 
 
 def _time_ours(row: dict, name: str, timer: Timer, call, right, n: int) -> None:
@@ -228,7 +126,7 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     hist = rt.empty(num_bins, np.uint64)
     first_bad = rt.empty(1, np.uint64)
     rt.memset(first_bad.ptr, 0xFF, 8)
-    device_keys = _keys_of(keys)
+    device_keys = keys_of(keys)
 
     ours = benched_histogram_kernels()
 
@@ -261,7 +159,7 @@ def histogram_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution
     try:
         cub = _cub_histogram(cupy, keys, num_bins)
     except Exception as error:
-        row["notes"]["CUB HistogramEven"] = _skip_note(error)
+        row["notes"]["CUB HistogramEven"] = skip_note(error)
     else:
         _time_peer(row, "CUB HistogramEven", timer.cupy_call, cub, exact, cupy.asnumpy, as_tbps)
     return row
@@ -274,7 +172,7 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
     want_keys, want_index = oracles.counting_sort(cupy.asnumpy(keys), num_bins)
     row = {"K": num_bins, "bits": bits, "distribution": distribution, "N": n,
            "Gkeys_per_s": {}, "notes": {}}
-    device_keys = _keys_of(keys)
+    device_keys = keys_of(keys)
     out_keys = cupy.empty_like(keys)
     first_bad = rt.empty(1, np.uint64)
     rt.memset(first_bad.ptr, 0xFF, 8)
@@ -308,7 +206,7 @@ def sort_row(cupy, torch, timer: Timer, n: int, num_bins: int, distribution: str
         try:
             cub = _cub_radix_pairs(cupy, keys, bits, index_dtype)
         except Exception as error:
-            row["notes"][name] = _skip_note(error)
+            row["notes"][name] = skip_note(error)
         else:
             _time_peer(row, name, timer.cupy_call, cub, want_index, cupy.asnumpy, as_gkeys)
     return row
@@ -330,7 +228,7 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
     want_index = oracles.argsort(cupy.asnumpy(keys))
     row = {"K": f"{dtype.name} keys", "bits": 8 * dtype.itemsize, "distribution": "uniform",
            "N": n, "Gkeys_per_s": {}, "notes": {}}
-    device_keys = _keys_of(keys)
+    device_keys = keys_of(keys)
     out_keys = cupy.empty_like(keys)
     radix = registry.serving("radix_sort")
     for index_dtype in (np.int64, np.int32):
@@ -367,7 +265,7 @@ def radix_row(cupy, torch, timer: Timer, n: int, dtype: str) -> dict:
         try:
             cub = _cub_radix_pairs(cupy, keys, 8 * dtype.itemsize, index_dtype)
         except Exception as error:
-            row["notes"][name] = _skip_note(error)
+            row["notes"][name] = skip_note(error)
         else:
             _time_peer(row, name, timer.cupy_call, cub, want_index, cupy.asnumpy, as_gkeys)
     return row
@@ -478,22 +376,9 @@ def _plot_sorts(panels: list[tuple[str, list[dict], str]], axes) -> None:
         ax.legend(fontsize=6)
 
 
-def run_gpu_bench(out_dir: str = "bench/results", quick: bool = False,
-                  only: str | None = None, calls: bool = False) -> int:
-    missing = [name for name in ("cupy", "matplotlib") if importlib.util.find_spec(name) is None]
-    if missing:
-        print(f"histkit bench needs {' and '.join(missing)}: install the bench extra, "
-              f"python3 -m pip install \"histkit[bench]\" (CuPy, matplotlib, cuda-cccl for "
-              f"CUB; PyTorch is used when present)", file=sys.stderr)
-        return 2
-    reason = gpu_unavailable_reason()
-    if reason is not None:
-        print(f"histkit bench needs a CUDA GPU: {reason}", file=sys.stderr)
-        return 1
-    if calls:
-        from histkit.gpu.bench_calls import CALL_SIZES, run_call_bench
-
-        return run_call_bench(out_dir, sizes=CALL_SIZES[:-1] if quick else CALL_SIZES)
+def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
+                     only: str | None = None) -> int:
+    """The kernel bench (the module's docstring): JSON and plot in out_dir."""
     import cupy
 
     torch = optional_torch()

@@ -453,10 +453,13 @@ def all_cases(quick: bool = False) -> list[Case]:
 # matrix's past 2^32): a counting pass on the host answers them all (the
 # one-warp "wave" kernel is never run past ONE_WARP_MAX_N keys: not listed).
 COUNTED_PAST_2_31 = ("histogram", "privatized", "racy-histogram")
-# ... and, on the fenced ones (no bad key), the stable sorts: the stable sort
-# of round-robin keys is known in closed form (checks.round_robin_stable_sort)
-# and judged a slice at a time, with no host sort of 2^31 keys.
-SORTED_PAST_2_31 = ("stable-sort",)
+# ... and, on the fenced ones (no bad key), the sorts: the stable sort of
+# round-robin keys is known in closed form (checks.round_robin_stable_sort)
+# and judged a slice at a time, with no host sort of 2^31 keys; so is an
+# unstable sort's (sorted, key i is i % K, a permutation: one byte a key), and
+# the radix sort's with values of a closed form (checks.closed_form_values),
+# so that its gather of values meets a 32-bit index too.
+SORTED_PAST_2_31 = ("stable-sort", "sort", "radix-sort")
 
 
 def _counted_past_2_31_cases() -> list[Case]:

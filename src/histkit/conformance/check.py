@@ -97,7 +97,9 @@ def symptom_of(detail: str) -> str:
     group in the verdict ("bins differ", "hang", "crash: ... killed by SIGABRT")."""
     text = _CASE_SUFFIX.sub("", detail)
     head, _, rest = text.partition(": ")
-    if head in ("raised on valid input", "crash", "hang") and rest:
+    if head == "hang":
+        return head
+    if head in ("raised on valid input", "crash") and rest:
         # name the exception or the signal, not its message
         word = re.match(r"[A-Za-z_.]+", rest)
         signal = re.search(r"killed by (SIG[A-Z]+)", rest)

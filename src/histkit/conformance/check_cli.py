@@ -171,7 +171,7 @@ def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
     from histkit.conformance.check import check, compile_only, make_impl
     from histkit.conformance.foreign import CudaFileImpl
-    from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
+    from histkit.gpu.errors import KernelCompileError
 
     if args.sanitize:
         return _under_sanitizer(args)

@@ -159,6 +159,8 @@ class Outcome:
     # (start, stop) -> (sorted keys, original indices) of those positions
     # (sorts of round-robin keys past 2^31: stable_sorted_in_slices).
     sorted_slices: Callable[[int, int], tuple[np.ndarray, np.ndarray]] | None = None
+    # ... and a radix sort's, with its values: (keys, indices, values) of those positions
+    radix_slices: Callable[[int, int], tuple[np.ndarray, ...]] | None = None
 
 
 BAD_SCAN_CHUNK = 1 << 24
@@ -340,6 +342,8 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
     if kind == "scan":
         return equal(got.offsets, expected.offsets(), "offset")
     if kind == "radix-sort":  # every key is valid: there is no K
+        if got.radix_slices is not None:
+            return radix_sorted_in_slices(expected, got.radix_slices)
         return radix_sorted(expected, got)
     cell = published_rule(got.first_bad, got.published) or bad_key_rule(expected, got.first_bad)
     if cell is not None:
@@ -367,6 +371,8 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         return cell if cell.status != "pass" else equal(got.original_index, want_index,
                                                         "original index")
     if kind == "sort":
+        if got.sorted_slices is not None:
+            return unstable_sorted_in_slices(expected, got.sorted_slices)
         return atomic_cursor_sort(np.asarray(got.sorted_keys), np.asarray(got.original_index),
                                   expected.keys, expected.sorted[0])
     raise ValueError(f"unknown kind {kind!r}")
@@ -426,6 +432,84 @@ def stable_sorted_in_slices(expected: Expected,
     for what, (count, first) in wrong.items():
         if count:
             return Cell("FAIL", f"{_plural(what)} differ: {count} differing; {first}")
+    return Cell("pass")
+
+
+def unstable_sorted_in_slices(expected: Expected,
+                              read: Callable[[int, int], tuple[np.ndarray, np.ndarray]]) -> Cell:
+    """The atomic-cursor rule (sorted, the index a permutation, each sorted
+    key the input's key at its index) on round-robin keys read a slice at a
+    time: the sorted keys have a closed form (round_robin_stable_sort), the
+    key at index i is i % K, and the permutation is kept as one byte a key.
+    Broken stability is counted, as atomic_cursor_sort does."""
+    if not expected.round_robin:
+        raise ValueError("a sort is judged in slices only on round-robin keys")
+    n, num_bins = len(expected.keys), expected.num_bins
+    seen = np.zeros(n, dtype=bool)
+    violations = 0
+    last_key = last_index = None
+    for start in range(0, n, SORT_SLICE):
+        stop = min(n, start + SORT_SLICE)
+        got_keys, got_index = read(start, stop)
+        want_keys = round_robin_stable_sort(start, stop, n, num_bins, got_keys.dtype)[0]
+        cell = equal(got_keys, want_keys, "sorted key")
+        if cell.status != "pass":
+            return Cell("FAIL", f"{cell.detail.split(';')[0]}; first at "
+                                f"{start + cell.figures['differences'][0][0]}", cell.figures)
+        outside = np.flatnonzero((got_index < 0) | (got_index >= n))
+        if outside.size:
+            return Cell("FAIL", f"original_index out of range: slot {start + int(outside[0])} "
+                                f"holds {int(got_index[outside[0]])}")
+        wrong = np.flatnonzero(got_index % num_bins != got_keys)
+        if wrong.size:
+            j = int(wrong[0])
+            return Cell("FAIL", f"a sorted key differs from the input key at its original "
+                                f"index: slot {start + j} holds key {got_keys[j]}, index "
+                                f"{got_index[j]} (whose key is {got_index[j] % num_bins})")
+        seen[got_index] = True
+        same = got_keys[1:] == got_keys[:-1]
+        violations += int(np.count_nonzero(same & (got_index[1:] < got_index[:-1])))
+        if last_key is not None and len(got_keys) and got_keys[0] == last_key:
+            violations += int(got_index[0] < last_index)
+        if len(got_keys):
+            last_key, last_index = got_keys[-1], got_index[-1]
+    missing = n - int(np.count_nonzero(seen))
+    if missing:
+        return Cell("FAIL", f"original_index is not a permutation: {missing} indices missing")
+    if violations:
+        return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
+                               f"input order", {"stability_violations": violations})
+    return Cell("pass", "stable on this input", {"stability_violations": 0})
+
+
+def closed_form_values(start: int, stop: int) -> np.ndarray:
+    """The radix sort's values at input positions start .. stop - 1 of a case
+    judged in closed form: the low 32 bits of i x 0x9E3779B1 (odd: positions
+    2^31 apart hold different values, so a gather whose index wrapped at 32
+    bits moves a wrong one)."""
+    positions = np.arange(start, stop, dtype=np.uint64)
+    return (positions * np.uint64(0x9E3779B1)).astype(np.uint32)
+
+
+def radix_sorted_in_slices(expected: Expected, read) -> Cell:
+    """The radix sort of round-robin keys (with closed_form_values moved with
+    them) read a slice at a time: keys and indices equal the stable sort's
+    closed form, each value the one at its original index."""
+    n, num_bins = len(expected.keys), expected.num_bins
+    for start in range(0, n, SORT_SLICE):
+        stop = min(n, start + SORT_SLICE)
+        got_keys, got_index, got_values = read(start, stop)
+        want_keys, want_index = round_robin_stable_sort(start, stop, n, num_bins,
+                                                        got_keys.dtype)
+        want_values = (want_index.astype(np.uint64) * np.uint64(0x9E3779B1)).astype(np.uint32)
+        for what, got, want in (("sorted key", got_keys, want_keys),
+                                ("original index", got_index, want_index),
+                                ("value", got_values, want_values)):
+            cell = equal(got, want, what)
+            if cell.status != "pass":
+                first = start + cell.figures["differences"][0][0]
+                return Cell("FAIL", f"{cell.detail.split(';')[0]}; first at {first}",
+                            cell.figures)
     return Cell("pass")
 
 

@@ -175,10 +175,10 @@ class PythonImpl:
         return self.function(arg, case.num_bins)
 
     def _fill(self, outcome: checks.Outcome, result) -> None:
-        if self.kind in SORTING_KINDS or self.kind == "privatized":
-            if not isinstance(result, (tuple, list)) or len(result) != 2:
-                raise TypeError(f"returned {_described(result)}; a {self.kind} callable "
-                                f"returns {CALL_FORMS[self.kind][2]}")
+        pair = self.kind in SORTING_KINDS or self.kind == "privatized"
+        if pair and (not isinstance(result, (tuple, list)) or len(result) != 2):
+            raise TypeError(f"returned {_described(result)}; a {self.kind} callable "
+                            f"returns {CALL_FORMS[self.kind][2]}")
         if self.kind in SORTING_KINDS:
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)

@@ -95,6 +95,13 @@ def sendable(impl) -> object:
         raise TypeError(f"the callable cannot be sent to a worker: {error}") from None
 
 
+def case_timeout(timeout: float, case: Case) -> float:
+    """The time a case may take before it counts as a hang: `timeout`, and a
+    second more for every 2^25 keys (a case past 2^31 keys reads back and
+    judges tens of GiB a slice at a time: a minute of honest work)."""
+    return timeout + case.n / 2**25
+
+
 def _exit_description(code: int | None) -> str:
     if code is not None and code < 0:
         with contextlib.suppress(ValueError):
@@ -158,7 +165,9 @@ class IsolatedJudge:
             self._conn.send((slot, payload, case))
         except OSError:  # the worker is already gone (it failed to start, say)
             return self._died(case)
-        timeout = min(self.timeout, AFTER_HANG_TIMEOUT_S) if self.hung else self.timeout
+        timeout = case_timeout(self.timeout, case)
+        if self.hung:
+            timeout = min(timeout, AFTER_HANG_TIMEOUT_S)
         if not self._conn.poll(timeout):
             self._stop()
             self.hung.append(case.name)

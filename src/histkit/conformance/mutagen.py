@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from histkit.conformance.mutation import Mutant
+from histkit.conformance.mutant import Mutant
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,31 @@ matrix over YOUR implementation as ordinary test items, one per case.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from histkit.conformance.cases import Case
 
 
+def k_safe_id(text: str) -> str:
+    """text as a test id that ``pytest -k`` takes whole: letters, digits and
+    ``_ - . +`` only. A case's name reads the same: "uniform/N=33/K=10/int32"
+    is "uniform-N33-K10-int32" (``/`` is ``-``; ``=`` goes before a number
+    and is ``-`` before a word: "bad=past-2^31" is "bad-past-2_31"; ``^`` is
+    ``_``, a run of spaces ``_``, any other character dropped)."""
+    text = re.sub(r"=(?=\d)", "", text).replace("=", "-").replace("/", "-").replace("^", "_")
+    return re.sub(r"[^\w.+-]", "", re.sub(r"\s+", "_", text.strip()))
+
+
+def case_id(case: Case) -> str:
+    """The test id of a conformance case: its name, as k_safe_id writes it."""
+    return k_safe_id(case.name)
+
+
 def conformance_cases(kind: str, quick: bool = True, cuda_file: bool = False):
-    """A parametrize mark: one test item per conformance case of `kind`.
+    """A parametrize mark: one test item per conformance case of `kind`, its id
+    the case's name in a form ``-k`` takes (case_id: ``-k "N33 and K10"``).
     cuda_file=True: the cases ``check`` gives a .cu kernel (inputs flush
     against unmapped memory, and the schedule-skewed cases) as well."""
     from histkit.conformance.cases import cases_for
@@ -28,7 +46,7 @@ def conformance_cases(kind: str, quick: bool = True, cuda_file: bool = False):
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
     cases = cases_for(kind, quick, fenced=cuda_file, skewed=cuda_file)
-    return pytest.mark.parametrize("case", cases, ids=[c.name for c in cases])
+    return pytest.mark.parametrize("case", cases, ids=[case_id(c) for c in cases])
 
 
 def judge_case(impl, kind: str, case: Case, **options) -> None:

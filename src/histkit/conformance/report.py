@@ -34,7 +34,8 @@ def print_report(console: Console, report, seconds: float | None = None) -> None
             console.print(f"  [yellow]finding[/] {escape(name)} on {escape(r.case.name)}: "
                           f"{escape(r.cell.detail)}", soft_wrap=True)
         if len(findings) > SHOWN_FINDINGS:
-            console.print(f"  ... and {len(findings) - SHOWN_FINDINGS} more findings of "
+            more = len(findings) - SHOWN_FINDINGS
+            console.print(f"  ... and {more} more finding{'s' if more != 1 else ''} of "
                           f"{escape(name)} (in the JSON report)")
     if report.stopped:
         console.print(f"[bold red]{escape(report.stopped)}[/]", soft_wrap=True)

@@ -341,6 +341,15 @@ class CaseRun:
                                 grid=self.case.grid,
                                 values=(on_device.ptr, values.dtype.itemsize, out_values.ptr),
                                 **variant.options) if n else []
+        if self.case.sorted_in_closed_form:  # read and judged a slice at a time
+            keys_at = self.read_in_slices(out_keys, fill=POISON)  # guards checked here
+            index_at = self.read_in_slices(out_index, fill=POISON)
+            values_at = self.read_in_slices(out_values, fill=POISON)
+            self.read_in_slices(on_device, fill=POISON)  # nor may it write to its input
+            radix = checks.Outcome(radix_slices=lambda start, stop: (
+                keys_at(start, stop), index_at(start, stop).astype(np.int64, copy=False),
+                values_at(start, stop)))
+            return radix, " + ".join(map(str, geometries))
         outcome = checks.Outcome(sorted_keys=self.read(out_keys, fill=POISON),
                                  original_index=self.read(out_index, fill=POISON).astype(
                                      np.int64),
@@ -395,9 +404,16 @@ def refusal_allowed(rt, kernel: Kernel, variant: Variant, case: Case) -> bool:
 def radix_values(case: Case) -> np.ndarray | None:
     """The values the radix sort moves with the case's keys: random bits of a
     width other than the keys' (every width of the gather across the cases).
-    None where the radix sort is not judged: past 2^31 keys (the stable sort's
-    row judges the same passes there) and at 2^28 keys below a K (the
-    full-width 2^28 cases judge it at that size)."""
+    None where the radix sort is not judged: past 2^31 keys but on the cases
+    judged in closed form (checks.closed_form_values there), and at 2^28
+    keys below a K (the full-width 2^28 cases judge it at that size)."""
+    if case.sorted_in_closed_form and case.kinds is not None and "radix-sort" in case.kinds:
+        # past 2^31 keys: values whose every slice is known in closed form
+        values = np.empty(case.n, np.uint32)
+        for start in range(0, case.n, checks.SORT_SLICE):
+            stop = min(case.n, start + checks.SORT_SLICE)
+            values[start:stop] = checks.closed_form_values(start, stop)
+        return values
     if case.scan_counts or case.n >= HUGE or (case.n >= LARGE and not case.full_width):
         return None
     width = {1: np.float32, 2: np.uint8, 4: np.int64, 8: np.uint16}[np.dtype(case.dtype).itemsize]
@@ -428,7 +444,15 @@ def device_bytes_needed(case: Case) -> int:
         digit_shifts(min(case.num_bins, int(np.iinfo(dtype).max) + 1))) > 1 else 1
     look_back = -(-case.n // tile_keys(dtype)) * LOOK_BACK_BYTES_PER_TILE
     return ((case.n + case.offset + GUARD) * dtype.itemsize
-            + buffers * (case.n + 2 * GUARD) * (dtype.itemsize + 8) + look_back)
+            + buffers * (case.n + 2 * GUARD) * (dtype.itemsize + 8) + look_back
+            + _radix_value_bytes(case, copies=2))
+
+
+def _radix_value_bytes(case: Case, copies: int) -> int:
+    """The closed-form radix values' bytes (4 a key), `copies` times, where a
+    case past 2^31 judges the radix sort (radix_values)."""
+    judged = case.sorted_in_closed_form and case.kinds is not None and "radix-sort" in case.kinds
+    return copies * (case.n + 2 * GUARD) * 4 if judged else 0
 
 
 def host_bytes_needed(case: Case) -> int:
@@ -443,9 +467,11 @@ def host_bytes_needed(case: Case) -> int:
     if case.sorted_in_closed_form:
         # the keys, their padded copy (unless fenced), and a slice of the
         # answer, read and expected, at a time
+        # and an unstable sort's permutation, a byte a key, and the radix values
         copies = 1 + (not case.fenced)
         return (copies * (case.n + case.offset + 2 * GUARD) * itemsize
-                + 2 * checks.SORT_SLICE * 2 * (itemsize + 8))
+                + 2 * checks.SORT_SLICE * 2 * (itemsize + 8) + case.n
+                + _radix_value_bytes(case, copies=2))
     if not sorted_by_a_column(case):
         # the keys, their padded copy (a fenced case uploads them as they are),
         # and the valid ones of a bad-key case
@@ -496,6 +522,11 @@ def gpu_unusable(rt: Runtime, after_failure: bool) -> str | None:
         if error is not None:
             return f"a fault left the CUDA context unusable ({error})"
     return None
+
+
+def _count(n: int, noun: str) -> str:
+    """n and the noun, plural unless n is 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _not_run(why: str) -> Cell:
@@ -558,7 +589,8 @@ def _judge_case(rt: Runtime, case: Case, selected) -> list[Result]:
             results.append(Result(case, name, _not_run(unusable)))
             continue
         start = time.perf_counter()
-        skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
+        skew = (rt.skewed_schedule(case.skew_seed) if case.skewed
+                else contextlib.nullcontext())
         try:
             # scratch never arrives clean, nor zeroed (nor, in a fenced case, unfenced)
             with rt.poisoned_scratch(fenced=case.fenced), skew:
@@ -604,7 +636,7 @@ def run_conformance(console: Console | None = None, quick: bool = False,
     selected = columns(rows)
     report = Report()
     console.print(f"GPU conformance on {rt.device.name} ({rt.arch}, {rt.sm_count} SMs): "
-                  f"{len(cases)} cases x {len(selected)} kernel columns")
+                  f"{_count(len(cases), 'case')} x {_count(len(selected), 'kernel column')}")
     start = time.perf_counter()
     progress_log = open(progress_path, "w") if progress_path else None  # noqa: SIM115
     limit = wait_limit_s() if bounded_waits else None
@@ -623,7 +655,7 @@ def run_conformance(console: Console | None = None, quick: bool = False,
             why = gpu_unusable(rt, after_failure=any(r.cell.status == "FAIL" for r in results))
             if why is not None:
                 report.stopped = (f"stopped after case {case.name}: {why}; "
-                                  f"{len(cases) - number - 1} cases not run")
+                                  f"{_count(len(cases) - number - 1, 'case')} not run")
                 break
             if stop_at_first_fail and not report.passed:
                 break

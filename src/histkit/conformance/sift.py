@@ -48,7 +48,7 @@ def compiles_of(file: str, cuda_dir: Path) -> Iterator[tuple[str, dict[str, str]
 def same_machine_code(mutant, cuda_dir: Path) -> bool:
     """True when every compile that includes the mutant's file gives the
     unmutated cubin; False at the first that differs or fails to compile."""
-    from histkit.conformance.mutation import apply
+    from histkit.conformance.mutant import apply
     from histkit.gpu import compiler
     from histkit.gpu.errors import KernelCompileError
 

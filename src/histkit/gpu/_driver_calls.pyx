@@ -3,12 +3,12 @@
 read back, a stream sync), made from C.
 
 cuda.core's ``launch`` packs each argument in Python and cost 6-7 us a
-launch on the H200 (bench/NOTES.md, session 17); cuda.bindings' own
-``cuLaunchKernel`` more (session 19). Here the arguments are packed into C
-slots and the driver is called through its entry points, which
-``histkit.gpu.device`` looks up with cuda.bindings' ``cuGetProcAddress``: the
-same driver functions cuda.core calls, with no CUDA header needed to build
-this module (the signatures below are the driver's stable ABI).
+launch on the H200 (docs/performance.md); cuda.bindings' own ``cuLaunchKernel``
+more. Here the arguments are packed into C slots and the driver is called
+through its entry points, which ``histkit.gpu.device`` looks up with
+cuda.bindings' ``cuGetProcAddress``: the same driver functions cuda.core
+calls, with no CUDA header needed to build this module (the signatures below
+are the driver's stable ABI).
 
 Every method returns the driver's CUresult (0: success); the caller names a
 failure. An argument that is not an integer (a float, a struct) raises

@@ -8,8 +8,8 @@ device, not empty) on CuPy's current stream, given nothing else but check=
 stable=True and int64 indices), with no conformance harness on, and, when
 checked, on a thread whose bad-key slot is clean. There the Python path
 (histkit.gpu.api) spent about 14 us of a fast host's time between its driver
-calls, more than the calls themselves (bench/host_costs.py, H200, session
-31), and about 1.6x that on a slower host.
+calls, more than the calls themselves (measured on the H200's host), and
+about 1.6x that on a slower host.
 
 Where auto launches the fast kernel alone (a LanePlan), the lane makes the
 Python path's driver calls in its order: CuPy allocates the counts, the C
@@ -164,8 +164,8 @@ cdef class Lane:
     """
 
     # rt's driver calls and cupy's functions are looked up at each call (a
-    # dict lookup each), not kept: a measurement that wraps them
-    # (bench/host_costs.py) sees the lane's calls too.
+    # dict lookup each), not kept: a measurement that wraps them sees the
+    # lane's calls too.
     cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, uint64, uint8, plan_for, sort
     cdef object check
     cdef object bad_key

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,7 +55,21 @@ from histkit.gpu.launch.sort import VALUE_C_TYPES
 from histkit.gpu.policy import check_index_dtype
 from histkit.oracles._inputs import MAX_BINS, as_key_array, bad_key_error, bin_count
 
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    from numpy.typing import DTypeLike
+
+    # A NumPy array (copied to the device, results copied back) or a device
+    # array from CuPy, PyTorch or anything speaking DLPack or
+    # __cuda_array_interface__ (used in place; results of the same kind).
+    AnyArray: TypeAlias = Any
+    # A CuPy, PyTorch or cuda.core stream, anything with __cuda_stream__, a
+    # raw CUstream handle, or None (the keys' framework's current stream).
+    AnyStream: TypeAlias = Any
+
 METHODS = registry.methods("histogram")
+"""The names `histogram` takes as ``method=``, from the kernel registry."""
 
 # Raw CUstream handles 0 and 1 both name the legacy default stream.
 _LEGACY = 1
@@ -90,7 +105,8 @@ class _Deferred:
     choice and the partitioned kernel's first pass, at 2^25+ keys) has them
     running on the GPU while the host allocates. At 2^28 keys over 2^20 bins
     the allocation took 30 us of host time in a call, every one of them on
-    the call's critical path (bench/call_gap.py --timeline, H200)."""
+    the call's critical path (an event before each launch against the host's
+    clock, H200)."""
 
     __slots__ = ("call", "n", "dtype", "what", "details", "_out")
 
@@ -479,8 +495,8 @@ def _lane(rt: Runtime):
 
 @contextlib.contextmanager
 def python_path_only():
-    """Within: every call takes the Python path, the compiled lane off (A/B
-    measurements of the lane: bench/host_costs.py)."""
+    """Within: every call takes the Python path, the compiled lane off (for
+    A/B measurements of the lane)."""
     saved = _LANE[:]
     _LANE[:] = [runtime(), None]
     try:
@@ -580,20 +596,80 @@ def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
 
 # --- the calls ---------------------------------------------------------------
 
-def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=None,
-              check: bool = True, first_bad=None):
+def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
+              out: AnyArray | None = None, stream: AnyStream = None, check: bool = True,
+              first_bad: AnyArray | None = None) -> AnyArray | tuple[AnyArray, AnyArray]:
     """Histogram of keys on the GPU (int64 counts).
 
-    method: "atomic" (one global atomicAdd per key), "privatized" (the
-    chapter's shared-memory kernel), "partitioned" (two passes, for many
-    bins: up to 2^22), "naive" (the chapter's racy non-atomic kernel: it
-    LOSES updates, on purpose) or "auto" (the fastest exact kernel).
-    out: a device array of num_bins int64 to write the counts into (returned
-    as itself; with NumPy keys and check=False, pass the stream you will
-    read it on as stream=).
-    stream: the stream to run on (default: the keys' framework's current
-    stream, else histkit's own). check=False: return (counts, first_bad)
-    without waiting; see the module's docstring.
+    Equals `histkit.oracles.histogram` for every exact method. Bad
+    arguments raise what the oracles raise, before a GPU is looked for; keys
+    outside ``[0, num_bins)`` are found on the device.
+
+    Parameters
+    ----------
+    keys : array
+        One-dimensional integer keys (int8 ... uint64): a NumPy array (copied
+        to the device) or a device array from CuPy, PyTorch or anything
+        speaking DLPack or ``__cuda_array_interface__`` (used in place).
+    num_bins : int
+        The number of bins, K >= 1.
+    method : {"auto", "atomic", "privatized", "partitioned", "naive"}, default "auto"
+        "atomic" (one global atomicAdd per key), "privatized" (the chapter's
+        shared-memory kernel), "partitioned" (two passes, for many bins: up
+        to 2^22), "naive" (the chapter's racy non-atomic kernel: it LOSES
+        updates, on purpose) or "auto" (the fastest exact kernel).
+    out : device array, optional
+        `num_bins` int64 on the device to write the counts into (returned as
+        itself; with NumPy keys and ``check=False``, pass the stream you will
+        read it on as `stream`). With `out` and `first_bad` given, the call
+        allocates nothing, so it can be captured in a CUDA graph.
+    stream : stream, optional
+        The stream to run on; default: the keys' framework's current stream,
+        else histkit's own.
+    check : bool, default True
+        True: wait, and raise for a bad key. False: return ``(counts,
+        first_bad)`` without waiting (see the module's docstring).
+    first_bad : device array, optional
+        With ``check=False``: a one-element uint64 device array to leave the
+        first bad index in, instead of a new one.
+
+    Returns
+    -------
+    counts : array
+        int64 counts, of the keys' kind (NumPy keys: a NumPy array), or `out`.
+    first_bad : array
+        Only with ``check=False``: one uint64, the first bad key's index, or
+        2**64 - 1 when there is none (see `raise_if_bad`). Bad keys are
+        never counted.
+
+    Raises
+    ------
+    histkit.oracles.BadKeyError
+        With ``check=True``, a key outside ``[0, num_bins)``.
+    TypeError
+        Keys that are not integers.
+    ValueError
+        A `method` not in `METHODS`, keys that are not one-dimensional,
+        `num_bins` out of range, an `out` of the wrong dtype or length.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python (the message says which).
+    DeviceMemoryError
+        The counts do not fit in the GPU's free memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.histogram(np.array([0, 1, 1, 3]), 4)  # doctest: +SKIP
+    array([1, 2, 0, 1])
+    >>> counts, first_bad = gpu.histogram(np.array([0, 5]), 4, check=False)  # doctest: +SKIP
+
+    Bad arguments are refused before a GPU is looked for:
+
+    >>> gpu.histogram(np.array([0.5, 1.5]), 4)
+    Traceback (most recent call last):
+    ...
+    TypeError: keys must have an integer dtype (int8 ... uint64); got float64
     """
     if (method == "auto" and (check is True or check is False) and out is None
             and stream is None and first_bad is None and _framework_of(keys) == "cupy"):
@@ -620,18 +696,69 @@ def histogram(keys, num_bins: int, method: str = "auto", *, out=None, stream=Non
     return counts if check else (counts, _hand_back(call, slot))
 
 
-def counting_sort(keys, num_bins: int, stable: bool = True, *, index_dtype=np.int64,
-                  stream=None, check: bool = True, first_bad=None):
+def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,
+                  index_dtype: DTypeLike = np.int64, stream: AnyStream = None,
+                  check: bool = True, first_bad: AnyArray | None = None,
+                  ) -> tuple[AnyArray, AnyArray] | tuple[AnyArray, AnyArray, AnyArray]:
     """(sorted_keys, original_index) on the GPU.
 
-    stable=True: the exact stable sort (equals oracles.counting_sort).
-    stable=False: the chapter's atomic-cursor scatter; sorted, but equal keys
-    may leave their input order. index_dtype: np.int64 (the oracles'), or
-    np.int32 for up to 2^31 keys (4 bytes less to write per key).
-    stream, check, first_bad: as for histogram;
-    check=False returns (sorted_keys, original_index, first_bad); with bad
-    keys, the first slots hold the valid keys' sort and the last ones (one per
-    bad key) are unspecified.
+    ``stable=True`` is the exact stable sort: it equals
+    `histkit.oracles.counting_sort`.
+
+    Parameters
+    ----------
+    keys : array
+        One-dimensional integer keys, as for `histogram`.
+    num_bins : int
+        The number of bins, K >= 1.
+    stable : bool, default True
+        False: the chapter's atomic-cursor scatter; sorted, but equal keys may
+        leave their input order.
+    index_dtype : {numpy.int64, numpy.int32}, default numpy.int64
+        The original indices' dtype: int64 (the oracles'), or int32 for up to
+        2^31 keys (4 bytes less to write per key).
+    stream : stream, optional
+        As for `histogram`.
+    check : bool, default True
+        As for `histogram`: False returns `first_bad` too, without waiting.
+    first_bad : device array, optional
+        As for `histogram`.
+
+    Returns
+    -------
+    sorted_keys : array
+        The keys in ascending order, in their dtype and kind.
+    original_index : array
+        ``sorted_keys[i] == keys[original_index[i]]``.
+    first_bad : array
+        Only with ``check=False``, as for `histogram`. With bad keys,
+        the first slots hold the valid keys' sort and the last ones (one per
+        bad key) are unspecified.
+
+    Raises
+    ------
+    histkit.oracles.BadKeyError
+        With ``check=True``, a key outside ``[0, num_bins)``.
+    TypeError
+        Keys that are not integers; an `index_dtype` other than int32 or int64.
+    ValueError
+        Keys that are not one-dimensional, `num_bins` out of range, int32
+        indices for more than 2^31 keys.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python.
+    DeviceMemoryError
+        The results do not fit in the GPU's free memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.counting_sort(np.array([2, 0, 2, 1, 0]), 3)  # doctest: +SKIP
+    (array([0, 0, 1, 2, 2]), array([1, 4, 3, 0, 2]))
+    >>> gpu.counting_sort(np.array([2, 0]), 3, index_dtype=np.int16)
+    Traceback (most recent call last):
+    ...
+    TypeError: index_dtype must be int32 or int64; got int16
     """
     if (stable is True and (check is True or check is False) and stream is None
             and first_bad is None and index_dtype is np.int64
@@ -659,8 +786,45 @@ def counting_sort(keys, num_bins: int, stable: bool = True, *, index_dtype=np.in
     return _hand_back(call, out_keys), _hand_back(call, out_index), _hand_back(call, slot)
 
 
-def exclusive_scan(counts, *, stream=None):
-    """Exclusive prefix sum of non-negative integer counts on the GPU (int64)."""
+def exclusive_scan(counts: AnyArray, *, stream: AnyStream = None) -> AnyArray:
+    """Exclusive prefix sum of non-negative integer counts on the GPU (int64).
+
+    Equals `histkit.oracles.exclusive_scan`. The call waits for its
+    result.
+
+    Parameters
+    ----------
+    counts : array
+        One-dimensional non-negative counts: int64 (the histograms' dtype),
+        as a NumPy or device array.
+    stream : stream, optional
+        As for `histogram`.
+
+    Returns
+    -------
+    array
+        int64 offsets, one per count, of the counts' kind.
+
+    Raises
+    ------
+    ValueError
+        A negative count, named by index and value.
+    TypeError
+        Counts that are not int64.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.exclusive_scan(np.array([3, 0, 2, 5]))  # doctest: +SKIP
+    array([0, 3, 3, 5])
+    >>> gpu.exclusive_scan(np.array([3, -1]))
+    Traceback (most recent call last):
+    ...
+    ValueError: counts must be >= 0; count at index 1 is -1
+    """
     host_counts = None
     if not is_device_array(counts):  # check the input before looking for a GPU
         host_counts = as_key_array(counts, name="counts")
@@ -681,16 +845,54 @@ def exclusive_scan(counts, *, stream=None):
     return _hand_back(call, out)
 
 
-def radix_sort(keys, values=None, *, stable: bool = True, index_dtype=np.int64, stream=None):
+def radix_sort(keys: AnyArray, values: AnyArray | None = None, *, stable: bool = True,
+               index_dtype: DTypeLike = np.int64,
+               stream: AnyStream = None) -> tuple[AnyArray, AnyArray]:
     """Stable sort of full-width integer keys on the GPU (signed keys in signed
     order): the counting sort once per byte of the key (7.3's "radix sort").
 
-    Returns (sorted_keys, original_index), or (sorted_keys, sorted_values)
-    when values (one per key, any 1-, 2-, 4- or 8-byte dtype, the same kind of
-    array as keys) are given; equals oracles.radix_sort. The sort is always
-    stable: stable=False is accepted and gets the stable order. index_dtype:
-    as for counting_sort. With device keys nothing waits (no key can be bad);
-    NumPy keys come back synchronised.
+    Equals `histkit.oracles.radix_sort`. With device keys nothing
+    waits (no key can be bad); NumPy keys come back synchronised.
+
+    Parameters
+    ----------
+    keys : array
+        One-dimensional integer keys over the dtype's whole range.
+    values : array, optional
+        One value per key, moved with it: any 1-, 2-, 4- or 8-byte dtype, the
+        same kind of array as `keys`.
+    stable : bool, default True
+        Accepted for symmetry with `counting_sort`; the sort is always
+        stable, and False gets the stable order too.
+    index_dtype : {numpy.int64, numpy.int32}, default numpy.int64
+        As for `counting_sort`.
+    stream : stream, optional
+        As for `histogram`.
+
+    Returns
+    -------
+    sorted_keys : array
+        The keys in ascending order.
+    original_index_or_values : array
+        The original indices, or the values in the keys' sorted order when
+        `values` are given.
+
+    Raises
+    ------
+    TypeError
+        Keys that are not integers; values of another kind of array than the
+        keys or of an unsupported dtype; `stable` not a bool.
+    ValueError
+        Keys that are not one-dimensional; values not one per key.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.radix_sort(np.array([5, -3, 70000, -3, 0]))  # doctest: +SKIP
+    (array([   -3,    -3,     0,     5, 70000]), array([1, 3, 4, 0, 2]))
     """
     if not isinstance(stable, bool | np.bool_):
         raise TypeError(f"stable must be True or False; got {stable!r}")
@@ -716,10 +918,43 @@ def radix_sort(keys, values=None, *, stable: bool = True, index_dtype=np.int64, 
     return sorted_keys, _hand_back(call, out_values)
 
 
-def argsort(keys, *, index_dtype=np.int64, stream=None):
-    """The stable sorting permutation of integer keys on the GPU (int64, or
-    int32 for up to 2^31 keys), as np.argsort(keys, kind="stable"):
-    gpu.radix_sort's original indices."""
+def argsort(keys: AnyArray, *, index_dtype: DTypeLike = np.int64,
+            stream: AnyStream = None) -> AnyArray:
+    """The stable sorting permutation of integer keys on the GPU.
+
+    As ``np.argsort(keys, kind="stable")``: `radix_sort`'s original
+    indices.
+
+    Parameters
+    ----------
+    keys : array
+        One-dimensional integer keys over the dtype's whole range.
+    index_dtype : {numpy.int64, numpy.int32}, default numpy.int64
+        int64, or int32 for up to 2^31 keys.
+    stream : stream, optional
+        As for `histogram`.
+
+    Returns
+    -------
+    array
+        The indices that sort `keys` stably.
+
+    Raises
+    ------
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.argsort(np.array([5, -3, 70000, -3, 0]))  # doctest: +SKIP
+    array([1, 3, 4, 0, 2])
+    """
     return radix_sort(keys, index_dtype=index_dtype, stream=stream)[1]
 
 
@@ -778,10 +1013,38 @@ def _open_radix(keys, values, stream) -> tuple[_Call, _Out | None]:
     return call, _Out(ptr, n, dtype, values)
 
 
-def raise_if_bad(first_bad, keys, num_bins: int) -> None:
-    """Raise the oracles' BadKeyError if first_bad (what a check=False call
-    returned) holds a bad index of keys. Reads two elements, waiting for the
-    call's work."""
+def raise_if_bad(first_bad: AnyArray, keys: AnyArray, num_bins: int) -> None:
+    """Raise the oracles' BadKeyError if `first_bad` holds a bad index of keys.
+
+    Turns what a ``check=False`` call returned into the error a checked call
+    raises. Reads two elements, waiting for the call's work.
+
+    Parameters
+    ----------
+    first_bad : array
+        The one-element uint64 array a ``check=False`` call returned (2**64 - 1:
+        no bad key).
+    keys : array
+        The keys that call was given.
+    num_bins : int
+        The call's `num_bins`.
+
+    Raises
+    ------
+    histkit.oracles.BadKeyError
+        `first_bad` names a bad key: its index and value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> keys = np.array([0, 7, 1])
+    >>> gpu.raise_if_bad(np.array([2**64 - 1], dtype=np.uint64), keys, 4)  # none
+    >>> gpu.raise_if_bad(np.array([1], dtype=np.uint64), keys, 4)
+    Traceback (most recent call last):
+    ...
+    histkit.oracles._inputs.BadKeyError: key at index 1 is 7, outside [0, 4)
+    """
     index = _element(first_bad, 0)
     if index != NO_BAD_KEY:
         raise bad_key_error(index, _element(keys, index), bin_count(num_bins))

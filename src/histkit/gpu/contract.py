@@ -79,12 +79,12 @@ SCHEDULE_STRAGGLE_NS = 20_000
 SCHEDULE_SHARED_POISON = 0xA5
 
 # counting_sort.cu: a tile is TILE_WARPS warps x TILE_ITEMS rounds of 32 keys.
-# Measured on the H200 (bench/sort_tiles.py, 2^28 int32 keys; sort-tiles-*.json):
+# Measured on the H200 (2^28 int32 keys; a sweep of tile shapes, commit a1b76f1):
 # from 8 rounds and 4 blocks per SM to 16 rounds and 2 blocks, the radix sort
 # of full-width keys 9.0 -> 12.4 G keys/s, the 8-bit counting sort of uniform
-# keys 41.7 -> 60.4, 16-bit 18.4 -> 25.4 (with the count-then-scatter passes of
-# then); all-equal keys lose 9-17%. Session 21 (onesweep passes, .dev A/B in
-# one process, sort-ab-h200-2026-12-02-session21.json): 20 rounds at 3 blocks
+# keys 41.7 -> 60.4, 16-bit 18.4 -> 25.4 (on count-then-scatter passes, two
+# reads of the keys a pass); all-equal keys lose 9-17%. On the onesweep passes
+# (variants alternated in one process, commit ebe7962): 20 rounds at 3 blocks
 # per SM beat 16 at 4 on 22 of 24 rows (int32 and int64 indices), by up to
 # 12% / 22% on round-robin keys; the two others lost 1%.
 TILE_WARPS = 8
@@ -93,19 +93,19 @@ TILE_ITEMS = 20
 # (16 rounds: 64 KiB, fewer blocks per SM); chosen with the passes before onesweep.
 WIDE_KEY_TILE_ITEMS = 12
 DIGIT_BITS = 8
-# The passes (onesweep_scatter): __launch_bounds__ blocks per SM, chosen by
-# bench/sort_paths.py on the H200 (2^28 keys, sort-paths-h200-2026-11-30-staged-index.json):
+# The passes (onesweep_scatter): __launch_bounds__ blocks per SM, measured on
+# the H200 (2^28 keys, CUB's pairs sort beside them, commit 75ddc05):
 # with 16-round tiles of 4-byte keys 4 beat 3 by 0-7%; on 8-byte keys 3 beat 4
 # by 7% with int64 indices (4 beat 3 by 6% with int32 ones); 2 lost 5-15%
-# everywhere. 20-round tiles (session 21, above) take 3: their staged keys and
+# everywhere. 20-round tiles (above) take 3: their staged keys and
 # int64 indices are 60 KiB a block.
 ONESWEEP_MIN_BLOCKS = 3
 WIDE_KEY_ONESWEEP_MIN_BLOCKS = 3
-# resident_sort keeps the tile and the launch bounds it was measured with
-# (sessions 6 and 19): 16 rounds at 4 blocks per SM (8-byte keys:
-# WIDE_KEY_TILE_ITEMS at WIDE_KEY_ONESWEEP_MIN_BLOCKS), so the tiles the GPU
-# holds at once (528 on the H200) did not shrink when the onesweep passes took
-# 20 rounds at 3 blocks. Its small-N tiles below run at the same bounds.
+# resident_sort keeps the tile and the launch bounds it was measured with:
+# 16 rounds at 4 blocks per SM (8-byte keys:
+# WIDE_KEY_TILE_ITEMS at WIDE_KEY_ONESWEEP_MIN_BLOCKS), so the GPU holds 528
+# of its tiles at once on the H200, where the onesweep passes' 20 rounds at 3
+# blocks would hold 396. Its small-N tiles below run at the same bounds.
 RESIDENT_TILE_ITEMS = 16
 RESIDENT_MIN_BLOCKS = 4
 # resident_sort at small N: tiles of 4 or 8 rounds (the smallest whose tiles
@@ -113,7 +113,7 @@ RESIDENT_MIN_BLOCKS = 4
 RESIDENT_SMALL_TILE_ITEMS = (4, 8)
 # resident_sort: up to this many tiles every block sums each digit's column of
 # tile counts itself; above, the columns are scanned once (one more grid-wide
-# wait). Measured on the H200 (resident-prefix-h200-2026-12-01-session19.log,
+# wait). Measured on the H200 (commit 7683dee,
 # launch + sync, K = 256 / 65536): the direct sum 22.1 / 32.9 us at 16 tiles
 # against 34.5 / 59.8 for the scan, 33.1 / 54.3 at 64 tiles against 25.1 / 39.3.
 RESIDENT_DIRECT_PREFIX_TILES = 32

@@ -46,7 +46,7 @@ def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
     SM); else one 32-bit copy as large as a block may have (one block per SM);
     else one copy of 16-bit counters, which hold twice the bins; when not even
     that holds every bin, the largest 32-bit copy that fits, the bins past it
-    counted in global memory. Measured on the H200 (bench/NOTES.md, 2^28 int32
+    counted in global memory. Measured on the H200 (docs/performance.md, 2^28 int32
     keys): 16-bit counters at 65536 bins 3.0-3.5 TB/s where the 32-bit copy
     with the rest global ran 1.6-3.4, but at 32768 bins (two blocks per SM)
     2.8-3.6 where one 32-bit copy ran 3.5-4.2.
@@ -70,12 +70,12 @@ PARTITION_THREADS = contract.PART_THREADS
 PARTITION_COUNT_THREADS = contract.PART_COUNT_THREADS
 MAX_PARTITIONS = contract.MAX_PARTS
 # method="auto" samples the keys (auto_choice) between these bin counts, for
-# inputs of at least PARTITION_MIN_KEYS keys (bench/NOTES.md has the
+# inputs of at least PARTITION_MIN_KEYS keys (docs/performance.md has the
 # measurements).
 PARTITION_MIN_BINS = 1 << 17
 PARTITION_MAX_AUTO_BINS = 1 << 21
 # Below 2^25 keys the sample's read-back costs more than it can save (H200,
-# session 6, kernel times by events: at 2^22 keys and 2^20 bins the sampled
+# kernel times by events: at 2^22 keys and 2^20 bins the sampled
 # choice took 170-228 us where the fast kernel alone took 31-68; at 2^24 keys
 # the fast kernel is within 12% of the partitioned one on uniform keys, far
 # ahead on zipf, and the sample adds 60-300 us). From 2^25 keys partitioning
@@ -158,7 +158,7 @@ def choice_edges(runs: np.ndarray, num_bins: int) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class AutoPolicy:
-    """Where method="auto" samples the keys before choosing (bench/NOTES.md)."""
+    """Where method="auto" samples the keys before choosing (docs/performance.md)."""
 
     min_bins: int = PARTITION_MIN_BINS
     max_bins: int = PARTITION_MAX_AUTO_BINS
@@ -248,8 +248,8 @@ def resident_tile_items(n: int, dtype: np.dtype, capacity: int) -> int | None:
                  if -(-n // tile_keys(dtype, items)) <= capacity), None)
 
 
-# rank_sort against resident_sort, launch + sync on the H200 (bench/small_sorts.py,
-# small-sorts-h200-2026-12-03-session29.log; us, rank / resident): 2^12 keys
+# rank_sort against resident_sort, launch + sync on the H200 (commit 39f1bc3;
+# us, rank / resident): 2^12 keys
 # 20.2 / 20.5 at K = 256 and 19.6 / 32.1 at K = 65536; 2^13 keys 25.1 / 17.6
 # and 25.3 / 27.5. Its n^2 comparisons lose to one resident pass (K <= 256)
 # past about 2^12 keys, and to two (K <= 65536) only past 2^13.

@@ -5,10 +5,10 @@ Where method="auto" samples the keys (2^25+ keys over many bins) its
 launcher queues a choosing kernel, the partitioned kernel's two passes, a
 scan and two gated fast candidates, and allocates seven scratch arrays, in
 about 120 us of Python on the H200: the GPU read the keys' first pass 62 us
-into a call, having waited for the host since the choice (bench/call_gap.py
---timeline, session 32). None of it depends on the keys' values (auto
-decides on the device; the host reads nothing back), so it can be worked out
-once per shape.
+into a call, having waited for the host since the choice (an event before
+each launch against the host's clock). None of it depends on the keys'
+values (auto decides on the device; the host reads nothing back), so it can
+be worked out once per shape.
 
 record() runs the launcher once against a Recorder: a stand-in for the
 runtime that notes the launcher's memsets and launches instead of making

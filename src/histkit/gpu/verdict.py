@@ -1,8 +1,8 @@
 """The verdict board: how a checked call learns "no bad key" without a copy.
 
-A checked call (``check=True``) used to end with an 8-byte device-to-host
-copy of its first_bad word and a sync: the copy is queued behind the kernels
-on the copy engine, 3-4 us of every call (bench/NOTES.md, session 16). Most
+A checked call (``check=True``) could end with an 8-byte device-to-host
+copy of its first_bad word and a sync, but the copy is queued behind the
+kernels on the copy engine: 3-4 us of every call (docs/performance.md). Most
 calls have no bad key, so the board turns the question around: the kernels
 say when there is one.
 

@@ -2,13 +2,15 @@
 
 Each function models one thing the chapter (Chapter 7: Histograms) describes:
 
-- :func:`histogram` -- the exact count, what ``atomicAdd`` achieves (7.1);
-- :func:`naive_wave_histogram` -- the lockstep-wave model of a non-atomic
+- `histogram` -- the exact count, what ``atomicAdd`` achieves (7.1);
+- `naive_wave_histogram` -- the lockstep-wave model of a non-atomic
   ``hist[b]++`` (7.1);
-- :func:`privatized_histogram` -- the shared-memory privatized kernel and the
+- `privatized_histogram` -- the shared-memory privatized kernel and the
   number of global atomics it issues (7.2);
-- :func:`exclusive_scan` -- counts to offsets (7.3, via Chapter 5);
-- :func:`counting_sort` -- the stable counting sort (7.3).
+- `exclusive_scan` -- counts to offsets (7.3, via Chapter 5);
+- `counting_sort` -- the stable counting sort (7.3);
+- `radix_sort`, `argsort` -- the counting sort once per digit, for
+  full-width keys (7.3's pointer to radix sort).
 
 Keys may have any integer dtype and any stride; counts and indices are int64.
 A key outside ``[0, num_bins)`` raises ``BadKeyError`` (a ``ValueError``)
@@ -16,6 +18,8 @@ naming the first bad index and value; nothing is clipped.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +37,9 @@ from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
 from histkit.oracles._threads import idle_cpus
 from histkit.oracles._wave import naive_wave_counts
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "BadKeyError",
@@ -54,10 +61,46 @@ def _counts_fit(num_bins: int) -> None:
     require_memory(8 * num_bins, f"num_bins={num_bins} (int64 counts)")
 
 
-def histogram(keys, num_bins: int) -> np.ndarray:
+def histogram(keys: ArrayLike, num_bins: int) -> NDArray[np.int64]:
     """Exact histogram of keys into num_bins bins (int64).
 
-    NumPy equivalent: ``np.bincount(keys, minlength=num_bins)``.
+    What ``atomicAdd`` (or any lossless kernel) must give (7.1). NumPy
+    equivalent: ``np.bincount(keys, minlength=num_bins)``.
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys of any integer dtype (int8 ... uint64),
+        contiguous or strided.
+    num_bins : int
+        The number of bins, K >= 1. Every key must lie in ``[0, num_bins)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts of length `num_bins`: ``counts[b]`` keys equal ``b``.
+
+    Raises
+    ------
+    BadKeyError
+        A key outside ``[0, num_bins)``; names the first such index and value.
+    TypeError
+        Keys that are not integers (float, bool, complex, object).
+    ValueError
+        Keys that are not one-dimensional, or `num_bins` out of range.
+    MemoryError
+        The counts would not fit in the machine's memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> oracles.histogram(np.array([0, 1, 1, 3]), 4)
+    array([1, 2, 0, 1])
+    >>> oracles.histogram([0, 5, 1, 7], 4)
+    Traceback (most recent call last):
+    ...
+    histkit.oracles._inputs.BadKeyError: key at index 1 is 5, outside [0, 4)
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
@@ -68,12 +111,52 @@ def histogram(keys, num_bins: int) -> np.ndarray:
     return counts
 
 
-def naive_wave_histogram(keys, num_bins: int, warp_size: int = WARP_SIZE) -> np.ndarray:
+def naive_wave_histogram(keys: ArrayLike, num_bins: int,
+                         warp_size: int = WARP_SIZE) -> NDArray[np.int64]:
     """The chapter's lockstep model of a non-atomic ``hist[b]++`` (7.1).
 
     Keys are taken in waves of ``warp_size`` consecutive elements; each wave
     adds exactly one to every distinct bin it touches, however many lanes
-    shared it. Equals :func:`histogram` only when no wave repeats a bin.
+    shared it. Equals `histogram` only when no wave repeats a bin.
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys, as for `histogram`.
+    num_bins : int
+        The number of bins, K >= 1.
+    warp_size : int, default 32
+        Lanes per lockstep wave. A wave wider than the input is one wave of
+        all of it.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 counts of length `num_bins`: what a one-warp non-atomic kernel
+        leaves, every bin at most `histogram`'s.
+
+    Raises
+    ------
+    BadKeyError
+        A key outside ``[0, num_bins)``.
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional; `num_bins` or `warp_size` < 1.
+    MemoryError
+        The counts would not fit in memory.
+
+    Examples
+    --------
+    The chapter's input: 1000 keys round-robin over 10 buckets, waves of 32.
+
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> counts = oracles.naive_wave_histogram(np.arange(1000) % 10, 10)
+    >>> counts
+    array([31, 31, 32, 32, 32, 32, 32, 32, 32, 32])
+    >>> int(counts.sum())  # 682 of 1000 increments lost
+    318
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
@@ -87,8 +170,8 @@ def naive_wave_histogram(keys, num_bins: int, warp_size: int = WARP_SIZE) -> np.
 
 
 def privatized_histogram(
-    keys, num_bins: int, block_size: int = BLOCK_SIZE, num_blocks: int | None = None
-) -> tuple[np.ndarray, int]:
+    keys: ArrayLike, num_bins: int, block_size: int = BLOCK_SIZE, num_blocks: int | None = None
+) -> tuple[NDArray[np.int64], int]:
     """The privatized kernel of 7.2: (histogram, global atomics issued).
 
     Each block counts its keys in a private shared-memory histogram, then
@@ -97,6 +180,48 @@ def privatized_histogram(
     covers every key; the default is the chapter's one key per thread,
     ``ceil(N / block_size)`` blocks. The global-atomic count therefore does not
     depend on the data at all: ``num_blocks * num_bins``.
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys, as for `histogram`.
+    num_bins : int
+        The number of bins, K >= 1.
+    block_size : int, default 256
+        Threads per block.
+    num_blocks : int or None, default None
+        Blocks in the grid; None for ``ceil(N / block_size)``.
+
+    Returns
+    -------
+    counts : numpy.ndarray
+        The exact int64 histogram (shared-memory atomics lose nothing).
+    global_atomics : int
+        Global atomics the kernel issues: ``num_blocks * num_bins``.
+
+    Raises
+    ------
+    BadKeyError
+        A key outside ``[0, num_bins)``.
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional; `num_bins`, `block_size` or
+        `num_blocks` < 1.
+    MemoryError
+        The counts would not fit in memory.
+
+    Examples
+    --------
+    The chapter's 7.2 input: 2048 keys over 16 buckets, blocks of 256.
+
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> counts, atomics = oracles.privatized_histogram(np.arange(2048) % 16, 16)
+    >>> atomics  # 8 blocks x 16 bins, where one atomic per key would be 2048
+    128
+    >>> bool((counts == 128).all())
+    True
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
@@ -110,10 +235,37 @@ def privatized_histogram(
     return histogram(keys, num_bins), num_blocks * num_bins
 
 
-def exclusive_scan(counts) -> np.ndarray:
+def exclusive_scan(counts: ArrayLike) -> NDArray[np.int64]:
     """Exclusive prefix sum of non-negative integer counts, as int64.
 
-    ``out[i] = counts[0] + ... + counts[i - 1]``; ``out[0] = 0``.
+    ``out[i] = counts[0] + ... + counts[i - 1]``; ``out[0] = 0``: counts
+    become each bin's first output slot (7.3, via Chapter 5).
+
+    Parameters
+    ----------
+    counts : array_like
+        One-dimensional non-negative integer counts of any integer dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 offsets, one per count.
+
+    Raises
+    ------
+    ValueError
+        A negative count (named by index and value), or counts that are not
+        one-dimensional.
+    TypeError
+        Counts that are not integers.
+    OverflowError
+        The offsets pass the int64 range.
+
+    Examples
+    --------
+    >>> from histkit import oracles
+    >>> oracles.exclusive_scan([3, 0, 2, 5])
+    array([0, 3, 3, 5])
     """
     counts = as_key_array(counts, name="counts")
     offsets, negative_at, overflow_at = exclusive_scan_counts(counts)
@@ -127,12 +279,51 @@ def exclusive_scan(counts) -> np.ndarray:
     return offsets
 
 
-def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
+def counting_sort(keys: ArrayLike, num_bins: int) -> tuple[NDArray, NDArray[np.int64]]:
     """Stable counting sort: (sorted keys, original index of each output slot).
 
     ``sorted_keys`` has the input's dtype; ``original_index`` is int64 and
     increasing within every run of equal keys. NumPy equivalent:
     ``order = np.argsort(keys, kind="stable"); keys[order], order``.
+
+    Large results are written into pooled pages that earlier, dropped results
+    left (see `release_pages`); they are ordinary writable arrays.
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys, as for `histogram`.
+    num_bins : int
+        The number of bins, K >= 1. Every key must lie in ``[0, num_bins)``.
+
+    Returns
+    -------
+    sorted_keys : numpy.ndarray
+        The keys in ascending order, in the input's dtype.
+    original_index : numpy.ndarray
+        int64: ``sorted_keys[i] == keys[original_index[i]]``.
+
+    Raises
+    ------
+    BadKeyError
+        A key outside ``[0, num_bins)``.
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional, or `num_bins` out of range.
+    MemoryError
+        The results would not fit in memory (raised before any work).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> keys = np.array([2, 0, 2, 1, 0], dtype=np.uint8)
+    >>> sorted_keys, original_index = oracles.counting_sort(keys, 3)
+    >>> sorted_keys
+    array([0, 0, 1, 2, 2], dtype=uint8)
+    >>> original_index  # equal keys keep their input order
+    array([1, 4, 3, 0, 2])
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
@@ -149,24 +340,106 @@ def counting_sort(keys, num_bins: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def release_pages() -> int:
-    """Return to the OS the pages kept from large results the caller dropped
-    (counting_sort reuses them, see ``_pages``); the bytes released."""
+    """Return to the OS the pages kept from large results the caller dropped.
+
+    `counting_sort` writes large results into pages that earlier,
+    dropped results left (at most 4 blocks and 1/8 of the machine's memory
+    are kept), which spares a repeated call its page faults.
+
+    Returns
+    -------
+    int
+        The bytes released.
+
+    Examples
+    --------
+    >>> from histkit import oracles
+    >>> released = oracles.release_pages()
+    >>> oracles.release_pages()  # nothing left to release
+    0
+    """
     return _pages.release_pages()
 
 
-def argsort(keys) -> np.ndarray:
-    """Stable sorting permutation of full-width integer keys (int64), by LSD radix
-    passes of the counting sort. NumPy equivalent: ``np.argsort(keys, kind="stable")``
-    (signed keys in signed order)."""
+def argsort(keys: ArrayLike) -> NDArray[np.int64]:
+    """Stable sorting permutation of full-width integer keys (int64).
+
+    LSD radix passes of the counting sort, one per 16-bit digit (8-bit for
+    1-byte keys). NumPy equivalent: ``np.argsort(keys, kind="stable")``
+    (signed keys in signed order).
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys over the dtype's whole range; every key is
+        valid (there is no `num_bins`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices that sort `keys` stably.
+
+    Raises
+    ------
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional.
+    MemoryError
+        The passes' buffers would not fit in memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> oracles.argsort(np.array([5, -3, 70000, -3, 0]))
+    array([1, 3, 4, 0, 2])
+    """
     from histkit.oracles._radix import radix_order
 
     return radix_order(keys)
 
 
-def radix_sort(keys, values=None):
-    """Stable sort of full-width integer keys (7.3: the counting sort once per
-    digit, 16 bits wide). Returns ``(sorted_keys, original_index)``, or ``(sorted_keys,
-    values[original_index])`` when values are given (one per key)."""
+def radix_sort(keys: ArrayLike, values: ArrayLike | None = None) -> tuple[NDArray, NDArray]:
+    """Stable sort of full-width integer keys (7.3: the counting sort once per digit).
+
+    One stable counting-sort pass per 16-bit digit (8-bit for 1-byte keys);
+    digits every key shares are skipped. Signed keys sort in signed order.
+
+    Parameters
+    ----------
+    keys : array_like
+        One-dimensional integer keys over the dtype's whole range.
+    values : array_like or None, default None
+        One value per key, moved with it.
+
+    Returns
+    -------
+    sorted_keys : numpy.ndarray
+        The keys in ascending order, in their dtype.
+    original_index_or_values : numpy.ndarray
+        int64 ``original_index`` (``keys[original_index] == sorted_keys``), or
+        ``values[original_index]`` when `values` are given.
+
+    Raises
+    ------
+    TypeError
+        Keys that are not integers.
+    ValueError
+        Keys that are not one-dimensional, or `values` not one per key.
+    MemoryError
+        The passes' buffers would not fit in memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> keys = np.array([5, -3, 70000, -3, 0])
+    >>> oracles.radix_sort(keys)
+    (array([   -3,    -3,     0,     5, 70000]), array([1, 3, 4, 0, 2]))
+    >>> oracles.radix_sort(keys, values=np.array(list("abcde")))[1]
+    array(['b', 'd', 'e', 'a', 'c'], dtype='<U1')
+    """
     keys = as_key_array(keys)
     order = argsort(keys)
     if values is None:

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from histkit.oracles import _pages
 from histkit.oracles._inputs import as_key_array, require_memory
+from histkit.oracles._sort import counting_sort_arrays
+from histkit.oracles._threads import idle_cpus
 
 DIGIT_BITS = 16
 
@@ -41,10 +44,18 @@ def pass_bytes(n: int, itemsize: int, digit_dtype) -> int:
     return (3 * 8 + itemsize + 3 * digit_bytes) * n + 8 * (1 << (8 * digit_bytes))
 
 
+def _digit_order(digits: np.ndarray, num_bins: int) -> np.ndarray:
+    """The stable counting sort's original indices of digits (each below num_bins,
+    so none is a bad key; the memory was asked for by the caller, pass_bytes)."""
+    sorted_digits = _pages.empty(len(digits), digits.dtype)
+    original_index = _pages.empty(len(digits), np.int64)
+    counting_sort_arrays(digits, num_bins, sorted_digits, original_index,
+                         idle_cpus(len(digits)))
+    return original_index
+
+
 def radix_order(keys) -> np.ndarray:
     """The stable sorting permutation of keys (int64), one 16-bit digit per pass."""
-    from histkit.oracles import counting_sort
-
     keys = np.ascontiguousarray(as_key_array(keys))
     n = len(keys)
     bits = min(DIGIT_BITS, 8 * keys.itemsize)
@@ -57,6 +68,5 @@ def radix_order(keys) -> np.ndarray:
         digits = ((unsigned >> unsigned.dtype.type(shift)) & mask).astype(digit_dtype)
         if n and np.all(digits == digits[0]):
             continue  # every key shares this digit: the pass would move nothing
-        _, by_digit = counting_sort(digits[order], 1 << bits)
-        order = order[by_digit]
+        order = order[_digit_order(digits[order], 1 << bits)]
     return order

@@ -169,7 +169,7 @@ def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) ->
     every bin is shared (no global atomics) and no 16-bit counter can spill to
     the global bin (a counter of fewer keys than NARROW_SPILL never does). A
     small call (auto's one block, up to 16384 keys) then skips the memset:
-    5-7 us less a call on the H200 (bench/NOTES.md, session 20)."""
+    5-7 us less a call on the H200 (docs/performance.md)."""
     return (blocks == 1 and layout.shared_bins == num_bins
             and (not layout.narrow or n < FAST_NARROW_SPILL))
 

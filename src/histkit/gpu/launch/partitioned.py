@@ -173,7 +173,7 @@ def auto_histogram(rt: Runtime, keys: Keys, num_bins: int, hist: DeviceArray,
     """method="auto": the fastest exact kernel for this input.
 
     Below PARTITION_MIN_BINS bins (or keys), the fast kernel. Above, a sample
-    of the keys picks the kernel on the device (choose_on_device; bench/NOTES.md
+    of the keys picks the kernel on the device (choose_on_device; docs/performance.md
     has the measurements behind the rule): each candidate's kernels are
     launched gated by that choice, so only the chosen ones do any work, and
     the host never waits (a call can be captured in a CUDA graph).
