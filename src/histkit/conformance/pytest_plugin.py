@@ -9,6 +9,10 @@ matrix over YOUR implementation as ordinary test items, one per case.
 
 ``histkit_check(impl, kind, case, **options)`` takes what ``check`` takes
 (a callable, "package.module:function" or "file.cu[:entry]", and its options).
+A callable runs in the test's own process, as any code under test does
+(``in_process=False`` sends each item to a worker process that a crash cannot
+take down, at the cost of a process start per item); a .cu kernel always
+runs in a worker.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def judge_case(impl, kind: str, case: Case, **options) -> None:
     from histkit.gpu.errors import GpuUnavailableError
 
     try:
-        report = check(impl, kind, cases=[case], **options)
+        report = check(impl, kind, cases=[case], **{"in_process": True, **options})
     except GpuUnavailableError as error:  # a .cu kernel on a machine without a GPU
         pytest.skip(str(error))
     (_, cell, _), = report.cells
