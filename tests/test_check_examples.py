@@ -53,7 +53,8 @@ def test_a_scan_whose_running_sum_wraps_at_2_32_fails_on_the_scan_counts_alone()
     assert not report.passed and all(f.case.scan_counts for f in report.failures)
     first = report.failures[0]
     assert first.shrunk.scan_counts and first.shrunk.n <= 8
-    assert "counts = [" in str(first) and "scan_counts=True" in first.reproducer
+    assert "counts = [" in str(first) and "--kind scan --keys " in first.reproducer
+    assert "--num-bins" not in first.reproducer and "--dtype uint64" in first.reproducer
     assert not check(name, "scan", cases=[first.shrunk]).passed
 
 
@@ -71,7 +72,7 @@ def test_a_buggy_python_implementation_fails_with_a_small_reproducer(name, kind)
         # the reproducer runs just that input, and it fails again
         keys = np.array(shrunk.literal, dtype=shrunk.dtype)
         again = (check(f"examples.python_kernels:{name}", kind, cases=[shrunk])
-                 if shrunk.scan_counts
+                 if shrunk.scan_counts or kind == "scan"
                  else check(f"examples.python_kernels:{name}", kind, keys=keys,
                             num_bins=shrunk.num_bins))
         assert not again.passed
@@ -110,7 +111,7 @@ def test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer
                           capture_output=True, text=True, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "reproduce:" in done.stdout and "original index" in done.stdout
+    assert "reproduce:" in done.stdout and "original indices" in done.stdout
     passing = subprocess.run([sys.executable, "-m", "pytest", "-q",
                               str(ROOT / "examples" / "pytest_example"), "-k", "my_histogram"],
                              capture_output=True, text=True, cwd=ROOT,
@@ -259,15 +260,16 @@ def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(
                          for cell in after)
 
 
+@needs_nvrtc
 def test_a_cuda_kernel_on_a_machine_without_a_gpu_is_refused_not_failed(monkeypatch, capsys):
     from histkit.gpu.errors import GpuUnavailableError
 
     monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: "no driver here")
     kernel = str(ROOT / "examples" / "cuda" / "atomic_histogram.cu")
-    with pytest.raises(GpuUnavailableError, match="needs a GPU here: no driver here"):
+    with pytest.raises(GpuUnavailableError, match="needs a GPU: no driver here"):
         check(kernel, "histogram")
     assert main(["check", kernel, "--kind", "histogram"]) == 2
-    assert "needs a GPU here" in capsys.readouterr().out
+    assert "compiles, but judging a CUDA C++ kernel needs a GPU" in capsys.readouterr().out
 
 
 def test_a_script_without_a_main_guard_gets_its_cu_kernel_judged_by_a_worker(tmp_path):

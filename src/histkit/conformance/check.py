@@ -67,6 +67,7 @@ class Failure:
     reproducer: str = ""  # a command line
     python_reproducer: str = ""  # the same as a Python call (or why there is none)
     figures: dict | None = None  # the first differences, where the rule lists them
+    kind: str = ""
 
     @property
     def smallest(self) -> Case:
@@ -180,6 +181,8 @@ class CheckReport:
 
 def _smallness(failure: Failure) -> tuple[int, int]:
     case = failure.smallest
+    if failure.kind == "scan" and not case.scan_counts:  # the scan's input: K counts
+        return case.num_bins, case.n
     return case.n, case.num_bins
 
 
@@ -300,6 +303,20 @@ def with_keys(case: Case, keys: np.ndarray, num_bins: int) -> Case:
                                                     "fenced_at_start", "skew_seed")
             if hasattr(case, name)}
     return dataclasses.replace(literal, **kept)
+
+
+def as_scan_input(case: Case) -> Case:
+    """A key case as the counts a scan of it scans (the keys' histogram), a
+    literal case of scan_counts: what the shrinker shortens and a reproducer
+    hands a scan."""
+    if case.scan_counts or case.bad is not None or case.num_bins > SHRINK_MAX_N:
+        return case
+    from histkit import oracles
+
+    counts = oracles.histogram(case.keys(), case.num_bins).astype(np.uint64)
+    return dataclasses.replace(Case.of_keys(counts, 0, scan_counts=True), skewed=case.skewed,
+                               skew_seed=case.skew_seed, fenced=case.fenced,
+                               fenced_at_start=case.fenced_at_start)
 
 
 def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
@@ -506,7 +523,8 @@ def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -
         if progress is not None:
             progress(case, cell)
         if cell.status == "FAIL":
-            report.failures.append(Failure(case, geometry, cell.detail, figures=cell.figures))
+            report.failures.append(Failure(case, geometry, cell.detail, figures=cell.figures,
+                                           kind=report.kind))
 
 
 def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
@@ -517,7 +535,9 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
         # A hang is not shrunk: each smaller input tried could cost a timeout.
         if smallest.case.literal is not None or smallest.case.name in judge.hung:
             continue
-        found = shrink(judge, smallest.case)
+        # a scan's input is counts: shortened as counts, whatever made them
+        start = as_scan_input(smallest.case) if report.kind == "scan" else smallest.case
+        found = shrink(judge, start)
         if found is not None:
             smallest.shrunk, smallest.shrunk_detail = found
             cell, _ = judge(smallest.shrunk)  # its figures, on the shrunk input
