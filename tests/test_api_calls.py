@@ -823,9 +823,10 @@ def test_the_quick_cases_past_2_31_keys_need_the_memory_of_their_keys_or_the_sor
     assert runner.sorted_by_a_column(clean) and clean.sorted_in_closed_form
     assert not any(runner.sorted_by_a_column(c) for c in bad)
     slices = 2 * SORT_SLICE * 2 * 9  # a slice read and expected, keys and indices
-    # (the fenced one is uploaded as it is: no padded copy)
-    assert clean.fenced and 2 << 30 < runner.host_bytes_needed(clean) - slices < (2 << 30) + (
-        1 << 25)
+    # (the fenced one is uploaded as it is: no padded copy), and the unstable
+    # sort's permutation, a byte a key
+    assert clean.fenced and 4 << 30 < runner.host_bytes_needed(clean) - slices < (4 << 30) + (
+        1 << 26)
     # keys, sorted keys and int64 indices (10 B a key), and a 2 KiB look-back
     # row per tile of the sort: 20.96 GiB with 5120-key tiles
     tiles = -(-clean.n // policy.tile_keys(np.dtype(clean.dtype)))
@@ -848,7 +849,20 @@ def test_the_full_matrix_cases_past_2_32_keys_need_4_or_41_gib_on_the_gpu_and_12
     # a time (10 B a key), with 2 KiB of look-back words per 5120-key tile
     assert 41 << 30 < runner.device_bytes_needed(fenced) < 42 << 30
     assert fenced.n * 10.4 < runner.device_bytes_needed(fenced) < fenced.n * 10.4 + (1 << 25)
-    assert 5 << 30 < runner.host_bytes_needed(fenced) < 6 << 30
+    # the keys and the unstable sort's permutation, a byte a key each
+    assert 9 << 30 < runner.host_bytes_needed(fenced) < 10 << 30
+
+
+def test_the_radix_sorts_case_past_2_31_keys_adds_its_values_on_both_sides():
+    from histkit.conformance import runner
+    from histkit.conformance.cases import radix_past_2_31_case
+
+    radix = radix_past_2_31_case()
+    # keys, sorted keys, int64 indices (10 B a key) and uint32 values in and out (8 B)
+    assert radix.n * 18 < runner.device_bytes_needed(radix) < radix.n * 18.5 + (1 << 25)
+    # the keys, the values and their copy for the upload, a byte a key more,
+    # and the slices read and expected
+    assert 20 << 30 < runner.host_bytes_needed(radix) < 22 << 30
 
 
 def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():
