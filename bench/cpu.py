@@ -1,6 +1,8 @@
 """CPU oracle throughput against NumPy, measured in the same run.
 
-Rows: N = 2^24 int32 keys, K in {10, 256, 65536}, uniform and one-bin keys.
+Rows: N = 2^24 int32 keys, K in {10, 256, 65536}, uniform and one-bin keys;
+binning rows: N = 2^24 float64 samples, uniform on [0, 1), into 256 even bins
+(range given, and the samples' min and max) against np.histogram.
 Each repeat times every method once, back to back, so a ratio is taken
 between calls made moments apart: the shared 2-core machine this runs on
 changes speed by tens of percent from minute to minute, and paired ratios
@@ -86,6 +88,28 @@ def bench_row(keys: np.ndarray, num_bins: int, repeats: int) -> dict:
     }
 
 
+def binning_row(samples: np.ndarray, num_bins: int, repeats: int) -> dict:
+    """bin_histogram against np.histogram, paired per round as bench_row pairs them."""
+    methods = {
+        "np.histogram, range": lambda: np.histogram(samples, num_bins, (0.0, 1.0)),
+        "bin_histogram, range": lambda: oracles.bin_histogram(samples, num_bins, (0.0, 1.0)),
+        "np.histogram, min-max": lambda: np.histogram(samples, num_bins),
+        "bin_histogram, min-max": lambda: oracles.bin_histogram(samples, num_bins),
+    }
+    for call in methods.values():
+        call()
+    rounds = [{name: seconds(call) for name, call in methods.items()} for _ in range(repeats)]
+
+    def paired(numerator: str, denominator: str) -> float:
+        return float(np.median([r[numerator] / r[denominator] for r in rounds]))
+
+    return {
+        "seconds": {name: float(np.median([r[name] for r in rounds])) for name in methods},
+        "range_vs_np_histogram": paired("np.histogram, range", "bin_histogram, range"),
+        "minmax_vs_np_histogram": paired("np.histogram, min-max", "bin_histogram, min-max"),
+    }
+
+
 def _spin(stop) -> None:
     while not stop.is_set():
         pass
@@ -123,12 +147,28 @@ def main() -> None:
 
     with BusyCore() if args.busy else contextlib.nullcontext():
         rows = run_rows(args)
+        binning = run_binning_rows(args)
     busy = "-busy" if args.busy else ""
     meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
             "machine": platform.machine(), "processor": platform.processor(),
             "one_core_busy": args.busy}
-    write_results(args.out, f"cpu-{os.cpu_count()}core{busy}", {"meta": meta, "rows": rows},
-                  indent=2)
+    write_results(args.out, f"cpu-{os.cpu_count()}core{busy}",
+                  {"meta": meta, "rows": rows, "binning": binning}, indent=2)
+
+
+def run_binning_rows(args) -> list[dict]:
+    n = 1 << args.n_log2
+    samples = np.random.default_rng(0).random(n)
+    row = {"K": 256, "samples": "float64, uniform on [0, 1)", "N": n,
+           **binning_row(samples, 256, args.repeats)}
+    t = row["seconds"]
+    print(f"binning float64 K=256: np.histogram {t['np.histogram, range'] * 1e3:6.1f} ms  "
+          f"bin_histogram {t['bin_histogram, range'] * 1e3:5.1f} ms "
+          f"({row['range_vs_np_histogram']:3.1f}x) with a range; "
+          f"{t['np.histogram, min-max'] * 1e3:6.1f} ms vs "
+          f"{t['bin_histogram, min-max'] * 1e3:5.1f} ms "
+          f"({row['minmax_vs_np_histogram']:3.1f}x) over the min and max", flush=True)
+    return [row]
 
 
 def run_rows(args) -> list[dict]:

@@ -1,10 +1,11 @@
 """No import circles among histkit's modules: when two modules need each other,
 the shared piece moves one layer down.
 
-Imports are read from the source with ``ast`` (function-level imports and
-``if TYPE_CHECKING:`` blocks included: a lazy import is still a dependency)
-and from the Cython sources' ``import``/``cimport`` lines, so the test needs
-nothing built or installed.
+Imports are read from the checkout's sources (src/histkit) with ``ast``
+(function-level imports and ``if TYPE_CHECKING:`` blocks included: a lazy
+import is still a dependency) and from the Cython sources' ``import`` and
+``cimport`` lines, so the test reads the same files whether histkit is
+installed from this checkout or editable.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ import ast
 import re
 from pathlib import Path
 
-import histkit
-
-SRC = Path(histkit.__file__).resolve().parent  # src/histkit
-ROOT = SRC.parent
+ROOT = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "histkit"
 
 # Cycles not yet broken, each as the sorted tuple of its modules (none now). An
 # entry that no longer matches a cycle fails the test, so the list only shrinks.

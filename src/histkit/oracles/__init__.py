@@ -2,7 +2,8 @@
 
 Each function models one thing the chapter (Chapter 7: Histograms) describes:
 
-- `histogram` -- the exact count, what ``atomicAdd`` achieves (7.1);
+- `histogram` -- the exact count, what ``atomicAdd`` achieves (7.1); with
+  weights, each bin's exact sum rounded once to float64;
 - `naive_wave_histogram` -- the lockstep-wave model of a non-atomic
   ``hist[b]++`` (7.1);
 - `privatized_histogram` -- the shared-memory privatized kernel and the
@@ -11,6 +12,8 @@ Each function models one thing the chapter (Chapter 7: Histograms) describes:
 - `counting_sort` -- the stable counting sort (7.3);
 - `radix_sort`, `argsort` -- the counting sort once per digit, for
   full-width keys (7.3's pointer to radix sort).
+- `bin_histogram` -- real-valued samples into bins by range or edges,
+  bin-exactly as ``np.histogram`` bins them.
 
 Keys may have any integer dtype and any stride; counts and indices are int64.
 A key outside ``[0, num_bins)`` raises ``BadKeyError`` (a ``ValueError``)
@@ -19,15 +22,25 @@ naming the first bad index and value; nothing is clipped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from histkit.oracles import _pages
+from histkit.oracles._bin_rule import (
+    Flow,
+    as_sample_array,
+    checked_edges,
+    even_rule,
+    parse_bins,
+    search_edges,
+)
+from histkit.oracles._binning import edge_counts, even_counts, sample_span
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
     BadKeyError,
     as_key_array,
+    as_weight_array,
     bin_count,
     positive_int,
     raise_bad_key,
@@ -37,6 +50,7 @@ from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
 from histkit.oracles._threads import idle_cpus
 from histkit.oracles._wave import naive_wave_counts
+from histkit.oracles._weighted import weighted_sums
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -44,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BadKeyError",
     "argsort",
+    "bin_histogram",
     "counting_sort",
     "exclusive_scan",
     "histogram",
@@ -61,11 +76,30 @@ def _counts_fit(num_bins: int) -> None:
     require_memory(8 * num_bins, f"num_bins={num_bins} (int64 counts)")
 
 
-def histogram(keys: ArrayLike, num_bins: int) -> NDArray[np.int64]:
-    """Exact histogram of keys into num_bins bins (int64).
+@overload
+def histogram(keys: ArrayLike, num_bins: int, weights: None = None) -> NDArray[np.int64]: ...
+@overload
+def histogram(keys: ArrayLike, num_bins: int, weights: ArrayLike) -> NDArray[np.float64]: ...
 
-    What ``atomicAdd`` (or any lossless kernel) must give (7.1). NumPy
-    equivalent: ``np.bincount(keys, minlength=num_bins)``.
+
+def histogram(keys: ArrayLike, num_bins: int,
+              weights: ArrayLike | None = None) -> NDArray[np.int64] | NDArray[np.float64]:
+    """Exact histogram of keys into num_bins bins: int64 counts, or with
+    `weights` each bin's exact sum of weights rounded once to float64.
+
+    The counts are what ``atomicAdd`` (or any lossless kernel) must give (7.1).
+    NumPy equivalent: ``np.bincount(keys, weights, minlength=num_bins)``.
+
+    With `weights`, ``sums[b]`` is the exact sum of the weights of the keys
+    equal to ``b``, correctly rounded (half to even) to float64: what
+    ``math.fsum`` returns for them. It does not depend on the order of the
+    keys or on how many threads add them, so it has the same bits on every
+    run and machine; ``np.bincount`` adds left to right and keeps every
+    step's rounding. NaN and infinities follow IEEE addition: a NaN weight
+    makes its bin NaN, +inf and -inf in one bin make it NaN, infinities of one
+    sign make it that infinity, and a bin whose exact sum rounds past the
+    largest float64 is +-inf. A bin that sums to exactly zero (an empty bin
+    included) is +0.0.
 
     Parameters
     ----------
@@ -74,22 +108,47 @@ def histogram(keys: ArrayLike, num_bins: int) -> NDArray[np.int64]:
         contiguous or strided.
     num_bins : int
         The number of bins, K >= 1. Every key must lie in ``[0, num_bins)``.
+    weights : array_like, optional
+        One weight per key, one-dimensional, any stride: float16, float32,
+        float64 or any integer dtype, each summed exactly (integers too, past
+        2^53). float16 and integers narrower than 64 bits are widened first,
+        a copy.
 
     Returns
     -------
     numpy.ndarray
-        int64 counts of length `num_bins`: ``counts[b]`` keys equal ``b``.
+        Without `weights`, int64 counts of length `num_bins`: ``counts[b]``
+        keys equal ``b``. With `weights`, float64 sums of length `num_bins`.
 
     Raises
     ------
     BadKeyError
         A key outside ``[0, num_bins)``; names the first such index and value.
     TypeError
-        Keys that are not integers (float, bool, complex, object).
+        Keys that are not integers (float, bool, complex, object); weights
+        that are neither floats of up to 64 bits nor integers (bool, complex,
+        long double, object).
     ValueError
-        Keys that are not one-dimensional, or `num_bins` out of range.
+        Keys or weights that are not one-dimensional, weights not one per
+        key, or `num_bins` out of range. Raised before any work.
     MemoryError
-        The counts would not fit in the machine's memory.
+        The counts or the sums' working memory would not fit.
+
+    Notes
+    -----
+    The weights are summed as integers in units of 2^-1074, the smallest
+    subnormal, which every float64, float32 and integer weight is a multiple
+    of; integer addition does not round, so any order and any split over
+    threads gives the same integer, which is rounded once at the end. Each
+    bin's integer is held in 32-bit chunks, one per int64 slot, as many as
+    its weights can reach (67 for float64, 11 for float32, 4 for 64-bit
+    integers), plus a slot of NaN and infinity flags: a row of 544, 96 or 40
+    bytes per bin. While one thread's rows of every bin fit in 1 MiB (up to
+    1927 bins of float64 weights, 10922 of float32, 26214 of integers), each
+    thread adds into its own rows and the rows are summed at the end. Past
+    that, the weights are first grouped by bin, which costs a copy of the
+    weights and two int64 per bin, and each bin's run is summed in a single
+    row.
 
     Examples
     --------
@@ -101,14 +160,163 @@ def histogram(keys: ArrayLike, num_bins: int) -> NDArray[np.int64]:
     Traceback (most recent call last):
     ...
     histkit.oracles._inputs.BadKeyError: key at index 1 is 5, outside [0, 4)
+
+    Weights that cancel: the exact sum, where summing in order loses the 1.0.
+
+    >>> keys = np.array([0, 0, 0, 1])
+    >>> weights = np.array([1e16, 1.0, -1e16, 0.5])
+    >>> oracles.histogram(keys, 2, weights)
+    array([1. , 0.5])
+    >>> np.bincount(keys, weights, minlength=2)
+    array([0. , 0.5])
+    >>> oracles.histogram(keys, 2, [np.inf, 1.0, -np.inf, np.inf])
+    array([nan, inf])
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
+    if weights is not None:
+        weights = as_weight_array(weights, len(keys))
+        require_memory(8 * num_bins, f"num_bins={num_bins} (float64 sums)")
+        sums, bad = weighted_sums(keys, weights, num_bins, idle_cpus(len(keys)))
+        if bad >= 0:
+            raise_bad_key(keys, bad, num_bins)
+        return sums
     _counts_fit(num_bins)
     counts, bad = histogram_counts(keys, num_bins, idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
     return counts
+
+
+def bin_histogram(
+    samples: ArrayLike,
+    bins: int | ArrayLike,
+    range: tuple[float, float] | None = None,
+    *,
+    right_closed_last: bool = True,
+    flow: bool = False,
+) -> tuple[NDArray[np.int64], NDArray] | tuple[NDArray[np.int64], NDArray, Flow]:
+    """Histogram of real-valued samples, bin-exactly as ``np.histogram`` gives it.
+
+    NumPy equivalent: ``np.histogram(samples, bins, range)``; the counts and the
+    edges are equal bit for bit wherever numpy gives a result, and where numpy
+    fails this raises (NaN edges and bool inputs, which numpy takes, raise
+    too). The edges are numpy's: for an
+    int `bins`, ``np.linspace(lo, hi, bins + 1)`` in the dtype numpy picks
+    (float32 for float32 samples and a Python-float range; float64 for integer
+    samples). A sample belongs to bin ``i`` when ``edges[i] <= x < edges[i + 1]``,
+    the last bin closed. For even bins numpy estimates the bin as
+    ``((x - lo) / (hi - lo)) * bins``, each step in its own dtype, then corrects
+    the estimate once down and once up against the edges; that is reproduced
+    step for step, so samples are cast to the edges' dtype first (int64 past
+    2^53 rounds) exactly where numpy casts them.
+
+    Parameters
+    ----------
+    samples : array_like
+        Values of a float16, float32, float64 or integer dtype, any shape
+        (flattened, as numpy does). NaN samples are never counted.
+    bins : int or array_like
+        The number of even bins over `range`, or a 1-d array of edges, not
+        decreasing (then `range` is ignored, as numpy ignores it).
+    range : (lo, hi), optional
+        The span of the even bins; samples outside it are not counted. Default:
+        the samples' min and max, and ``(lo - 0.5, hi + 0.5)`` when they are
+        equal (numpy's rule; for float16 samples past 2048 the span does not
+        widen and too-many-bins is raised, as numpy does).
+    right_closed_last : bool, default True
+        False gives CUB's convention (``HistogramEven``, ``HistogramRange``):
+        every bin half-open, so a sample on the top edge is not counted.
+    flow : bool, default False
+        Also return the samples no bin holds, as ``Flow(underflow, overflow,
+        nan)``: below the first edge, above the last (or on it when
+        `right_closed_last` is False), NaN.
+
+    Returns
+    -------
+    counts : numpy.ndarray
+        int64, one per bin.
+    edges : numpy.ndarray
+        The bin edges, one more than the bins, in numpy's dtype (the `bins`
+        array itself when edges are given).
+    flow : Flow
+        Only with ``flow=True``: ``(underflow, overflow, nan)`` counts.
+
+    Raises
+    ------
+    TypeError
+        Samples, `range` or edges of a dtype other than float16/32/64 or
+        integer (bool and complex included); `bins` neither an int nor an
+        array (a float, a bool, an estimator name such as ``"auto"``).
+    ValueError
+        A `range` that is NaN, infinite or has ``lo > hi``; NaN or infinite
+        samples with no `range`; ``bins < 1``; `bins` of two or more
+        dimensions; more bins than the edges' dtype can separate; edges that
+        decrease or hold NaN; a span so wide that numpy's estimate overflows
+        for some sample (np.histogram raises on it too). All but the last are
+        raised before any counting.
+    OverflowError
+        Python-int bounds whose difference numpy takes in int64 and int64
+        cannot hold (np.histogram raises the same).
+    MemoryError
+        The counts would not fit in memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import oracles
+    >>> oracles.bin_histogram([0.5, 1.0, 2.0, 3.0], 3, range=(0, 3))
+    (array([1, 1, 2]), array([0., 1., 2., 3.]))
+
+    The naive estimate puts 33 into bin 32 here; numpy's rule, and so this
+    oracle, puts it into bin 33:
+
+    >>> counts, _ = oracles.bin_histogram([33.0], 126, range=(0, 126))
+    >>> int(np.flatnonzero(counts)[0])
+    33
+
+    Flow bins, and CUB's convention (the top edge excluded):
+
+    >>> x = [-1.0, 0.0, 0.5, 1.0, np.nan]
+    >>> oracles.bin_histogram(x, 2, range=(0, 1), flow=True)
+    (array([1, 2]), array([0. , 0.5, 1. ]), Flow(underflow=1, overflow=0, nan=1))
+    >>> oracles.bin_histogram(x, 2, range=(0, 1), right_closed_last=False, flow=True)[2]
+    Flow(underflow=1, overflow=1, nan=1)
+    >>> oracles.bin_histogram(x, [0, 0.5, 1])[0]
+    array([1, 2])
+    >>> oracles.bin_histogram(x, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: range=None takes the samples' min and max, [nan, nan], which are not finite ...
+    """
+    samples = as_sample_array(samples)
+    num_bins, edges = parse_bins(bins)
+    half = samples.dtype == np.float16
+    view = samples.view(np.uint16) if half else samples
+    threads = idle_cpus(len(samples))
+    if edges is None:
+        require_memory(8 * 3 * (num_bins + 1), f"bins={num_bins} (edges and int64 counts)")
+        rule = even_rule(samples, num_bins, range, lambda: sample_span(view, half, threads))
+        edges = rule.edges
+        counts, under, over, nan, failed = even_counts(
+            view, half, np.ascontiguousarray(edges, dtype=np.float64), rule.lo, rule.width,
+            rule.scale, rule.edge_bits, rule.diff_bits, rule.quot_bits, right_closed_last,
+            rule.keep, threads)
+        if failed >= 0:
+            raise ValueError(
+                f"numpy's rule has no bin for the sample at index {failed} "
+                f"({samples[failed].item()!r}): its estimate ((x - lo) / (hi - lo)) * bins, "
+                f"x - lo in {rule.diff_dtype} and the rest in {rule.quot_dtype}, overflows "
+                f"for the span [{rule.bounds[0]}, {rule.bounds[1]}] (np.histogram raises here "
+                f"too)")
+    else:
+        edges = checked_edges(edges)
+        require_memory(8 * 2 * len(edges), f"{len(edges)} edges (int64 counts)")
+        counts, under, over, nan = edge_counts(view, half, search_edges(samples.dtype, edges),
+                                               right_closed_last, threads)
+    if flow:
+        return counts, edges, Flow(under, over, nan)
+    return counts, edges
 
 
 def naive_wave_histogram(keys: ArrayLike, num_bins: int,

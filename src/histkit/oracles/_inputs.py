@@ -44,6 +44,30 @@ def _refuse_python_ints_no_dtype_holds(values, name: str) -> None:
                      f"keys must lie in [0, num_bins)")
 
 
+def as_weight_array(weights, num_keys: int, name: str = "weights") -> np.ndarray:
+    """Return weights as a 1-d native-endian array of float32, float64, int64 or
+    uint64, one per key, for the exact weighted sums.
+
+    float16 widens to float32 and narrower integers to int64 / uint64: exact,
+    at the cost of a copy. Other dtypes (bool, complex, long double, object)
+    raise TypeError: none has a sum that this rule defines.
+    """
+    arr = np.asarray(weights)
+    if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.itemsize > 8):
+        raise TypeError(f"{name} must be float16, float32, float64 or integer; got {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
+    if len(arr) != num_keys:
+        raise ValueError(f"{name} must hold one weight per key: {num_keys} keys, "
+                         f"{len(arr)} {name}")
+    wide = {"f": np.float32, "i": np.int64, "u": np.uint64}[arr.dtype.kind]
+    if arr.dtype.kind == "f" and arr.itemsize >= 4:
+        wide = arr.dtype.type
+    if arr.dtype != np.dtype(wide) or not arr.dtype.isnative:
+        arr = arr.astype(np.dtype(wide).newbyteorder("="))
+    return arr
+
+
 def positive_int(value, name: str) -> int:
     """value as an int >= 1, or a TypeError / ValueError naming the argument."""
     if isinstance(value, (bool, np.bool_)):

@@ -1,0 +1,523 @@
+"""Weighted histogram with exact per-bin sums, each rounded once to float64.
+
+NumPy equivalent: ``np.bincount(keys, weights, minlength=num_bins)``, which
+sums each bin left to right in float64 and so carries the order's rounding;
+here a bin's result is the exact sum of its weights correctly rounded (what
+``math.fsum`` gives), whatever the order or the number of threads.
+
+Every weight is an integer multiple of 2^-1074 (the smallest subnormal
+double): a float64 is ``m * 2^(p - 1074)`` with an integer m < 2^53 and
+0 <= p <= 2045, a float32 the same with p >= 925, an int64 ``x * 2^1074``.
+So a bin's sum is one integer in units of 2^-1074, kept exactly in 32-bit
+chunks (chunk i holds the bits [32 i, 32 i + 32) of it) stored in int64
+slots: the 32 spare bits of each slot absorb the adds between carries. Adding
+is integer addition, which is associative, so any split of the weights over
+threads, merged by adding chunks, gives the same integer; the one rounding to
+float64 at the end is done in integer arithmetic too (round half to even),
+so neither the FPU's rounding mode nor flush-to-zero can touch the result.
+
+Each weight type keeps only the chunks its values and sums can reach
+(float64: 67 chunks, float32: 11, int64/uint64: 4) plus one slot of IEEE
+special flags per bin. Few bins: every thread keeps such a row per bin and
+adds its keys' weights in place (the rows are summed at the end). Many bins:
+the weights are first grouped by bin (a counting sort of the weights alone),
+then each bin's run is summed by one thread into a single row.
+"""
+import numpy as np
+
+from cython.parallel cimport prange, threadid
+from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
+from libc.string cimport memcpy
+
+from histkit.oracles._count cimport chunk_start, first_bad, load_key, threads_for
+from histkit.oracles._keys cimport key_t
+from histkit.oracles._histogram import histogram_counts
+from histkit.oracles._inputs import require_memory
+
+cimport openmp
+
+
+# The weight types summed in place; float16 and narrower integers are widened
+# to float32, int64 or uint64 (exactly) before they get here.
+ctypedef fused weight_t:
+    float
+    double
+    int64_t
+    uint64_t
+
+
+cdef extern from *:
+    """
+    #define HK_LOW32 0xFFFFFFFFull
+    #define HK_FRACTION64 0xFFFFFFFFFFFFFull
+    #define HK_NAN_BITS 0x7FF8000000000000ull
+    #define HK_INF_BITS 0x7FF0000000000000ull
+    #define HK_SIGN_BIT 0x8000000000000000ull
+    """
+    int __builtin_clzll(unsigned long long) nogil
+    const uint64_t LOW32 "HK_LOW32"
+    const uint64_t FRACTION64 "HK_FRACTION64"  # the 52 fraction bits of a float64
+    const uint64_t NAN_BITS "HK_NAN_BITS"
+    const uint64_t INF_BITS "HK_INF_BITS"
+    const uint64_t SIGN_BIT "HK_SIGN_BIT"
+
+
+cdef enum:
+    # Absolute chunk indices (chunk i: bits [32 i, 32 i + 32) of the sum in units
+    # of 2^-1074) each weight type's rows span. A float64 adds to chunks
+    # p >> 5 .. (p >> 5) + 2 <= 65, a float32 to (p >> 5) .. (p >> 5) + 1 with
+    # 28 <= p >> 5 <= 36, an integer to chunks 33, 34 and 35. The chunk above
+    # those only takes carries and keeps the sign: holding 63 bits, it leaves
+    # room for more than 2^60 weights of the largest magnitude.
+    DOUBLE_LO = 0
+    DOUBLE_TOP = 66
+    FLOAT_LO = 28
+    FLOAT_TOP = 38
+    INT_LO = 33
+    INT_TOP = 36
+    # Chunks are kept in [0, 2^32) between carries (the top one signed) and an
+    # add puts less than 2^32 into each chunk, so an int64 slot takes 2^31 - 2
+    # adds before it must be carried.
+    ADDS_BEFORE_CARRY = 2147483646  # 2^31 - 2
+    # Bits of a bin's special flags: a NaN, a +inf, a -inf among its weights.
+    SAW_NAN = 1
+    SAW_POS_INF = 2
+    SAW_NEG_INF = 4
+    # Per-thread rows of every bin are used up to this many bytes per thread
+    # (they stay in the L2 cache of one core); past it the weights are grouped
+    # by bin first.
+    IN_PLACE_MAX_BYTES = 1 << 20
+    # Below this many weights per worker (or per handed-out chunk of work),
+    # starting threads costs more than it saves.
+    MIN_WEIGHTS_PER_WORKER = 1 << 16
+    MIN_WEIGHTS_PER_CHUNK = 1 << 15
+    CHUNKS_PER_WORKER = 8
+    # A chunk of work is at most this long, so that one thread can carry all
+    # its rows between chunks before any slot can overflow.
+    MAX_WEIGHTS_PER_CHUNK = 1 << 30
+
+
+cdef inline Py_ssize_t chunk_lo(const weight_t* tag) noexcept nogil:
+    if weight_t is double:
+        return DOUBLE_LO
+    elif weight_t is float:
+        return FLOAT_LO
+    else:
+        return INT_LO
+
+
+cdef inline Py_ssize_t chunk_top(const weight_t* tag) noexcept nogil:
+    """Index, relative to chunk_lo, of the signed top chunk."""
+    if weight_t is double:
+        return DOUBLE_TOP - DOUBLE_LO
+    elif weight_t is float:
+        return FLOAT_TOP - FLOAT_LO
+    else:
+        return INT_TOP - INT_LO
+
+
+cdef inline Py_ssize_t row_len(const weight_t* tag) noexcept nogil:
+    """int64 slots per bin: the chunks, then the special flags."""
+    return chunk_top(tag) + 2
+
+
+cdef inline int64_t signed_part(uint64_t part, int64_t negative) noexcept nogil:
+    # part when negative == 0, -part when negative == -1 (branch-free).
+    return (<int64_t>part ^ negative) - negative
+
+
+cdef inline Py_ssize_t add_weight(int64_t* chunks, const char* at,
+                                  const weight_t* tag) noexcept nogil:
+    """Add the weight stored at `at` to the chunks (chunks[0] is chunk_lo).
+
+    Returns the relative index of the lowest chunk written (every write lands
+    in it and the next two), or minus the special flag for a NaN or an
+    infinity, which writes nothing.
+    """
+    cdef uint64_t bits, mantissa, exponent, normal, p, shifted_low, shifted_high
+    cdef uint32_t bits32
+    cdef int64_t negative, x
+    cdef unsigned int s
+    cdef Py_ssize_t c
+    if weight_t is int64_t or weight_t is uint64_t:
+        # x * 2^1074: bit 0 of x lands on bit 18 of chunk 33, so x spans
+        # 14 bits of chunk 33, 32 of chunk 34 and the rest (signed) in 35.
+        memcpy(&x, at, 8)
+        chunks[0] += <int64_t>((<uint64_t>x << 18) & LOW32)
+        chunks[1] += <int64_t>((<uint64_t>x >> 14) & LOW32)
+        if weight_t is int64_t:
+            chunks[2] += x >> 46
+        else:
+            chunks[2] += <int64_t>(<uint64_t>x >> 46)
+        return 0
+    else:
+        if weight_t is double:
+            memcpy(&bits, at, 8)
+            exponent = (bits >> 52) & 0x7FF
+            mantissa = bits & FRACTION64
+            if exponent == 0x7FF:
+                if mantissa:
+                    return -SAW_NAN
+                return -SAW_NEG_INF if bits >> 63 else -SAW_POS_INF
+            normal = exponent != 0
+            mantissa |= normal << 52
+            p = exponent - normal  # value = mantissa * 2^(p - 1074)
+            negative = -<int64_t>(bits >> 63)
+        else:
+            memcpy(&bits32, at, 4)
+            exponent = (bits32 >> 23) & 0xFF
+            mantissa = bits32 & 0x7FFFFF
+            if exponent == 0xFF:
+                if mantissa:
+                    return -SAW_NAN
+                return -SAW_NEG_INF if bits32 >> 31 else -SAW_POS_INF
+            normal = exponent != 0
+            mantissa |= normal << 23
+            p = exponent - normal + (1074 - 149)
+            negative = -<int64_t>(bits32 >> 31)
+        s = p & 31
+        c = <Py_ssize_t>(p >> 5) - chunk_lo(tag)
+        # mantissa << s, up to 84 bits, as three 32-bit parts (two for a float32).
+        shifted_low = (mantissa << s) & LOW32
+        shifted_high = mantissa >> (32 - s)
+        chunks[c] += signed_part(shifted_low, negative)
+        chunks[c + 1] += signed_part(shifted_high & LOW32, negative)
+        if weight_t is double:
+            chunks[c + 2] += signed_part(shifted_high >> 32, negative)
+        return c
+
+
+cdef inline void carry(int64_t* chunks, Py_ssize_t lo, Py_ssize_t top) noexcept nogil:
+    """Bring chunks lo .. top - 1 into [0, 2^32), carrying into the (signed) top."""
+    cdef Py_ssize_t i
+    cdef int64_t up
+    for i in range(lo, top):
+        up = chunks[i] >> 32  # floor division by 2^32 (arithmetic shift)
+        chunks[i] &= <int64_t>LOW32
+        chunks[i + 1] += up
+
+
+cdef inline int bit_length(uint64_t v) noexcept nogil:
+    return 64 - __builtin_clzll(v) if v else 0
+
+
+cdef inline uint64_t special_bits(int64_t specials) noexcept nogil:
+    if specials & SAW_NAN or (specials & SAW_POS_INF and specials & SAW_NEG_INF):
+        return NAN_BITS
+    return INF_BITS | (SIGN_BIT if specials & SAW_NEG_INF else 0)
+
+
+cdef inline double round_chunks(int64_t* chunks, Py_ssize_t lo, Py_ssize_t top,
+                                Py_ssize_t base, int64_t specials) noexcept nogil:
+    """The exact sum in chunks[lo .. top], rounded once to float64; clears them.
+
+    chunks[0] is absolute chunk `base`; chunks outside [lo, top] are zero, and
+    chunks[top] is the signed top. NaN and infinities (the flags in `specials`)
+    follow IEEE addition. Round half to even; a magnitude that rounds to 2^1024
+    or beyond is infinite; an exact zero is +0.0.
+    """
+    cdef Py_ssize_t i, t
+    cdef uint64_t negative = 0, v, below, window, mantissa, rest, bits
+    cdef int nb, spill
+    cdef int64_t position  # of the leading bit, in units of 2^-1074
+    cdef bint sticky
+    cdef double result
+    if specials:
+        bits = special_bits(specials)
+    else:
+        carry(chunks, lo, top)
+        if chunks[top] < 0:
+            negative = SIGN_BIT
+            for i in range(lo, top + 1):
+                chunks[i] = -chunks[i]
+            carry(chunks, lo, top)
+        t = top
+        while t >= lo and chunks[t] == 0:
+            t -= 1
+        if t < lo:
+            bits = 0
+        else:
+            v = <uint64_t>chunks[t]
+            nb = bit_length(v)  # up to 32, or 63 in the top chunk
+            position = 32 * (t + base) + nb - 1
+            if position >= 1074 + 1024:
+                bits = INF_BITS
+            elif position <= 52:
+                # Below 2^53 units (then t + base <= 1, and base == 0): exactly a
+                # subnormal or the lowest binade of normals, whose bit pattern is
+                # the integer itself.
+                bits = v << (32 * (t + base))
+                if t > lo:
+                    bits |= <uint64_t>chunks[t - 1]
+            else:
+                # The leading 64 bits (position down to position - 63) in
+                # window, every bit below them folded into sticky.
+                below = <uint64_t>chunks[t - 1] if t - 1 >= lo else 0
+                if nb > 32:
+                    spill = nb - 32  # low bits of chunk t - 1 left out of window
+                    window = (v << (64 - nb)) | (below >> spill)
+                    sticky = (below & ((<uint64_t>1 << spill) - 1)) != 0
+                    t += 1  # chunks below t - 2 go to sticky
+                else:
+                    window = (v << (64 - nb)) | (below << (32 - nb))
+                    below = <uint64_t>chunks[t - 2] if t - 2 >= lo else 0
+                    window |= below >> nb
+                    sticky = (below & ((<uint64_t>1 << nb) - 1)) != 0
+                for i in range(lo, t - 2):
+                    sticky |= chunks[i] != 0
+                mantissa = window >> 11
+                rest = window & 0x7FF
+                if rest > 0x400 or (rest == 0x400 and (sticky or mantissa & 1)):
+                    mantissa += 1  # to 2^53 at most: the exponent field absorbs it
+                # mantissa * 2^(position - 52 - 1074): biased exponent position - 51.
+                bits = (<uint64_t>(position - 52) << 52) + mantissa
+                if bits >= INF_BITS:
+                    bits = INF_BITS
+            bits |= negative
+    for i in range(lo, top + 1):
+        chunks[i] = 0
+    memcpy(&result, &bits, 8)
+    return result
+
+
+cdef inline Py_ssize_t add_in_place(const key_t* keys, Py_ssize_t key_step,
+                                    const char* weights, Py_ssize_t weight_step,
+                                    Py_ssize_t start, Py_ssize_t stop, int64_t* rows,
+                                    uint64_t num_bins, const weight_t* tag) noexcept nogil:
+    """Add weights[start:stop] to the rows of their keys' bins.
+
+    Returns -1, or the index of the first key outside [0, num_bins) (the keys
+    before it are added).
+    """
+    cdef Py_ssize_t i, c
+    cdef uint64_t b
+    cdef Py_ssize_t row = row_len(tag)
+    cdef Py_ssize_t flags = chunk_top(tag) + 1
+    cdef int64_t* bin_row
+    cdef const char* at = weights + start * weight_step
+    for i in range(start, stop):
+        b = load_key(keys, key_step, i)
+        if b >= num_bins:
+            return i
+        bin_row = rows + b * row
+        c = add_weight(bin_row, at, tag)
+        if c < 0:
+            bin_row[flags] |= -c
+        at += weight_step
+    return -1
+
+
+cdef inline Py_ssize_t add_chunk(const key_t* keys, Py_ssize_t key_step, const char* weights,
+                                 Py_ssize_t weight_step, Py_ssize_t start, Py_ssize_t stop,
+                                 int64_t* rows, Py_ssize_t num_bins, char kind) noexcept nogil:
+    if kind == b'd':
+        return add_in_place(keys, key_step, weights, weight_step, start, stop, rows,
+                            <uint64_t>num_bins, <const double*>NULL)
+    elif kind == b'f':
+        return add_in_place(keys, key_step, weights, weight_step, start, stop, rows,
+                            <uint64_t>num_bins, <const float*>NULL)
+    elif kind == b'q':
+        return add_in_place(keys, key_step, weights, weight_step, start, stop, rows,
+                            <uint64_t>num_bins, <const int64_t*>NULL)
+    return add_in_place(keys, key_step, weights, weight_step, start, stop, rows,
+                        <uint64_t>num_bins, <const uint64_t*>NULL)
+
+
+cdef void carry_rows(int64_t* rows, Py_ssize_t num_bins, Py_ssize_t row) noexcept nogil:
+    cdef Py_ssize_t b
+    for b in range(num_bins):
+        carry(rows + b * row, 0, row - 2)
+
+
+cdef inline void merge_and_round(int64_t* rows, Py_ssize_t workers, Py_ssize_t row_stride,
+                                 Py_ssize_t b, double* sums, const weight_t* tag) noexcept nogil:
+    """sums[b]: every worker's row of bin b added into the first's, then rounded.
+
+    Carried rows hold chunks below 2^32, so these adds cannot overflow.
+    """
+    cdef Py_ssize_t t, i, top = chunk_top(tag)
+    cdef int64_t* merged = rows + b * row_len(tag)
+    cdef int64_t* other
+    cdef int64_t specials = merged[top + 1]
+    carry(merged, 0, top)
+    for t in range(1, workers):
+        other = rows + t * row_stride + b * row_len(tag)
+        carry(other, 0, top)
+        for i in range(top + 1):
+            merged[i] += other[i]
+        specials |= other[top + 1]
+    sums[b] = round_chunks(merged, 0, top, chunk_lo(tag), specials)
+
+
+cdef void merge_bins(int64_t* rows, Py_ssize_t workers, Py_ssize_t row_stride,
+                     Py_ssize_t first_bin, Py_ssize_t end_bin, double* sums,
+                     char kind) noexcept nogil:
+    cdef Py_ssize_t b
+    for b in range(first_bin, end_bin):
+        if kind == b'd':
+            merge_and_round(rows, workers, row_stride, b, sums, <const double*>NULL)
+        elif kind == b'f':
+            merge_and_round(rows, workers, row_stride, b, sums, <const float*>NULL)
+        elif kind == b'q':
+            merge_and_round(rows, workers, row_stride, b, sums, <const int64_t*>NULL)
+        else:
+            merge_and_round(rows, workers, row_stride, b, sums, <const uint64_t*>NULL)
+
+
+cdef inline void group_weights(const key_t* keys, Py_ssize_t key_step, const char* weights,
+                               Py_ssize_t weight_step, Py_ssize_t n, uint64_t first_bin,
+                               uint64_t end_bin, int64_t* cursor, char* grouped,
+                               Py_ssize_t itemsize) noexcept nogil:
+    """Copy the weights of bins [first_bin, end_bin) to their runs in grouped."""
+    cdef Py_ssize_t i
+    cdef uint64_t b
+    cdef const char* at = weights
+    for i in range(n):
+        b = load_key(keys, key_step, i)
+        if b - first_bin < end_bin - first_bin:  # first_bin <= b < end_bin
+            if itemsize == 8:
+                memcpy(grouped + 8 * cursor[b], at, 8)
+            else:
+                memcpy(grouped + 4 * cursor[b], at, 4)
+            cursor[b] += 1
+        at += weight_step
+
+
+cdef inline double sum_run(const char* run, Py_ssize_t length, int64_t* chunks,
+                           const weight_t* tag) noexcept nogil:
+    """The correctly rounded sum of the weights run[0:length], in the zeroed
+    scratch chunks (left zeroed)."""
+    # Adds land in chunks lo .. hi + 2, so chunk hi + 3 (or the row's top) can
+    # serve as the signed top, and only lo .. hi + 3 need carrying and clearing.
+    cdef Py_ssize_t i, c, lo = chunk_top(tag), hi = -3
+    cdef Py_ssize_t top = chunk_top(tag)
+    cdef int64_t specials = 0
+    cdef Py_ssize_t since_carry = 0
+    for i in range(length):
+        c = add_weight(chunks, run + i * sizeof(weight_t), tag)
+        if c < 0:
+            specials |= -c
+            continue
+        lo = min(lo, c)
+        hi = max(hi, c)
+        since_carry += 1
+        if since_carry == ADDS_BEFORE_CARRY:
+            carry(chunks, lo, min(hi + 3, top))
+            since_carry = 0
+    top = max(0, min(hi + 3, top))
+    return round_chunks(chunks, min(lo, top), top, chunk_lo(tag), specials)
+
+
+cdef void sum_runs(const char* grouped, const int64_t* starts, Py_ssize_t first_bin,
+                   Py_ssize_t end_bin, int64_t* chunks, double* sums, char kind) noexcept nogil:
+    cdef Py_ssize_t b
+    for b in range(first_bin, end_bin):
+        if kind == b'd':
+            sums[b] = sum_run(grouped + 8 * starts[b], starts[b + 1] - starts[b], chunks,
+                              <const double*>NULL)
+        elif kind == b'f':
+            sums[b] = sum_run(grouped + 4 * starts[b], starts[b + 1] - starts[b], chunks,
+                              <const float*>NULL)
+        elif kind == b'q':
+            sums[b] = sum_run(grouped + 8 * starts[b], starts[b + 1] - starts[b], chunks,
+                              <const int64_t*>NULL)
+        else:
+            sums[b] = sum_run(grouped + 8 * starts[b], starts[b + 1] - starts[b], chunks,
+                              <const uint64_t*>NULL)
+
+
+# int64 slots per bin of each weight kind (numpy's dtype.char): the chunks,
+# then the special flags.
+ROW_LEN = {
+    "d": row_len(<const double*>NULL),
+    "f": row_len(<const float*>NULL),
+    "q": row_len(<const int64_t*>NULL),
+    "Q": row_len(<const uint64_t*>NULL),
+}
+
+
+def weighted_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t max_threads):
+    """Per-bin sums of weights, each the exact sum correctly rounded to float64.
+
+    weights: a 1-d float64, float32, int64 or uint64 array as long as keys, any
+    stride, native byte order (checked by the caller). Returns (float64 sums,
+    first bad index or -1); sums is None when a key is outside [0, num_bins).
+    """
+    cdef Py_ssize_t n = keys.shape[0]
+    cdef char kind = ord(weights.dtype.char.replace("l", "q").replace("L", "Q"))
+    cdef Py_ssize_t row = ROW_LEN[chr(kind)]
+    cdef Py_ssize_t most = min(<Py_ssize_t>openmp.omp_get_max_threads(), max(1, max_threads))
+    cdef const key_t* first_key = &keys[0] if n else NULL
+    cdef Py_ssize_t key_step = keys.strides[0]
+    cdef const char* first_weight = <const char*><uintptr_t>weights.ctypes.data
+    cdef Py_ssize_t weight_step = weights.strides[0]
+    cdef Py_ssize_t workers, chunks = 1, c, t, start, stop, j
+    sums = np.empty(num_bins, dtype=np.float64)
+    cdef double[::1] sums_v = sums
+    cdef int64_t[:, ::1] rows_v
+    cdef int64_t[::1] added_v, starts_v, edges_v, cursor_v
+    cdef Py_ssize_t[::1] bad_v
+    cdef char* grouped_at
+    cdef Py_ssize_t itemsize = weights.itemsize
+
+    if num_bins <= IN_PLACE_MAX_BYTES // (8 * row):
+        # Every worker keeps a row per bin; a worker must have enough weights to
+        # pay for zeroing and merging its rows.
+        workers = max(1, min(most, n // max(MIN_WEIGHTS_PER_WORKER, num_bins * row)))
+        if workers > 1:
+            chunks = max(workers, min(CHUNKS_PER_WORKER * workers, n // MIN_WEIGHTS_PER_CHUNK))
+        chunks = max(chunks, -(-n // MAX_WEIGHTS_PER_CHUNK))
+        rows = np.zeros((workers, num_bins * row), dtype=np.int64)
+        added = np.zeros(workers, dtype=np.int64)
+        bad = np.full(chunks, -1, dtype=np.intp)
+        rows_v = rows
+        added_v = added
+        bad_v = bad
+        for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
+                        num_threads=workers):
+            t = threadid()
+            start = chunk_start(n, chunks, c)
+            stop = chunk_start(n, chunks, c + 1)
+            if added_v[t] + (stop - start) > ADDS_BEFORE_CARRY:
+                carry_rows(&rows_v[t, 0], num_bins, row)
+                added_v[t] = 0
+            added_v[t] += stop - start
+            bad_v[c] = add_chunk(first_key, key_step, first_weight, weight_step, start, stop,
+                                 &rows_v[t, 0], num_bins, kind)
+        if first_bad(bad_v) >= 0:
+            return None, first_bad(bad_v)
+        chunks = threads_for(num_bins // 4096 + 1, most)
+        for c in prange(chunks, nogil=True, schedule="static", num_threads=chunks):
+            merge_bins(&rows_v[0, 0], workers, num_bins * row, chunk_start(num_bins, chunks, c),
+                       chunk_start(num_bins, chunks, c + 1), &sums_v[0], kind)
+        return sums, -1
+
+    # Many bins: group the weights by bin (a counting sort of the weights
+    # alone), then sum each bin's run. Worker j groups and sums the bins
+    # [edges[j], edges[j + 1]), about n / workers weights.
+    workers = max(1, min(most, n // MIN_WEIGHTS_PER_WORKER))
+    require_memory(16 * <object>num_bins + <object>itemsize * n,
+                   f"weighted histogram of {n} weights into num_bins={num_bins}")
+    counts, bad_index = histogram_counts(keys, num_bins, workers)
+    if bad_index >= 0:
+        return None, bad_index
+    starts = np.zeros(num_bins + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    del counts
+    edges = np.searchsorted(starts[1:], np.arange(workers + 1) * (n / workers), side="left")
+    edges[0], edges[workers] = 0, num_bins
+    edges = np.maximum.accumulate(edges).astype(np.int64)
+    cursor = starts[:num_bins].copy()
+    grouped = np.empty(n * itemsize, dtype=np.uint8)
+    scratch = np.zeros((workers, row), dtype=np.int64)
+    starts_v = starts
+    edges_v = edges
+    cursor_v = cursor
+    rows_v = scratch
+    grouped_at = <char*><uintptr_t>grouped.ctypes.data
+    for j in prange(workers, nogil=True, schedule="static", chunksize=1, num_threads=workers):
+        group_weights(first_key, key_step, first_weight, weight_step, n, edges_v[j],
+                      edges_v[j + 1], &cursor_v[0], grouped_at, itemsize)
+        sum_runs(grouped_at, &starts_v[0], edges_v[j], edges_v[j + 1], &rows_v[j, 0],
+                 &sums_v[0], kind)
+    return sums, -1

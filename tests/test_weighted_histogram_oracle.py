@@ -1,0 +1,389 @@
+"""oracles.histogram with weights: each bin's exact sum, correctly rounded.
+
+The reference is independent of the oracle: a plain Python loop groups the
+weights by key, ``math.fsum`` sums each bin (correctly rounded, half to even),
+and ``fractions.Fraction`` takes over where fsum cannot (its intermediate sums
+overflow) and checks fsum itself on the hard cases. Results are compared bit
+for bit (NaN as the canonical quiet NaN, zero as +0.0).
+"""
+
+import contextlib
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from conftest import DISTRIBUTIONS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from histkit import oracles
+from histkit.distributions import make_keys
+from histkit.oracles import _threads
+
+MAX = np.finfo(np.float64).max  # (2^53 - 1) * 2^971
+TINY = 5e-324  # 2^-1074, the smallest subnormal
+
+
+def rounded(exact: Fraction) -> float:
+    """An exact rational correctly rounded to float64, half to even; past the
+    largest float64 by half an ulp or more, an infinity (CPython's int / int
+    is correctly rounded and raises OverflowError exactly there)."""
+    try:
+        return float(exact.numerator / exact.denominator) + 0.0
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def exact_sum(weights: list) -> float:
+    """One bin's sum by the documented rule: IEEE specials, then the exact sum
+    of the finite weights rounded once; a zero sum is +0.0."""
+    if any(isinstance(w, float) and math.isnan(w) for w in weights):
+        return math.nan
+    if math.inf in weights:
+        return math.nan if -math.inf in weights else math.inf
+    if -math.inf in weights:
+        return -math.inf
+    if all(isinstance(w, int) for w in weights):
+        return rounded(Fraction(sum(weights)))  # integers beyond 2^53: no fsum
+    try:
+        return math.fsum(weights) + 0.0
+    except OverflowError:  # an intermediate partial sum passed float64
+        return rounded(sum(map(Fraction, weights), Fraction(0)))
+
+
+def reference(keys, weights, num_bins) -> np.ndarray:
+    """Per-bin exact sums: group by key in a plain loop, then exact_sum."""
+    groups = [[] for _ in range(num_bins)]
+    for key, weight in zip(np.asarray(keys).tolist(), np.asarray(weights).tolist(),
+                           strict=True):
+        groups[key].append(weight)
+    return np.array([exact_sum(group) for group in groups], dtype=np.float64)
+
+
+def assert_same_bits(got, want, context=""):
+    got = np.asarray(got)
+    assert got.dtype == np.float64, context
+    assert got.shape == want.shape, context
+    differ = np.flatnonzero(got.view(np.uint64) != want.view(np.uint64))
+    assert differ.size == 0, (
+        f"{context}: {differ.size} bins differ; first bin {differ[0]}: "
+        f"got {got[differ[0]]!r} ({got.view(np.uint64)[differ[0]]:#x}), "
+        f"want {want[differ[0]]!r} ({want.view(np.uint64)[differ[0]]:#x})")
+
+
+def wide_weights(rng, n, dtype=np.float64):
+    """Signed weights whose exponents span the dtype's whole range, subnormals
+    and zeros of both signs included: every chunk of the sum is reached."""
+    info = np.finfo(dtype)
+    mantissas = rng.random(n) + 0.5
+    exponents = rng.integers(info.minexp - info.nmant, info.maxexp, n)
+    weights = np.ldexp(mantissas, exponents).astype(dtype)
+    weights[rng.random(n) < 0.5] *= -1
+    weights[rng.random(n) < 0.01] = 0.0
+    weights[rng.random(n) < 0.01] = -0.0
+    return weights
+
+
+def one_bin(weights, dtype=None):
+    """The oracle's sum of weights that all fall into bin 0 of 1."""
+    weights = np.asarray(weights, dtype=dtype)
+    return oracles.histogram(np.zeros(len(weights), dtype=np.int32), 1, weights)[0]
+
+
+# --- the cases that motivate an exact sum -----------------------------------------
+
+
+def test_catastrophic_cancellation_is_exact_where_bincount_loses_the_one():
+    keys = np.array([0, 0, 0])
+    weights = np.array([1e16, 1.0, -1e16])
+    assert_same_bits(oracles.histogram(keys, 1, weights), np.array([1.0]))
+    assert np.bincount(keys, weights)[0] == 0.0  # left to right: the 1.0 is lost
+    assert one_bin([1e100, 1.0, -1e100, 1e-100, 1e50, -1.0, -1e50]) == 1e-100
+
+
+@pytest.mark.parametrize("weights", [
+    [2.0**1023, TINY, -(2.0**1023)],          # a subnormal survives two huge terms
+    [MAX, TINY, -MAX, TINY],                   # 2 * 2^-1074
+    [2.0**-1022, -TINY],                       # largest subnormal
+    [2.0**-1022 - TINY, TINY],                 # up into the smallest normal
+    [1.0, 2.0**-53],                           # a tie: to even, down
+    [1.0 + 2.0**-52, 2.0**-53],                # a tie: to even, up
+    [1.0, 2.0**-53, TINY],                     # just above the tie: up
+    [1.0, 2.0**-53, -TINY],                    # just below the tie: down
+    [-1.0, -(2.0**-53), -TINY],                # the same, negative
+    [2.0**53, 1.0, 1.0, 1.0, 1.0],             # each step alone would tie and round
+    [0.1] * 10,                                # 1.0000000000000002 left to right
+    [1e308, 1e308, -1e308],                    # overflows only when summed in order
+    [-1e308, -1e308, 1e308, 1e308, -1e308],
+    [MAX, MAX, -MAX, -MAX, 2.0**-1074],
+])
+def test_hard_sums_equal_fsum_and_fraction(weights):
+    exact = rounded(sum(map(Fraction, weights), Fraction(0)))
+    with contextlib.suppress(OverflowError):  # fsum agrees where it does not overflow
+        assert math.fsum(weights) + 0.0 == exact
+    got = one_bin(weights)
+    assert_same_bits(np.array([got]), np.array([exact]), str(weights))
+    # order never matters
+    assert_same_bits(np.array([one_bin(weights[::-1])]), np.array([exact]), str(weights[::-1]))
+
+
+@pytest.mark.parametrize(("weights", "want"), [
+    ([MAX, MAX], math.inf),                          # the exact sum overflows
+    ([-MAX, -MAX], -math.inf),
+    ([MAX, 2.0**970], math.inf),                     # half an ulp past MAX: a tie, to even
+    ([MAX, 2.0**970, -TINY], MAX),                   # just under the tie
+    ([MAX, 2.0**969], MAX),
+    ([-MAX, -(2.0**970)], -math.inf),
+    ([MAX, MAX, -MAX], MAX),                         # overflows only in order
+])
+def test_sums_past_the_largest_float64_round_to_infinity_exactly_where_rounding_says(
+        weights, want):
+    assert rounded(sum(map(Fraction, weights), Fraction(0))) == want
+    assert one_bin(weights) == want
+    assert one_bin(weights[::-1]) == want
+
+
+@pytest.mark.parametrize(("weights", "want"), [
+    ([1.0, math.nan, 2.0], math.nan),
+    ([math.inf, 1.0, -1e308], math.inf),
+    ([-math.inf, MAX, MAX], -math.inf),              # -inf beats a finite overflow
+    ([math.inf, -math.inf], math.nan),
+    ([math.inf, math.inf, -1.0], math.inf),
+    ([math.nan, math.inf], math.nan),
+    ([MAX, MAX, -math.inf], -math.inf),
+    ([-0.0, -0.0], 0.0),                             # an exact zero is +0.0
+    ([0.0, -0.0, 1.0, -1.0], 0.0),
+])
+def test_nan_and_infinities_follow_ieee_and_zero_is_positive(weights, want):
+    want = np.array([want])
+    for dtype in (np.float64, np.float32):
+        if dtype is np.float32 and any(1e38 < abs(w) < math.inf for w in weights):
+            continue  # not a float32
+        assert_same_bits(np.array([one_bin(weights, dtype)]), want, f"{weights} {dtype}")
+        assert_same_bits(np.array([one_bin(weights[::-1], dtype)]), want)
+
+
+def test_nan_payloads_and_signs_give_the_one_canonical_nan():
+    payloads = np.array([0x7FF0000000000001, 0xFFF8000000000123, 0x7FFFFFFFFFFFFFFF],
+                        dtype=np.uint64).view(np.float64)
+    got = oracles.histogram([0, 1, 2], 3, payloads)
+    assert_same_bits(got, np.full(3, np.nan))
+    assert got.view(np.uint64)[0] == 0x7FF8000000000000
+
+
+def test_every_bin_on_its_own_and_empty_bins_are_zero():
+    keys = np.array([3, 1, 3, 3, 1])
+    weights = np.array([1e16, 2.5, 1.0, -1e16, -0.0])
+    assert_same_bits(oracles.histogram(keys, 5, weights), np.array([0.0, 2.5, 0.0, 1.0, 0.0]))
+    assert_same_bits(oracles.histogram(np.array([], dtype=np.int8), 3, []), np.zeros(3))
+
+
+# --- seeded random cases against the reference ---------------------------------
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("num_bins", [1, 7, 300, 1927, 1928, 20000])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_seeded_cases_equal_fsum_per_bin(distribution, num_bins, weight_dtype):
+    # 1927 float64 bins are the last that each thread keeps rows for; past
+    # them (and past 10922 float32 bins) the weights are grouped by bin first.
+    seed = 11 * num_bins + DISTRIBUTIONS.index(distribution)
+    rng = np.random.default_rng(seed)
+    n = 3000
+    keys = make_keys(distribution, n, num_bins, seed=seed, dtype=np.int32)
+    weights = wide_weights(rng, n, weight_dtype)
+    assert_same_bits(oracles.histogram(keys, num_bins, weights),
+                     reference(keys, weights.astype(np.float64), num_bins),
+                     f"{distribution} N={n} K={num_bins} {np.dtype(weight_dtype).name} "
+                     f"seed={seed}")
+
+
+@pytest.mark.parametrize("key_dtype", [np.uint8, np.int16, np.uint32, np.int64])
+def test_keys_of_every_width_and_strided_reversed_or_big_endian_weights(key_dtype):
+    rng = np.random.default_rng(7)
+    keys = make_keys("zipf", 4001, 100, seed=7, dtype=key_dtype)
+    weights = wide_weights(rng, 3 * 4001)
+    want = reference(keys, weights[::3], 100)
+    assert_same_bits(oracles.histogram(keys, 100, weights[::3]), want)
+    assert_same_bits(oracles.histogram(keys[::-1], 100, weights[::3][::-1].copy()), want)
+    assert_same_bits(oracles.histogram(keys, 100, weights[::3].astype(">f8")), want)
+    readonly = weights[::3].copy()
+    readonly.flags.writeable = False
+    assert_same_bits(oracles.histogram(keys, 100, readonly), want)
+    for num_bins in (3000, 30000):  # grouped by bin first
+        assert_same_bits(oracles.histogram(keys[::-1], num_bins, weights[::-3]),
+                         reference(keys[::-1], weights[::-3], num_bins))
+
+
+# --- integer and float16 weights ---------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64,
+                                   np.uint8, np.uint16, np.uint32, np.uint64])
+def test_integer_weights_are_summed_exactly_even_past_2_53(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(info.bits)
+    keys = rng.integers(0, 5, 2000)
+    weights = rng.integers(info.min, info.max, 2000, dtype=dtype, endpoint=True)
+    weights[:4] = [info.max, info.max, info.min, info.max]
+    keys[:4] = 4
+    groups = [[] for _ in range(5)]
+    for key, weight in zip(keys.tolist(), weights.tolist(), strict=True):
+        groups[key].append(weight)
+    want = np.array([float(sum(group)) + 0.0 for group in groups])  # int -> float rounds once
+    assert_same_bits(oracles.histogram(keys, 5, weights), want, np.dtype(dtype).name)
+    assert_same_bits(oracles.histogram(keys, 30000, weights)[:5], want)  # grouped
+
+
+def test_int64_weights_keep_what_a_float64_conversion_would_lose():
+    big = 2**53 + 1  # float(big) == 2**53: converting first loses the +1
+    assert one_bin(np.array([big, 1], dtype=np.int64)) == 2.0**53 + 2
+    assert float(big) + 1.0 == 2.0**53
+    assert one_bin(np.array([big] * 3, dtype=np.int64)) == float(3 * big) == 3 * 2.0**53 + 4
+    assert one_bin(np.array([2**64 - 1, 2**64 - 1], dtype=np.uint64)) == 2.0**65
+    assert one_bin(np.array([-(2**63), 1], dtype=np.int64)) == float(-(2**63) + 1)
+
+
+def test_float16_and_float32_weights_sum_exactly_to_float64():
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 9, 5000)
+    for dtype in (np.float16, np.float32):
+        weights = wide_weights(rng, 5000, dtype)
+        weights[:3] = [np.finfo(dtype).max] * 3  # no overflow in float64
+        got = oracles.histogram(keys, 9, weights)
+        assert_same_bits(got, reference(keys, weights.astype(np.float64), 9),
+                         np.dtype(dtype).name)
+    tiny = np.array([2.0**-149, 2.0**-149, -(2.0**-126)], dtype=np.float32)
+    assert one_bin(tiny) == 2.0**-148 - 2.0**-126
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("weights", "error", "match"), [
+    (np.ones(4), ValueError, "one weight per key: 5 keys, 4 weights"),
+    (np.ones((5, 1)), ValueError, "one-dimensional"),
+    (np.float64(1.0), ValueError, "one-dimensional"),
+    (np.ones(5, dtype=bool), TypeError, "got bool"),
+    (np.ones(5, dtype=np.complex128), TypeError, "got complex128"),
+    (np.ones(5, dtype=np.longdouble), TypeError, "float16, float32, float64 or integer"),
+    (["a"] * 5, TypeError, "got <U1"),
+    ([2**64] * 5, TypeError, "got object"),
+])
+def test_bad_weights_raise_before_any_work_even_with_bad_keys(weights, error, match):
+    if np.dtype(np.longdouble).itemsize == 8 and getattr(weights, "dtype", None) == np.longdouble:
+        pytest.skip("long double is float64 here")
+    keys = np.array([0, 1, 2, 99, -1])  # bad keys: the weights are refused first
+    with pytest.raises(error, match=match):
+        oracles.histogram(keys, 3, weights)
+
+
+@pytest.mark.parametrize("num_bins", [10, 5000])
+def test_bad_keys_with_weights_name_the_first_bad_index(idle_machine, num_bins):
+    keys = make_keys("uniform", 1 << 19, num_bins, seed=2)
+    weights = np.ones(1 << 19)
+    keys[(1 << 19) - 5] = num_bins
+    keys[300_001] = -3
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins, weights)
+    assert (caught.value.index, caught.value.value) == (300_001, -3)
+    with pytest.raises(TypeError, match="integer dtype"):
+        oracles.histogram(keys.astype(float), num_bins, weights)
+
+
+# --- threads: the same bits whatever the split ----------------------------------
+
+
+@pytest.mark.parametrize(("weight_dtype", "num_bins"), [
+    (np.float64, 256), (np.float64, 70000), (np.float32, 256), (np.float32, 20000),
+    (np.int64, 256)])
+def test_the_same_bits_on_one_two_and_all_threads(idle_machine, weight_dtype, num_bins):
+    n = 1 << 18
+    rng = np.random.default_rng(num_bins)
+    keys = make_keys("zipf", n, num_bins, seed=num_bins, dtype=np.uint32)
+    if weight_dtype is np.int64:
+        weights = rng.integers(-(2**63), 2**63 - 1, n)
+    else:
+        weights = wide_weights(rng, n, weight_dtype)
+    want = reference(keys, weights if weight_dtype is np.int64 else weights.astype(float),
+                     num_bins)
+    for threads in (1, 2, 8):
+        with _threads.at_most(threads):
+            for _ in range(2):
+                assert_same_bits(oracles.histogram(keys, num_bins, weights), want,
+                                 f"{threads} threads, K={num_bins}")
+
+
+def test_cancellation_split_across_threads_is_exact(idle_machine):
+    # One hot bin whose +1e16 and -1e16 land in different chunks of work.
+    n = 1 << 19
+    keys = np.zeros(n, dtype=np.int32)
+    weights = np.full(n, 2.0**-30)
+    weights[0], weights[-1] = 1e16, -1e16
+    want = np.array([(n - 2) * 2.0**-30])
+    for threads in (1, 2):
+        with _threads.at_most(threads):
+            assert_same_bits(oracles.histogram(keys, 1, weights), want)
+    assert np.bincount(keys, weights)[0] != want[0]
+
+
+# --- properties -------------------------------------------------------------------
+
+
+any_float64 = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True)
+finite_float32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(hnp.arrays(np.int64, st.integers(0, 60), elements=st.integers(0, 4)),
+       st.data())
+def test_property_equals_the_reference_and_ignores_order(keys, data):
+    weights = data.draw(hnp.arrays(np.float64, len(keys), elements=any_float64))
+    want = reference(keys, weights, 5)
+    assert_same_bits(oracles.histogram(keys, 5, weights), want, f"{keys} {weights}")
+    order = data.draw(st.permutations(range(len(keys))))
+    assert_same_bits(oracles.histogram(keys[order], 5, weights[order]), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float32, st.integers(1, 40), elements=finite_float32), st.randoms())
+def test_property_float32_weights_in_one_bin(weights, random):
+    keys = np.zeros(len(weights), dtype=np.uint8)
+    want = reference(keys, weights.astype(np.float64), 1)
+    shuffled = weights.copy()
+    random.shuffle(shuffled)
+    assert_same_bits(oracles.histogram(keys, 1, weights), want)
+    assert_same_bits(oracles.histogram(keys, 1, shuffled), want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([3, 700, 9000]))
+def test_property_shuffled_large_inputs_give_identical_bits_on_any_threads(seed, num_bins):
+    rng = np.random.default_rng(seed)
+    n = 1 << 17
+    keys = rng.integers(0, num_bins, n)
+    weights = wide_weights(rng, n)
+    order = rng.permutation(n)
+    with _threads.at_most(1):
+        one = oracles.histogram(keys, num_bins, weights)
+    assert_same_bits(oracles.histogram(keys[order], num_bins, weights[order]), one, f"{seed}")
+
+
+# --- past 2^31 weights in one bin --------------------------------------------------
+
+
+@pytest.mark.large
+@pytest.mark.parametrize("threads", [1, None])
+def test_2_31_plus_17_weights_of_one_bin(threads):
+    # Stride-0 views: 2^31 + 17 keys and weights with no memory behind them. One
+    # thread passes the 2^31 - 2 adds after which its rows must be carried.
+    n = 2**31 + 17
+    keys = np.broadcast_to(np.uint8(1), (n,))
+    for weight in (0.1, -(2.0**1000), np.float32(3.3)):
+        weights = np.broadcast_to(weight, (n,))
+        want = rounded(Fraction(float(weight)) * n)
+        with _threads.at_most(threads) if threads else contextlib.nullcontext():
+            got = oracles.histogram(keys, 2, weights)
+        assert_same_bits(got, np.array([0.0, want]), f"{weight!r} x {n}")
