@@ -235,18 +235,23 @@ cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssi
     cdef int64_t b
     cdef double x
     cdef const char* at = <const char*>first + start * step
-    memset(row, 0, (r.n + TALLIES) * sizeof(int64_t))
+    # Private copies: the counts are int64 like r.n, so a store to them could
+    # otherwise alias the rule and force it to be read again for every sample.
+    cdef Even rule = r[0]
+    cdef Keep keep = k[0]
+    cdef int64_t n = rule.n
+    memset(row, 0, (n + TALLIES) * sizeof(int64_t))
     for i in range(start, stop):
-        where = place((<const sample_t*>at)[0], half, k, &x)
+        where = place((<const sample_t*>at)[0], half, &keep, &x)
         at += step
         if where != IN_RANGE:
-            row[r.n + where - 1] += 1
+            row[n + where - 1] += 1
             continue
-        b = even_bin(x, r, edge_bits, diff_bits, quot_bits)
+        b = even_bin(x, &rule, edge_bits, diff_bits, quot_bits)
         if b < 0:
             return i
-        if b == r.n:
-            row[r.n + OVER - 1] += 1
+        if b == n:
+            row[n + OVER - 1] += 1
         else:
             row[b] += 1
     return -1
@@ -341,40 +346,80 @@ cdef inline Py_ssize_t count_at_most(const edge_t* edges, Py_ssize_t m,
     return base + (edges[base] <= x)
 
 
+# Samples searched together: their binary searches are independent, so the
+# loads of one level overlap instead of each search waiting on its own.
+cdef enum:
+    GROUP = 8
+
+
+cdef inline void count_at_most_group(const edge_t* edges, Py_ssize_t m, const edge_t* x,
+                                     Py_ssize_t* above) noexcept nogil:
+    """count_at_most for GROUP samples at once, level by level (m >= 1)."""
+    cdef Py_ssize_t base[GROUP]
+    cdef Py_ssize_t size = m, half, j
+    for j in range(GROUP):
+        base[j] = 0
+    while size > 1:
+        half = size >> 1
+        for j in range(GROUP):
+            base[j] = base[j] + half if edges[base[j] + half] <= x[j] else base[j]
+        size -= half
+    for j in range(GROUP):
+        above[j] = base[j] + (edges[base[j]] <= x[j])
+
+
+cdef inline edge_t edge_value(const char* at, bint half, const edge_t* typed,
+                              const sample_t* sample_type) noexcept nogil:
+    """The sample at `at` in the edges' type (`typed` and `sample_type` only
+    select the types)."""
+    if sample_t is uint16_t:
+        if half:
+            return <edge_t>half_value((<const uint16_t*>at)[0])
+    return <edge_t>(<const sample_t*>at)[0]
+
+
+cdef inline void tally(edge_t x, Py_ssize_t above, const edge_t* edges, Py_ssize_t m,
+                       bint closed_last, int64_t* row) noexcept nogil:
+    """Count sample x, of which `above` edges are <= x, into row."""
+    cdef Py_ssize_t n = m - 1 if m else 0
+    if edge_t is double:
+        if x != x:
+            row[n + NOT_A_NUMBER - 1] += 1
+            return
+    if above == 0:
+        row[n + UNDER - 1] += 1
+    elif above < m:
+        row[above - 1] += 1
+    elif closed_last and n > 0 and x <= edges[n]:
+        row[n - 1] += 1
+    else:
+        row[n + OVER - 1] += 1
+
+
 cdef inline Py_ssize_t edges_chunk(const sample_t* first, Py_ssize_t step, Py_ssize_t start,
                                    Py_ssize_t stop, bint half, const edge_t* edges,
                                    Py_ssize_t m, bint closed_last,
                                    int64_t* row) noexcept nogil:
     """Count samples[start:stop] into row (m - 1 bins, then the tallies)."""
-    cdef Py_ssize_t _i, above
+    cdef Py_ssize_t i = start, j, _i
     cdef Py_ssize_t n = m - 1 if m else 0
-    cdef edge_t x
-    cdef double v
+    cdef edge_t x[GROUP]
+    cdef Py_ssize_t above[GROUP]
     cdef const char* at = <const char*>first + start * step
     memset(row, 0, (n + TALLIES) * sizeof(int64_t))
-    for _i in range(start, stop):
-        if sample_t is uint16_t:
-            if half:
-                v = half_value((<const uint16_t*>at)[0])
-                x = <edge_t>v
-            else:
-                x = <edge_t>(<const sample_t*>at)[0]
-        else:
-            x = <edge_t>(<const sample_t*>at)[0]
+    if m:
+        while i + GROUP <= stop:
+            for j in range(GROUP):
+                x[j] = edge_value(at + j * step, half, edges, first)
+            count_at_most_group(edges, m, x, above)
+            for j in range(GROUP):
+                tally(x[j], above[j], edges, m, closed_last, row)
+            at += GROUP * step
+            i += GROUP
+    for _i in range(i, stop):
+        x[0] = edge_value(at, half, edges, first)
         at += step
-        if edge_t is double:
-            if x != x:
-                row[n + NOT_A_NUMBER - 1] += 1
-                continue
-        above = count_at_most(edges, m, x) if m else 0
-        if above == 0:
-            row[n + UNDER - 1] += 1
-        elif above < m:
-            row[above - 1] += 1
-        elif closed_last and n > 0 and x <= edges[n]:
-            row[n - 1] += 1
-        else:
-            row[n + OVER - 1] += 1
+        tally(x[0], count_at_most(edges, m, x[0]) if m else 0, edges, m, closed_last, row)
     return -1
 
 
