@@ -167,6 +167,13 @@ def _usage(console, message) -> int:
     return 2
 
 
+def _does_not_compile(console, kernel: str, error) -> int:
+    """A .cu file NVRTC rejects: the kernel's FAIL (exit 1), with NVRTC's log."""
+    console.print(f"[bold red]FAIL[/]: {kernel} does not compile", highlight=False)
+    console.print(str(error), markup=False, highlight=False)
+    return 1
+
+
 def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
     from histkit.conformance.check import check, compile_only, make_impl
@@ -193,9 +200,7 @@ def run_check_command(args, console) -> int:
             console.print(compile_only(impl, args.dtype, args.arch), markup=False)
             return 0
     except KernelCompileError as error:
-        console.print(f"[bold red]FAIL[/]: {args.kernel} does not compile", highlight=False)
-        console.print(str(error), markup=False, highlight=False)
-        return 1
+        return _does_not_compile(console, args.kernel, error)
     except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
         return _usage(console, error)
     return _judge(args, console, impl, keys, check, check_output)
@@ -227,12 +232,9 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
                        shrink_failures=not args.no_shrink, progress=on_case,
                        on_start=on_start)
     except KernelCompileError as error:
-        console.print(f"[bold red]FAIL[/]: {args.kernel} does not compile", highlight=False)
-        console.print(str(error), markup=False, highlight=False)
-        return 1
-    except GpuUnavailableError as error:
-        return _usage(console, error)
-    except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
+        return _does_not_compile(console, args.kernel, error)
+    except (FileNotFoundError, ValueError, TypeError, ImportError,
+            GpuUnavailableError) as error:
         return _usage(console, error)
     finally:
         progress.stop()
