@@ -1,45 +1,7 @@
 // Fast histogram, picked by gpu.histogram(method="auto").
 //
-// Reading, when most bins live in shared memory: a persistent grid-stride walk
-// over 16-byte vectors (one load brings 16 / sizeof(key) keys), with a scalar
-// head and tail; a run of equal keys inside one vector is added as one
-// increment. When most bins are global (built with -DCOALESCED=1), lane l
-// reads key i + l instead, so the 32 global atomics of one instruction fall on
-// neighbouring bins whenever neighbouring keys do (round-robin, sorted input),
-// and four equal keys of one thread are still added at once.
-//
-// Counting: bins [0, shared_bins) live in shared memory as COPIES private
-// 32-bit sub-histograms per block; bins past shared_bins (when num_bins is too
-// large for shared memory) go straight to the 64-bit global histogram.
-//
-// Narrow counters (-DNARROW_COUNTERS=1, one copy): 16 bits per bin, two bins
-// per shared word, so twice as many bins fit (65536 in 128 KiB: a whole
-// 16-bit histogram in one block, no global atomics). Of shared_bins, the first
-// low_bins = ceil(shared_bins / 2) count in the low halves of words
-// 0 .. low_bins - 1 and the rest in the high halves, so neighbouring bins
-// (Zipf's hot head, sorted runs) sit in separate words and their atomics do
-// not queue on one address. A counter spills before
-// it can wrap: the add that takes it to NARROW_SPILL or past sets its top bit;
-// every thread whose add leaves that bit set clears it with atomicAnd, and the
-// one that finds it still set adds NARROW_SPILL to the global bin. From the
-// moment the bit is set until it is cleared each thread adds at most once
-// more (its next step is the clearing), so a counter stays below
-// NARROW_SPILL + (blockDim.x + 1) x 16 <= 0xC010 and never carries into its
-// neighbour (an add is at most 16: a run inside one 16-byte vector).
-//
-// Shared layout: copy-major, each copy padded by one word
-// (counter of bin b in copy c at c * (shared_bins + 1) + b), and lane l uses
-// copy l / (32 / COPIES). The pad shifts each copy by one bank, so with
-// COPIES = 32 a warp never puts two lanes on one bank, whatever the keys
-// (an all-equal input runs as fast as a uniform one), and strided patterns
-// such as round-robin keys spread over the banks too.
-//
-// Global adds are warp-aggregated when every lane of the warp holds the same
-// bin (one hot bin, sorted input): one atomic per warp instead of 32. Built
-// with -DHOLD_RUNS=1, each lane also holds its last global bin in registers
-// and adds a run of it once: 5x faster when one hot bin lies past shared
-// memory, ~10% slower on other inputs (docs/performance.md), so auto picks it from
-// a sample of the keys.
+// Reading and counting (vector walk or coalesced walk, private shared
+// copies, 16-bit counters, warp-aggregated and held global adds): counting.cuh.
 //
 // Each block merges its shared counters into the global histogram at the end:
 // atomic adds into counts the launcher zeroed, or, with `overwrite` set, plain
@@ -48,181 +10,11 @@
 // 16-bit counter able to spill: histogram.overwrites_counts), and then skips
 // zeroing the counts: a small call is one driver call shorter.
 // Judged by oracles.histogram: equal, bin by bin.
-#include "common.cuh"
+#include "counting.cuh"
 
-#ifndef COPIES
-#define COPIES 32  // shared sub-histograms per block: 1, 2, 4, 8, 16 or 32
-#endif
-#ifndef COALESCED
-#define COALESCED 0
-#endif
-#ifndef HOLD_RUNS
-#define HOLD_RUNS 0  // 1: hold runs of one global bin in registers (auto picks it)
-#endif
-#ifndef NARROW_COUNTERS
-#define NARROW_COUNTERS 0  // 1: 16-bit shared counters, two per word (COPIES must be 1)
-#endif
-#if NARROW_COUNTERS && COPIES != 1
-#error "narrow counters come in one copy per block"
-#endif
-#ifndef NARROW_SPILL
-#define NARROW_SPILL 32768  // 0x8000: a 16-bit counter's top bit (contract.FAST_NARROW_SPILL)
-#endif
-static_assert(NARROW_SPILL == 0x8000, "the spill bit is the top bit of a 16-bit counter");
-#ifndef VECTORS_PER_THREAD
-#define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
-#endif
-
-#define PER_VECTOR ((int)(16 / sizeof(hk_key)))
-#define NOT_A_BIN 0xffffffffu
-#define NOT_HELD 0xffffffffffffffffULL
-
-union KeyVector {
-    uint4 raw;
-    hk_key key[PER_VECTOR];
-};
-
-// Visits keys [0, n): 16-byte vectors from keys + head (head makes them
-// aligned), then the scalar head and tail. add(bin, count, first_index) is
-// called once per run of equal keys inside a vector.
-template <typename Add>
-__device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head, Add& add) {
-    const i64 num_vectors = (n - head) / PER_VECTOR;
-    const uint4* vectors = (const uint4*)(keys + head);
-    const i64 stride = hk_thread_count();
-    i64 v = hk_thread_index();
-    for (; v + (VECTORS_PER_THREAD - 1) * stride < num_vectors; v += VECTORS_PER_THREAD * stride) {
-        KeyVector batch[VECTORS_PER_THREAD];
-#pragma unroll
-        for (int k = 0; k < VECTORS_PER_THREAD; ++k) batch[k].raw = __ldcs(vectors + v + k * stride);
-#pragma unroll
-        for (int k = 0; k < VECTORS_PER_THREAD; ++k) {
-            const i64 first = head + (v + k * stride) * PER_VECTOR;
-            u64 run_bin = hk_bin(batch[k].key[0]);
-            unsigned run = 1;
-#pragma unroll
-            for (int j = 1; j < PER_VECTOR; ++j) {
-                const u64 b = hk_bin(batch[k].key[j]);
-                if (b == run_bin) {
-                    ++run;
-                } else {
-                    add(run_bin, run, first + j - run);
-                    run_bin = b;
-                    run = 1;
-                }
-            }
-            add(run_bin, run, first + PER_VECTOR - run);
-        }
-    }
-    for (; v < num_vectors; v += stride) {
-        KeyVector one;
-        one.raw = __ldcs(vectors + v);
-        const i64 first = head + v * PER_VECTOR;
-#pragma unroll
-        for (int j = 0; j < PER_VECTOR; ++j) add(hk_bin(one.key[j]), 1u, first + j);
-    }
-    // Scalar keys: the unaligned head, and the tail after the last vector.
-    const i64 tail = head + num_vectors * PER_VECTOR;
-    for (i64 i = hk_thread_index(); i < head + (n - tail); i += stride) {
-        const i64 index = i < head ? i : tail + (i - head);
-        add(hk_bin(keys[index]), 1u, index);
-    }
-}
-
-// Visits keys [0, n) with coalesced scalar loads, four per thread in flight;
-// four equal keys are added as one increment (a histogram does not care
-// where equal keys sit).
-template <typename Add>
-__device__ __forceinline__ void for_each_key_coalesced(const hk_key* keys, i64 n, Add& add) {
-    const i64 stride = hk_thread_count();
-    i64 i = hk_thread_index();
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        u64 b[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) b[k] = hk_bin(keys[i + k * stride]);
-        if (b[0] == b[1] && b[1] == b[2] && b[2] == b[3]) {
-            add(b[0], 4u, i);
-        } else {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) add(b[k], 1u, i + k * stride);
-        }
-    }
-    for (; i < n; i += stride) add(hk_bin(keys[i]), 1u, i);
-}
-
-struct Counters {
-    unsigned* shared;  // this lane's copy
-    u64 shared_bins;
-    u64 low_bins;  // narrow counters: bins in the low halves of the words
-    u64* hist;
-    u64 num_bins;
-    u64* first_bad;
-    // With HOLD_RUNS, this lane's pending global add: a run of one global bin
-    // is added once (one hot bin past shared memory costs one atomic per
-    // lane, not one per warp and vector).
-    u64 held_bin = NOT_HELD;
-    u64 held = 0;
-
-    __device__ __forceinline__ void operator()(u64 b, unsigned count, i64 first_index) {
-        if (b < shared_bins) {
-            add_shared(b, count);
-            return;
-        }
-        if (b >= num_bins) {
-            hk_note_bad_key(first_bad, first_index);
-            return;
-        }
-        add_global(b, count);
-    }
-
-#if NARROW_COUNTERS
-    __device__ __forceinline__ void add_shared(u64 b, unsigned count) {
-        const bool high = b >= low_bins;
-        const unsigned shift = high ? 16 : 0;
-        unsigned* word = &shared[high ? b - low_bins : b];
-        const unsigned spill_bit = (unsigned)NARROW_SPILL << shift;
-        if ((atomicAdd(word, count << shift) + (count << shift)) & spill_bit) {
-            if (atomicAnd(word, ~spill_bit) & spill_bit) atomicAdd(&hist[b], (u64)NARROW_SPILL);
-        }
-    }
-#else
-    __device__ __forceinline__ void add_shared(u64 b, unsigned count) { atomicAdd(&shared[b], count); }
-#endif
-
-    // Lanes reach this together only when their keys fall past shared_bins;
-    // __activemask names exactly those lanes.
-    __device__ __forceinline__ void add_global(u64 b, unsigned count) {
-        const unsigned active = __activemask();
-        // num_bins <= 2^32 - 1 is checked by the host, so b fits 32 bits.
-        const unsigned bin = (unsigned)b;
-        if (__reduce_min_sync(active, bin) == __reduce_max_sync(active, bin)) {
-            const unsigned total = __reduce_add_sync(active, count);
-            if ((threadIdx.x & 31) == (unsigned)(__ffs(active) - 1)) hold(b, total);
-        } else {
-            hold(b, count);
-        }
-    }
-
-#if HOLD_RUNS
-
-    __device__ __forceinline__ void hold(u64 b, unsigned count) {
-        if (b == held_bin) {
-            held += count;
-            return;
-        }
-        flush();
-        held_bin = b;
-        held = count;
-    }
-
-    __device__ __forceinline__ void flush() {
-        if (held) atomicAdd(&hist[held_bin], held);
-        held = 0;
-    }
-#else
-    __device__ __forceinline__ void hold(u64 b, unsigned count) { atomicAdd(&hist[b], (u64)count); }
-    __device__ __forceinline__ void flush() {}
-#endif
+// Integer keys are their own bins.
+struct IntegerBins {
+    __device__ __forceinline__ u64 operator()(hk_key key) const { return hk_bin(key); }
 };
 
 extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bins, i64 head,
@@ -231,34 +23,18 @@ extern "C" __global__ void fast_histogram(const hk_key* keys, i64 n, u64 num_bin
     extern __shared__ unsigned counters[];
     if (hk_gate_closed()) return;
     hk_skew_warps();
-    const u64 low_bins = (shared_bins + 1) / 2;
-    // Words per copy, with one word of padding (see the shared layout above).
-    const u64 stride = (NARROW_COUNTERS ? low_bins : shared_bins) + 1;
+    const u64 stride = hk_copy_stride(shared_bins);
     hk_require_dynamic_shared(COPIES * stride * sizeof(unsigned));
-    for (u64 j = threadIdx.x; j < COPIES * stride; j += blockDim.x) counters[j] = 0;
-    __syncthreads();
+    hk_zero_counters(counters, stride);
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
-    Counters add{counters + copy * stride, shared_bins, low_bins, hist, num_bins, first_bad};
+    Counters add{counters + copy * stride, shared_bins, hk_low_bins(shared_bins), hist, num_bins,
+                 first_bad};
 #if COALESCED
     (void)head;
-    for_each_key_coalesced(keys, n, add);
+    for_each_key_coalesced(keys, n, IntegerBins{}, add);
 #else
-    for_each_run(keys, n, head, add);
+    for_each_run(keys, n, head, IntegerBins{}, add);
 #endif
     add.flush();
-    __syncthreads();
-    for (u64 b = threadIdx.x; b < shared_bins; b += blockDim.x) {
-#if NARROW_COUNTERS
-        const bool high = b >= low_bins;
-        const u64 sum = (counters[high ? b - low_bins : b] >> (high ? 16 : 0)) & 0xffffu;
-#else
-        u64 sum = 0;
-        for (unsigned c = 0; c < COPIES; ++c) sum += counters[c * stride + b];
-#endif
-        if (overwrite) {
-            hist[b] = sum;
-        } else if (sum) {
-            atomicAdd(&hist[b], sum);
-        }
-    }
+    hk_merge_counters(counters, shared_bins, stride, hist, overwrite);
 }

@@ -52,7 +52,10 @@ def test_a_header_reaches_every_row_and_a_source_the_rows_that_compile_it():
 
 
 def ifndef_defaults(source: str) -> dict[str, str]:
-    text = (CUDA / source).read_text()
+    """The #ifndef defaults of a source and of the headers it includes."""
+    from histkit.gpu.compiler import files_of
+
+    text = "\n".join((CUDA / name).read_text() for name in sorted(files_of(source)))
     return dict(re.findall(r"#ifndef (\w+)\n#define \1 (\w+)", text))
 
 

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from histkit import __version__, oracles
+from histkit.bench.binning import binning_rows
 from histkit.bench.common import Timer, keys_of, optional_torch, right_result, skip_note
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
@@ -405,12 +406,17 @@ def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
     for dtype in RADIX_DTYPES if only in (None, "radix") else ():
         results["radix"].append(radix_row(cupy, torch, timer, n, dtype))
         print(_format_row(results["radix"][-1], "Gkeys_per_s", "G keys/s"), flush=True)
+    results["binning"] = []
+    for row in binning_rows(cupy, torch, timer, n, quick) if only in (None, "binning") else ():
+        results["binning"].append(row)
+        print(f"{row['rule']} {row['dtype']} " + _format_row(row), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"
     if only:
         stem += f"-{only}"
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
-    plot(results, out / f"{stem}.png")
-    print(f"wrote {out / stem}.json and .png")
+    if only != "binning":
+        plot(results, out / f"{stem}.png")
+    print(f"wrote {out / stem}.json (and .png)")
     return 0

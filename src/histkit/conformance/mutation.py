@@ -100,7 +100,10 @@ HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_launch_geometry.py",
 # Host files no conformance row runs (the public calls): the tests that call
 # them judge their mutants instead of rows (tests/test_gpu.py needs a GPU).
 TEST_JUDGED = {"gpu/api.py": ("tests/test_new_user.py", "tests/test_bad_input.py",
-                              "tests/test_gpu.py")}
+                              "tests/test_gpu.py"),
+               # The binning launches: their GPU tests run the binning judge.
+               "gpu/launch/binning.py": ("tests/test_gpu_binning.py",),
+               "gpu/binning.py": ("tests/test_gpu_binning.py",)}
 
 
 def host_tests_fail() -> bool:

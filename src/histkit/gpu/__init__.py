@@ -15,6 +15,7 @@ from histkit.gpu.api import (
     radix_sort,
     raise_if_bad,
 )
+from histkit.gpu.binning import bin_histogram
 from histkit.gpu.device import gpu_unavailable_reason
 from histkit.gpu.errors import (
     CudaError,
@@ -30,6 +31,7 @@ __all__ = [
     "GpuUnavailableError",
     "KernelCompileError",
     "argsort",
+    "bin_histogram",
     "counting_sort",
     "exclusive_scan",
     "gpu_unavailable_reason",

@@ -200,7 +200,7 @@ def stream_handle(stream) -> int | None:
 # --- keys on the device ------------------------------------------------------
 
 def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
-           name: str = "keys") -> _Call:
+           name: str = "keys", integer: bool = True) -> _Call:
     """The call's keys (on_device: a device array; else a checked NumPy array)
     on the device, and its stream: handle, else the keys' framework's current
     stream, else histkit's own."""
@@ -212,9 +212,9 @@ def _begin(rt: Runtime, keys, handle: int | None, on_device: bool,
     in_place = framework in _READ_IN_PLACE
     own_stream = _current_stream(framework, keys) if in_place else None
     call_rt = rt.on(handle if handle is not None else own_stream)
-    read = _read_in_place(framework, keys, call_rt, name) if in_place else None
+    read = _read_in_place(framework, keys, call_rt, name, integer) if in_place else None
     if read is None:  # the general view: its exporter orders its own pending work
-        read = _view(call_rt, keys, name)
+        read = _view(call_rt, keys, name, integer)
     else:  # on another stream= : read the keys after the framework's work
         call_rt.wait_for(own_stream)
     return _Call(call_rt, Keys(*read), framework, keys, own_stream)

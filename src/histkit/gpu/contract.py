@@ -147,6 +147,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "exclusive_scan.cu": {"SCAN_THREADS": SCAN_THREADS, "SCAN_ITEMS": SCAN_ITEMS},
     "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
                           "NARROW_SPILL": FAST_NARROW_SPILL},
+    "bin_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
+                         "NARROW_SPILL": FAST_NARROW_SPILL},
     "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
                                  "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
                                  "COUNT_THREADS": PART_COUNT_THREADS,
@@ -182,6 +184,22 @@ def _c_literal(value: int) -> str:
 
 def key_defines(dtype: np.dtype) -> dict[str, str]:
     return {"KEY_T": KEY_C_TYPES[np.dtype(dtype)]}
+
+
+# Real-valued samples (bin_histogram.cu): float16 travels as its bits.
+FLOAT_C_TYPES = {np.dtype(np.float16): "unsigned short", np.dtype(np.float32): "float",
+                 np.dtype(np.float64): "double"}
+
+
+def sample_defines(dtype: np.dtype) -> dict[str, str]:
+    """bin_histogram.cu's sample type: KEY_T, and whether it is a float,
+    float16 bits, a signed integer."""
+    dtype = np.dtype(dtype)
+    if dtype in FLOAT_C_TYPES:
+        return {"KEY_T": FLOAT_C_TYPES[dtype], "SAMPLE_FLOAT": "1",
+                "SAMPLE_HALF": str(int(dtype == np.float16))}
+    return {"KEY_T": KEY_C_TYPES[dtype], "SAMPLE_FLOAT": "0",
+            "SAMPLE_SIGNED": str(int(dtype.kind == "i"))}
 
 
 # A sort's original indices (index_dtype) -> the C type (-DINDEX_T=...; common.cuh).

@@ -38,9 +38,10 @@ class FastLayout:
         return self.copies * self.words_per_copy * 4
 
 
-def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
+def fast_layout(max_shared_per_block: int, num_bins: int, reserved: int = 0) -> FastLayout:
     """fast_histogram's layout for a device whose blocks may have
-    max_shared_per_block bytes of shared memory.
+    max_shared_per_block bytes of shared memory, of which `reserved` bytes
+    hold something else (bin_histogram.cu's edges).
 
     As many private 32-bit copies as fit FAST_SHARED_BUDGET (two blocks per
     SM); else one 32-bit copy as large as a block may have (one block per SM);
@@ -51,7 +52,8 @@ def fast_layout(max_shared_per_block: int, num_bins: int) -> FastLayout:
     with the rest global ran 1.6-3.4, but at 32768 bins (two blocks per SM)
     2.8-3.6 where one 32-bit copy ran 3.5-4.2.
     """
-    budget = min(FAST_SHARED_BUDGET, max_shared_per_block)
+    budget = min(FAST_SHARED_BUDGET, max_shared_per_block) - reserved
+    max_shared_per_block -= reserved
     for copies in (32, 16, 8, 4, 2, 1):
         layout = FastLayout(copies, num_bins)
         if layout.shared_bytes <= budget:

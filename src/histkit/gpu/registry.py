@@ -34,7 +34,7 @@ from functools import cache
 import numpy as np
 
 from histkit.gpu import contract, policy
-from histkit.gpu.launch import histogram, partitioned, rank, resident, scan, sort
+from histkit.gpu.launch import binning, histogram, partitioned, rank, resident, scan, sort
 
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
@@ -351,9 +351,60 @@ KERNELS: tuple[Kernel, ...] = (
            serves=("radix_sort",), variants=(DEFAULT, INT32_INDEX)),
 )
 
+
+def _binning_builds() -> tuple[dict[str, str], ...]:
+    """Representative builds of bin_histogram.cu: each rule and precision
+    path, each search type, and the counters' layouts (the sample type is
+    part of each build: the compile tests' KEY_T is an integer)."""
+    f32 = {"KEY_T": "float", "SAMPLE_FLOAT": "1"}
+    f64 = {"KEY_T": "double", "SAMPLE_FLOAT": "1"}
+    f16 = {"KEY_T": "unsigned short", "SAMPLE_FLOAT": "1", "SAMPLE_HALF": "1"}
+    even = {"BIN_RULE": "0", "COPIES": "32"}
+    edges = {"BIN_RULE": "1", "COPIES": "32"}
+    return (
+        {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "32"},
+        {**even, **f64},
+        {**even, **f16, "EDGE_BITS": "16", "DIFF_BITS": "16", "QUOT_BITS": "16"},
+        {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "64", "QUOT_BITS": "64"},
+        {**even, "SAMPLE_FLOAT": "0"},
+        {**edges, **f32},
+        {**edges, "SAMPLE_FLOAT": "0", "SEARCH_T": "long long"},
+        {**edges, "KEY_T": "unsigned long long", "SAMPLE_FLOAT": "0", "SAMPLE_SIGNED": "0",
+         "SEARCH_T": "unsigned long long"},
+        {**even, **f32, "COPIES": "1", "COALESCED": "1"},
+        {**even, **f32, "COPIES": "1", "NARROW_COUNTERS": "1"},
+    )
+
+
+# Real-valued samples into bins (gpu.bin_histogram), judged by
+# oracles.bin_histogram on histkit.conformance.binning_cases (their own
+# judge: these rows take samples and a rule, not integer keys).
+# Launch signature: run(rt, samples, rule, hist, first_bad, edges, grid=None,
+# **options) -> Geometry (histkit.gpu.launch.binning).
+BINNING_KIND = "bin-histogram"
+BINNING_KINDS = {BINNING_KIND: "counts, underflow, overflow and NaN tallies equal to "
+                               "oracles.bin_histogram (numpy's rule), bit for bit"}
+BINNING_KERNELS: tuple[Kernel, ...] = (
+    Kernel("bin-histogram", BINNING_KIND, "bin_histogram.cu", ("bin_histogram",),
+           binning.bin_histogram, builds=_binning_builds(), serves=("bin_histogram",),
+           variants=(
+               DEFAULT,
+               Variant("split", {"shared_share": 0.6}, "40% of the counters global"),
+               Variant("coalesced", {"shared_share": 0.25}, "75% global: COALESCED walk"),
+               Variant("narrow", {"narrow": True}, "16-bit shared counters"),
+               Variant("grid-1", {"grid": 1}, "one block walks every sample"),
+           )),
+)
+
+
+def binning_kernel() -> Kernel:
+    """The row gpu.bin_histogram runs."""
+    return BINNING_KERNELS[0]
+
+
 # Sources compiled by nothing the suite judges (the benchmark's roofline).
 BENCH_ONLY_SOURCES = ("roofline.cu",)
-HEADERS = ("common.cuh", "schedule_skew.cuh")
+HEADERS = ("common.cuh", "counting.cuh", "schedule_skew.cuh")
 
 
 def by_row(row: str) -> Kernel:
@@ -377,9 +428,12 @@ def methods(call: str = "histogram") -> tuple:
 
 
 def rows_reaching(source: str) -> list[Kernel]:
-    """Rows whose launches compile `source` (a header reaches every row)."""
+    """Rows of the integer-key table whose launches compile `source` (a
+    header: the rows whose sources include it)."""
     if source in HEADERS:
-        return list(KERNELS)
+        from histkit.gpu.compiler import files_of
+
+        return [k for k in KERNELS if any(source in files_of(s) for s in k.sources)]
     return [k for k in KERNELS if source in k.sources]
 
 
@@ -387,7 +441,7 @@ def builds_by_source() -> dict[str, list[dict[str, str]]]:
     """Every .cu source the kernels compile, with each define set their
     launchers build it with (a source only used by another row: its defaults)."""
     found: dict[str, list[dict[str, str]]] = {}
-    for kernel in KERNELS:
+    for kernel in KERNELS + BINNING_KERNELS:
         for build in kernel.builds:
             if build not in found.setdefault(kernel.source, []):
                 found[kernel.source].append(build)
@@ -401,5 +455,5 @@ def builds_by_source() -> dict[str, list[dict[str, str]]]:
 
 def sources() -> list[str]:
     """Every file of cuda/ histkit ships: the kernels' sources, headers, bench-only ones."""
-    found = dict.fromkeys(s for k in KERNELS for s in k.sources)
+    found = dict.fromkeys(s for k in KERNELS + BINNING_KERNELS for s in k.sources)
     return sorted(found) + list(BENCH_ONLY_SOURCES) + list(HEADERS)

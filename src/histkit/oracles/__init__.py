@@ -32,6 +32,7 @@ from histkit.oracles._bin_rule import (
     as_sample_array,
     checked_edges,
     even_rule,
+    numpy_fails_error,
     parse_bins,
     search_edges,
 )
@@ -303,12 +304,7 @@ def bin_histogram(
             rule.scale, rule.edge_bits, rule.diff_bits, rule.quot_bits, right_closed_last,
             rule.keep, threads)
         if failed >= 0:
-            raise ValueError(
-                f"numpy's rule has no bin for the sample at index {failed} "
-                f"({samples[failed].item()!r}): its estimate ((x - lo) / (hi - lo)) * bins, "
-                f"x - lo in {rule.diff_dtype} and the rest in {rule.quot_dtype}, overflows "
-                f"for the span [{rule.bounds[0]}, {rule.bounds[1]}] (np.histogram raises here "
-                f"too)")
+            raise numpy_fails_error(rule, failed, samples[failed].item())
     else:
         edges = checked_edges(edges)
         require_memory(8 * 2 * len(edges), f"{len(edges)} edges (int64 counts)")

@@ -180,6 +180,16 @@ def even_rule(samples: np.ndarray, num_bins: int, range,
                     bounds=(first, last), diff_dtype=diff_dtype, quot_dtype=quot_dtype)
 
 
+def numpy_fails_error(rule: EvenRule, index: int, value) -> ValueError:
+    """The error for a sample numpy's even-bin code fails on (its estimate
+    overflows to an index past the edges)."""
+    return ValueError(
+        f"numpy's rule has no bin for the sample at index {index} ({value!r}): its estimate "
+        f"((x - lo) / (hi - lo)) * bins, x - lo in {rule.diff_dtype} and the rest in "
+        f"{rule.quot_dtype}, overflows for the span [{rule.bounds[0]}, {rule.bounds[1]}] "
+        f"(np.histogram raises here too)")
+
+
 def _range_value(value, name: str):
     """A bound of range as np.histogram would use it: a Python or numpy real number."""
     if isinstance(value, np.ndarray) and value.ndim == 0:

@@ -1,0 +1,302 @@
+// Histograms of real-valued samples, bin-exactly as np.histogram bins them
+// (histkit.gpu.bin_histogram). Judged by oracles.bin_histogram: the counts and
+// the underflow, overflow and NaN tallies equal, bit for bit.
+//
+// The host (histkit.oracles._bin_rule) derives numpy's rule for a call once:
+// the edges, the sample values numpy keeps and the precision of each step of
+// its estimate. Each sample's bin then comes from one of two rules, and
+// counting.cuh's machinery counts it into num_bins + 3 counters: the bins,
+// then the samples below the first edge, above the last, and NaN.
+//
+// - Even bins (BIN_RULE=0): numpy's estimate ((x - lo) / width) * bins, each
+//   step rounded to the precision numpy computes it in (EDGE_BITS, DIFF_BITS,
+//   QUOT_BITS: 16, 32 or 64), truncated, then corrected once down and once up
+//   against the edges, as numpy corrects it. The same steps give the same
+//   bin, so the kernel equals numpy even where numpy's one correction leaves a
+//   sample outside its edges (float16 arithmetic, subnormal spans); a sample
+//   numpy's own code fails on is reported as a bad key at its index.
+// - Edges (BIN_RULE=1): a binary search over the edges, in the type numpy
+//   compares samples with them in (SEARCH_T: double, or 64-bit integers for
+//   integer samples against integer edges), of which the count of edges
+//   <= x gives the bin.
+//
+// The edges live in shared memory after the counters when the launcher found
+// room (EDGES_IN_SHARED flag), else they are read through the read-only cache.
+#include "counting.cuh"
+
+#ifndef BIN_RULE
+#define BIN_RULE 0  // 0: even bins, 1: explicit edges
+#endif
+#ifndef SAMPLE_FLOAT
+#define SAMPLE_FLOAT 0  // 1: KEY_T is float or double, or float16 bits (SAMPLE_HALF)
+#endif
+#ifndef SAMPLE_HALF
+#define SAMPLE_HALF 0  // 1: KEY_T (unsigned short) holds float16 bits
+#endif
+#ifndef SAMPLE_SIGNED
+#define SAMPLE_SIGNED 1  // integer samples: KEY_T is signed
+#endif
+#ifndef EDGE_BITS
+#define EDGE_BITS 64
+#endif
+#ifndef DIFF_BITS
+#define DIFF_BITS 64
+#endif
+#ifndef QUOT_BITS
+#define QUOT_BITS 64
+#endif
+#ifndef SEARCH_T
+#define SEARCH_T double
+#endif
+
+// The counters after the bins (oracles._binning keeps the same order).
+#define UNDER_SLOT 0
+#define OVER_SLOT 1
+#define NAN_SLOT 2
+// A sample numpy's even-bin code fails on: past every counter, so counting.cuh
+// reports it as a bad key.
+#define NUMPY_FAILS 0xffffffffffffffffULL
+
+// The launcher's flags argument.
+#define CLOSED_LAST 1u       // the last bin includes its top edge (numpy); else CUB's rule
+#define ANY_LOW 2u           // some sample value passes numpy's x >= lo
+#define ANY_HIGH 4u          // some sample value passes numpy's x <= hi
+#define EDGES_IN_SHARED 8u   // the edges are copied to shared memory after the counters
+
+// A sample's value for the keep test: floats in their own precision (float16
+// widened to float, exactly), integers as themselves.
+#if SAMPLE_HALF
+typedef float sample_value;
+#elif SAMPLE_FLOAT
+typedef hk_key sample_value;
+#elif SAMPLE_SIGNED
+typedef i64 sample_value;
+#else
+typedef u64 sample_value;
+#endif
+
+// Edges of even bins in the precision numpy computes them in (float holds
+// every float16 exactly).
+#if EDGE_BITS == 64
+typedef double edge_value;
+#else
+typedef float edge_value;
+#endif
+
+#if BIN_RULE == 0
+typedef edge_value stored_edge;
+#else
+typedef SEARCH_T stored_edge;
+#endif
+
+// The value of the float16 with bits h, exactly.
+__device__ __forceinline__ float half_value(unsigned short h) {
+    const unsigned exponent = (h >> 10) & 0x1fu;
+    const unsigned fraction = h & 0x3ffu;
+    float magnitude;
+    if (exponent == 0) {
+        magnitude = (float)fraction * 5.9604644775390625e-8f;  // 2^-24, exact
+    } else if (exponent == 0x1f) {
+        magnitude = fraction ? __int_as_float(0x7fc00000) : __int_as_float(0x7f800000);
+    } else {
+        magnitude = __uint_as_float(((exponent + 112u) << 23) | (fraction << 13));
+    }
+    return (h & 0x8000u) ? -magnitude : magnitude;
+}
+
+__device__ __forceinline__ sample_value value_of(hk_key raw) {
+#if SAMPLE_HALF
+    return half_value(raw);
+#else
+    return (sample_value)raw;
+#endif
+}
+
+// The sample as a double: exact for every dtype but 64-bit integers past
+// 2^53, which round to nearest, as numpy's cast to float64 edges rounds them.
+__device__ __forceinline__ double as_double(sample_value v) { return (double)v; }
+
+// The float16 nearest to v (ties to even), as a double; NaN stays NaN.
+__device__ __forceinline__ double round_half(double v) {
+    const double a = fabs(v);
+    if (a != a) return v;
+    if (a >= 65520.0) return v > 0 ? __longlong_as_double(0x7ff0000000000000LL)
+                                   : __longlong_as_double((long long)0xfff0000000000000ULL);
+    if (a < 6.103515625e-05) return rint(v * 16777216.0) / 16777216.0;  // subnormal: steps of 2^-24
+    int e;
+    frexp(a, &e);
+    const double step = ldexp(1.0, e - 11);  // 10 bits after the leading one
+    return rint(v / step) * step;
+}
+
+// v (an operation's exact result, or that rounded to double) rounded to the
+// precision of `bits`: double holds more than twice the bits of float and
+// float16 plus two, so rounding twice is rounding once.
+template <int bits>
+__device__ __forceinline__ double rounded(double v) {
+    if (bits == 64) return v;
+    if (bits == 32) return (double)__double2float_rn(v);
+    return round_half(v);
+}
+
+// Which counter a sample goes to besides a bin: numpy keeps x when x >= lo
+// and x <= hi (compared as its promotion rules say), which for the sample's
+// dtype is the interval [low, high] of sample values (NaN bounds: no value).
+struct Keep {
+    sample_value low;
+    sample_value high;
+    unsigned flags;
+
+    // -1 in range, else UNDER_SLOT, OVER_SLOT or NAN_SLOT.
+    __device__ __forceinline__ int slot(sample_value v) const {
+#if SAMPLE_FLOAT
+        if (v >= low && v <= high) return -1;
+        if (v != v) return NAN_SLOT;
+        return (!(flags & ANY_LOW) || v < low) ? UNDER_SLOT : OVER_SLOT;
+#else
+        if ((flags & ANY_LOW) && (flags & ANY_HIGH) && v >= low && v <= high) return -1;
+        return (!(flags & ANY_LOW) || v < low) ? UNDER_SLOT : OVER_SLOT;
+#endif
+    }
+};
+
+__device__ __forceinline__ sample_value bound(u64 bits) {
+#if SAMPLE_FLOAT
+    return (sample_value)__longlong_as_double((long long)bits);
+#else
+    return (sample_value)bits;
+#endif
+}
+
+struct EvenBins {
+    const stored_edge* edges;  // num_bins + 1
+    u64 num_bins;
+    Keep keep;
+    double lo, width, scale;
+    double top;  // min(num_bins, 2^52): estimates below it are inside the bins
+
+    // numpy's bin for an in-range sample xe (cast to the edges' precision)
+    // whose estimate f lies outside [0, num_bins): its steps in full, Python's
+    // negative indexing included. num_bins (the top edge under CUB's rule)
+    // is returned as is; NUMPY_FAILS where numpy's code raises.
+    __device__ __noinline__ u64 outside(edge_value xe, double f, bool closed_last) const {
+        const i64 n = (i64)num_bins;
+        i64 b = (f >= -9.223372036854775808e18 && f < 9.223372036854775808e18)
+                    ? (i64)f : (i64)0x8000000000000000ULL;
+        if (b == n) b = n - 1;
+        if (b < -(n + 1) || b > n) return NUMPY_FAILS;
+        if (xe < edges[b < 0 ? b + n + 1 : b]) b -= 1;
+        const i64 up = b + 1;
+        if ((b != n - 1 || !closed_last) && xe >= edges[up < 0 ? up + n + 1 : up]) b += 1;
+        return b < 0 ? NUMPY_FAILS : (u64)b;
+    }
+
+    __device__ __forceinline__ u64 operator()(hk_key raw) const {
+        const sample_value v = value_of(raw);
+        const int slot = keep.slot(v);
+        if (slot >= 0) return num_bins + slot;
+        const bool closed_last = keep.flags & CLOSED_LAST;
+        u64 b;
+#if EDGE_BITS == 32 && DIFF_BITS == 32 && QUOT_BITS == 32
+        // float32 throughout: the float operations round as numpy's loops do.
+        const float xe = (float)as_double(v);
+        const float f = __fmul_rn(__fdiv_rn(__fsub_rn(xe, (float)lo), (float)width), (float)scale);
+        if (!(f >= 0.0f && (double)f < top)) b = outside(xe, f, closed_last);
+#elif EDGE_BITS == 64 && DIFF_BITS == 64 && QUOT_BITS == 64
+        const double xe = as_double(v);
+        const double f = __dmul_rn(__ddiv_rn(__dsub_rn(xe, lo), width), scale);
+        if (!(f >= 0.0 && f < top)) b = outside(xe, f, closed_last);
+#else
+        const edge_value xe = (edge_value)rounded<EDGE_BITS>(as_double(v));
+        const double d = rounded<DIFF_BITS>(__dsub_rn((double)xe, lo));
+        const double f = rounded<QUOT_BITS>(__dmul_rn(rounded<QUOT_BITS>(__ddiv_rn(d, width)), scale));
+        if (!(f >= 0.0 && f < top)) b = outside(xe, f, closed_last);
+#endif
+        else {
+            // After a step down the step up cannot happen: it would compare
+            // with the edge just found above the sample.
+            b = (u64)f;
+            if (xe < edges[b]) {
+                b = b > 0 ? b - 1 : NUMPY_FAILS;
+            } else if ((b != num_bins - 1 || !closed_last) && xe >= edges[b + 1]) {
+                b += 1;
+            }
+        }
+        return b == num_bins ? num_bins + OVER_SLOT : b;
+    }
+};
+
+struct EdgeBins {
+    const stored_edge* edges;  // num_bins + 1, not decreasing
+    u64 num_bins;
+    unsigned flags;
+
+    __device__ __forceinline__ u64 operator()(hk_key raw) const {
+#if SAMPLE_FLOAT
+        const SEARCH_T x = (SEARCH_T)as_double(value_of(raw));
+        if (x != x) return num_bins + NAN_SLOT;
+#else
+        const SEARCH_T x = (SEARCH_T)raw;
+#endif
+        // How many edges are <= x, without branches: its bin is one less.
+        const u64 count = num_bins + 1;
+        u64 base = 0;
+        for (u64 size = count; size > 1;) {
+            const u64 half = size >> 1;
+            base = edges[base + half] <= x ? base + half : base;
+            size -= half;
+        }
+        const u64 above = base + (edges[base] <= x);
+        if (above == 0) return num_bins + UNDER_SLOT;
+        if (above < count) return above - 1;
+        if ((flags & CLOSED_LAST) && num_bins > 0 && x <= edges[num_bins]) return num_bins - 1;
+        return num_bins + OVER_SLOT;
+    }
+};
+
+// samples[0, n) into hist[0, num_bins + 3). The arguments after first_bad are
+// the rule: the edges (num_bins + 1 of them), the flags above, numpy's lo,
+// width and scale as doubles (even bins), and the kept sample values' bounds
+// (double bits for float samples, the integer's bits otherwise).
+extern "C" __global__ void bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head,
+                                         u64 shared_bins, u64* hist, u64* first_bad,
+                                         const stored_edge* edges, unsigned flags, double lo,
+                                         double width, double scale, u64 keep_low,
+                                         u64 keep_high) {
+    extern __shared__ unsigned counters[];
+    hk_skew_warps();
+    const u64 stride = hk_copy_stride(shared_bins);
+    // The edges follow the counters, 8-byte aligned.
+    const u64 counter_words = (COPIES * stride + 1) & ~(u64)1;
+    const u64 edge_count = num_bins + 1;
+    const bool edges_shared = flags & EDGES_IN_SHARED;
+    hk_require_dynamic_shared(counter_words * sizeof(unsigned) +
+                              (edges_shared ? edge_count * sizeof(stored_edge) : 0));
+    const stored_edge* rule_edges = edges;
+    if (edges_shared) {
+        stored_edge* shared_edges = (stored_edge*)(counters + counter_words);
+        for (u64 j = threadIdx.x; j < edge_count; j += blockDim.x) shared_edges[j] = edges[j];
+        rule_edges = shared_edges;
+    }
+    hk_zero_counters(counters, stride);
+    const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
+    const u64 counters_total = num_bins + 3;
+    Counters add{counters + copy * stride, shared_bins, hk_low_bins(shared_bins), hist,
+                 counters_total, first_bad};
+#if BIN_RULE == 0
+    const Keep keep{bound(keep_low), bound(keep_high), flags};
+    const EvenBins bin{rule_edges, num_bins, keep, lo, width, scale,
+                       (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52))};
+#else
+    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high;
+    const EdgeBins bin{rule_edges, num_bins, flags};
+#endif
+#if COALESCED
+    (void)head;
+    for_each_key_coalesced(samples, n, bin, add);
+#else
+    for_each_run(samples, n, head, bin, add);
+#endif
+    add.flush();
+    hk_merge_counters(counters, shared_bins, stride, hist, 0u);
+}

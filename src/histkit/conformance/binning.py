@@ -1,0 +1,135 @@
+"""The binning kernels judged: every row of registry.BINNING_KERNELS, in every
+variant, on every case of histkit.conformance.binning_cases, against
+oracles.bin_histogram.
+
+The rule (kind ``bin-histogram``): the counts and the underflow, overflow and
+NaN tallies equal the oracle's, bit for bit; where numpy's own code fails on a
+sample (the oracle raises), the kernel reports exactly that sample's index.
+Samples go to the device at the case's own alignment (a misaligned view
+stays misaligned there), and the counts start poisoned, so a counter the
+kernel never writes shows.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from histkit import oracles
+from histkit.conformance.binning_cases import BinCase, bin_cases
+from histkit.gpu import registry
+from histkit.gpu.contract import NO_BAD_KEY
+from histkit.gpu.device import Runtime
+from histkit.gpu.launch.binning import TALLIES
+from histkit.gpu.launch.common import Keys
+from histkit.oracles._bin_rule import as_sample_array, parse_bins
+
+POISON = 0xA5  # the counts' bytes before the launch
+
+
+@dataclass(frozen=True)
+class BinResult:
+    case: str
+    column: str
+    status: str  # pass | FAIL
+    detail: str = ""
+    geometry: str = ""
+    seconds: float = 0.0
+
+
+def expected(case: BinCase) -> tuple[np.ndarray, int | None]:
+    """(counts then the three tallies, None), or (None, index of the first
+    sample numpy fails on) where the oracle raises for that reason."""
+    try:
+        counts, _, flow = oracles.bin_histogram(case.samples, case.bins, case.range,
+                                                right_closed_last=case.right_closed_last,
+                                                flow=True)
+    except ValueError as error:
+        found = re.search(r"sample at index (\d+)", str(error))
+        if found is None:
+            raise
+        return None, int(found.group(1))
+    return np.concatenate([counts, np.array(flow, dtype=np.int64)]), None
+
+
+def _samples_on_device(rt: Runtime, samples: np.ndarray, keep: list) -> Keys:
+    """The samples on the device, starting at the same offset from a 16-byte
+    boundary as on the host (the kernel's vector head depends on it)."""
+    samples = np.ascontiguousarray(samples) if samples.strides[0] != samples.itemsize else samples
+    offset = samples.ctypes.data % 16
+    block = rt.empty(samples.nbytes + 16, np.uint8)
+    keep.append(block)
+    ptr = block.ptr + offset
+    if samples.nbytes:
+        staged = rt.to_device(samples)
+        keep.append(staged)
+        rt.copy_device(ptr, staged.ptr, samples.nbytes)
+    return Keys(ptr, len(samples), samples.dtype)
+
+
+def judge_case(rt: Runtime, case: BinCase, columns) -> list[BinResult]:
+    from histkit.gpu.binning import kernel_rule_for
+
+    want, fails_at = expected(case)
+    rule, _, _ = kernel_rule_for(as_sample_array(case.samples), *parse_bins(case.bins),
+                                 case.range, case.right_closed_last)
+    keep: list = []
+    samples = _samples_on_device(rt, case.samples, keep)
+    edges = rt.to_device(rule.edges)
+    total = rule.num_bins + TALLIES
+    results = []
+    for column, kernel, variant in columns:
+        start = time.perf_counter()
+        hist = rt.empty(total, np.int64)
+        rt.memset(hist.ptr, POISON, total * 8)
+        first_bad = rt.empty(1, np.uint64)
+        rt.memset(first_bad.ptr, 0xFF, 8)
+        geometry = ""
+        if samples.n:
+            geometry = str(kernel.run(rt, samples, rule, hist, first_bad, edges,
+                                      **variant.options))
+        else:
+            rt.memset(hist.ptr, 0, total * 8)
+        got = rt.copy_to_host(hist.ptr, np.empty(total, np.int64))
+        bad = rt.read_word(first_bad.ptr)
+        status, detail = _compare(got, want, None if bad == NO_BAD_KEY else bad, fails_at,
+                                  rule.num_bins)
+        results.append(BinResult(case.name, column, status, detail, geometry,
+                                 time.perf_counter() - start))
+    return results
+
+
+def _compare(got, want, bad: int | None, fails_at: int | None, num_bins: int):
+    if fails_at is not None:
+        if bad == fails_at:
+            return "pass", ""
+        return "FAIL", (f"numpy's rule fails first on sample {fails_at}; the kernel reported "
+                        f"{'none' if bad is None else bad}")
+    if bad is not None:
+        return "FAIL", f"the kernel reported sample {bad} as one numpy fails on; numpy bins it"
+    differ = np.flatnonzero(got != want)
+    if not len(differ):
+        return "pass", ""
+    first = int(differ[0])
+    names = {num_bins: "underflow", num_bins + 1: "overflow", num_bins + 2: "nan"}
+    where = names.get(first, f"bin {first}")
+    return "FAIL", (f"{len(differ)} counters differ; first {where}: expected {int(want[first])}"
+                    f", got {int(got[first])}")
+
+
+def judge(rt: Runtime, cases: list[BinCase] | None = None, quick: bool = True,
+          on_result: Callable[[BinResult], None] | None = None) -> list[BinResult]:
+    """Every binning column on every case (default: bin_cases(quick))."""
+    columns = [(name, kernel, variant) for kernel in registry.BINNING_KERNELS
+               for name, variant in kernel.columns()]
+    results = []
+    for case in bin_cases(quick) if cases is None else cases:
+        for result in judge_case(rt, case, columns):
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    return results

@@ -1,0 +1,193 @@
+"""gpu.bin_histogram: real-valued samples into bins on the GPU, bin-exactly as
+``np.histogram`` (and ``oracles.bin_histogram``) bins them.
+
+numpy's rule for a call (its edges, the samples it keeps, the precision of
+each step of its estimate) is derived on the host by the oracle's own code
+(histkit.oracles._bin_rule); bin_histogram.cu then places every sample by it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from histkit.gpu import registry
+from histkit.gpu.api import _allocate, _begin, is_device_array, stream_handle
+from histkit.gpu.contract import NO_BAD_KEY
+from histkit.gpu.device import runtime
+from histkit.gpu.launch.binning import TALLIES, KernelRule, edges_kernel_rule, even_kernel_rule
+from histkit.oracles._bin_rule import (
+    FLOAT_BITS,
+    Flow,
+    as_sample_array,
+    checked_edges,
+    even_rule,
+    numpy_fails_error,
+    parse_bins,
+    search_edges,
+)
+from histkit.oracles._binning import sample_span
+from histkit.oracles._threads import idle_cpus
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from numpy.typing import NDArray
+
+
+def _device_span(samples, dtype: np.dtype):
+    """(min, max, NaN seen) of device samples, by their own framework (numpy's
+    min and max propagate NaN, as CuPy's and PyTorch's do)."""
+    low, high = samples.min(), samples.max()
+    low, high = (v.item() for v in (low, high))
+    nan = dtype.kind == "f" and (low != low or high != high)
+    return low, high, nan
+
+
+def _sample_dtype(dtype: np.dtype) -> np.dtype:
+    if not (dtype.kind in "iu" or dtype in FLOAT_BITS):
+        raise TypeError(f"samples must have a float16, float32, float64 or integer dtype; "
+                        f"got {dtype}")
+    return dtype
+
+
+def _kernel_rule(samples, dtype: np.dtype, n: int, num_bins, edges, range,
+                 right_closed_last: bool, span):
+    """(KernelRule, the edges np.histogram returns, the even rule or None)."""
+    if edges is not None:
+        edges = checked_edges(edges)
+        return edges_kernel_rule(search_edges(dtype, edges), right_closed_last), edges, None
+    # The rule reads the samples for their dtype, their count and, with no
+    # range, the sign of a zero min or max; device samples lend a stand-in.
+    stand_in = samples
+    if not isinstance(samples, np.ndarray):
+        low_high = span() if (range is None and n) else (0, 0, False)
+        stand_in = np.array(low_high[:2] if n else [], dtype)
+        def span():
+            return (low_high)
+    rule = even_rule(stand_in, num_bins, range, span)
+    return even_kernel_rule(rule, dtype, right_closed_last), rule.edges, rule
+
+
+def kernel_rule_for(samples: np.ndarray, num_bins: int | None, edges, range,
+                    right_closed_last: bool):
+    """(KernelRule, the edges np.histogram returns, the even rule or None)
+    for host samples (as_sample_array's) and bins as parse_bins splits them."""
+    half = samples.dtype == np.float16
+    view = samples.view(np.uint16) if half else samples
+    return _kernel_rule(samples, samples.dtype, len(samples), num_bins, edges, range,
+                        right_closed_last, lambda: sample_span(view, half, idle_cpus(len(view))))
+
+
+def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | None = None, *,
+                  right_closed_last: bool = True, flow: bool = False, stream: Any = None,
+                  ) -> tuple[Any, NDArray] | tuple[Any, NDArray, Flow]:
+    """Histogram of real-valued samples on the GPU, bin-exactly as ``np.histogram``.
+
+    Equals `histkit.oracles.bin_histogram` (and so ``np.histogram``) bit for
+    bit: the same edges, and each sample in the bin numpy's rule gives it,
+    its estimate computed step by step in numpy's precisions and corrected
+    against the edges as numpy corrects it.
+
+    Parameters
+    ----------
+    samples : array
+        Values of a float16, float32, float64 or integer dtype: a NumPy array
+        (any shape, flattened; copied to the device) or a one-dimensional
+        contiguous device array from CuPy, PyTorch or anything speaking DLPack
+        or ``__cuda_array_interface__`` (read in place). NaN is never counted.
+    bins : int or array_like
+        The number of even bins over `range`, or a 1-d array of edges, not
+        decreasing (then `range` is ignored).
+    range : (lo, hi), optional
+        The span of the even bins. Default: the samples' min and max (for
+        device samples, found by their framework; a zero bound then takes the
+        sign its framework's min or max gives).
+    right_closed_last : bool, default True
+        False gives CUB's convention: every bin half-open, so a sample on the
+        top edge is not counted.
+    flow : bool, default False
+        Also return ``Flow(underflow, overflow, nan)``.
+    stream : stream, optional
+        The stream to run on; default: the samples' framework's current
+        stream, else histkit's own.
+
+    Returns
+    -------
+    counts : array
+        int64, one per bin, of the samples' kind (NumPy samples: NumPy).
+    edges : numpy.ndarray
+        The bin edges, as ``np.histogram`` returns them.
+    flow : Flow
+        Only with ``flow=True``.
+
+    Raises
+    ------
+    TypeError, ValueError, OverflowError
+        What `histkit.oracles.bin_histogram` raises, before any sample is
+        binned; a ValueError naming the first sample numpy's own code fails
+        on (its estimate overflows), after.
+    GpuUnavailableError
+        No usable GPU, driver or cuda-python.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from histkit import gpu
+    >>> gpu.bin_histogram(np.array([0.5, 1.0, 2.0, 3.0]), 3, range=(0, 3))  # doctest: +SKIP
+    (array([1, 1, 2]), array([0., 1., 2., 3.]))
+
+    Bad arguments are refused before a GPU is looked for:
+
+    >>> gpu.bin_histogram(np.array([0.5]), 3, range=(1, 0))
+    Traceback (most recent call last):
+    ...
+    ValueError: range must have lo <= hi; got [1, 0]
+    """
+    for name, value in (("right_closed_last", right_closed_last), ("flow", flow)):
+        if not isinstance(value, bool | np.bool_):
+            raise TypeError(f"{name} must be True or False; got {value!r}")
+    num_bins, edges = parse_bins(bins)
+    handle = stream_handle(stream)
+    if is_device_array(samples):
+        # Device samples: their layout and dtype are read (no work queued)
+        # before the rule is derived.
+        call = _begin(runtime(), samples, handle, True, "samples", integer=False)
+        dtype, n = _sample_dtype(call.keys.dtype), call.keys.n
+        span = lambda: _device_span(samples, dtype)  # noqa: E731
+        rule, returned_edges, even = _kernel_rule(samples, dtype, n, num_bins, edges, range,
+                                                  right_closed_last, span)
+    else:
+        samples = as_sample_array(samples)
+        rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
+                                                     right_closed_last)
+        call = _begin(runtime(), np.ascontiguousarray(samples), handle, False, "samples")
+    total = rule.num_bins + TALLIES
+    hist = _allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
+    slot = call.rt.bad_key_slot()
+    if call.keys.n:
+        edges_on_device = call.rt.to_device(rule.edges)
+        registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot, edges_on_device)
+    else:
+        call.rt.memset(hist.ptr, 0, total * 8)
+    failed = call.rt.read_bad_key(slot)
+    if failed != NO_BAD_KEY:
+        value = call.rt.copy_to_host(call.keys.ptr + failed * dtype.itemsize,
+                                     np.empty(1, dtype))[0]
+        raise numpy_fails_error(even, failed, value.item())
+    return _results(call, hist, rule, returned_edges, flow)
+
+
+def _results(call, hist, rule: KernelRule, edges: np.ndarray, flow: bool):
+    """(counts, edges[, flow]): counts of the samples' kind."""
+    if call.framework == "numpy":
+        every = call.rt.copy_to_host(hist.ptr, np.empty(rule.num_bins + TALLIES, np.int64))
+        counts, tallies = every[:rule.num_bins], every[rule.num_bins:]
+    else:
+        counts = hist.handed[:rule.num_bins]
+        tallies = (call.rt.copy_to_host(hist.ptr + rule.num_bins * 8, np.empty(TALLIES, np.int64))
+                   if flow else None)
+    if flow:
+        return counts, edges, Flow(*(int(t) for t in tallies))
+    return counts, edges

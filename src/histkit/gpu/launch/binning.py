@@ -1,0 +1,150 @@
+"""Real-valued samples into bins (bin_histogram.cu): numpy's rule for one call
+as the kernel takes it, and its launch."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from histkit.gpu import contract
+from histkit.gpu.contract import FAST_BLOCK, MAX_KEYS_PER_BLOCK
+from histkit.gpu.device import DeviceArray, Runtime
+from histkit.gpu.geometry import Geometry
+from histkit.gpu.launch.common import Keys, blocks_for, zero_counts
+from histkit.gpu.launch.histogram import vector_head
+from histkit.gpu.policy import FastLayout, fast_layout
+from histkit.oracles._bin_rule import EvenRule
+
+# Counters after the bins: underflow, overflow, NaN (bin_histogram.cu's slots).
+TALLIES = 3
+# bin_histogram.cu's flags argument.
+CLOSED_LAST, ANY_LOW, ANY_HIGH, EDGES_IN_SHARED = 1, 2, 4, 8
+# The edges go to shared memory, after the counters, up to this many bytes
+# (4096 float64 edges): past it the counters keep the room, and the edges are
+# read through the read-only cache.
+EDGES_SHARED_MAX = 32 * 1024
+# The edge search's type in C, by the dtype numpy compares samples and edges in.
+SEARCH_C_TYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
+                  np.dtype(np.uint64): "unsigned long long"}
+
+
+@dataclass(frozen=True)
+class KernelRule:
+    """numpy's rule for one call, as bin_histogram.cu takes it."""
+
+    num_bins: int
+    edges: np.ndarray  # num_bins + 1, in the type the kernel compares them in
+    defines: dict
+    flags: int
+    lo: float = 0.0
+    width: float = 0.0
+    scale: float = 0.0
+    keep_low: int = 0  # bits of the lowest kept sample value (a double for float samples)
+    keep_high: int = 0
+
+
+def _double_bits(value: float) -> int:
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def _keep_bits(value, sample_dtype: np.dtype, any_value: bool) -> int:
+    """A kept-interval bound as bin_histogram.cu reads it: double bits for a
+    float sample (NaN where no value passes), the integer's 64 bits otherwise."""
+    if sample_dtype.kind == "f":
+        return _double_bits(float(value) if any_value else float("nan"))
+    return int(value) % 2**64 if any_value else 0
+
+
+def even_kernel_rule(rule: EvenRule, sample_dtype: np.dtype, closed_last: bool) -> KernelRule:
+    """The kernel's form of numpy's even-bin rule (oracles._bin_rule.even_rule)."""
+    any_low, any_high, low, high = rule.keep
+    flags = (CLOSED_LAST if closed_last else 0) | (ANY_LOW if any_low else 0) | (
+        ANY_HIGH if any_high else 0)
+    # float16 edges are held as float32, which holds each exactly.
+    edge_type = np.float64 if rule.edge_bits == 64 else np.float32
+    return KernelRule(
+        num_bins=len(rule.edges) - 1, edges=np.ascontiguousarray(rule.edges, dtype=edge_type),
+        defines={"BIN_RULE": "0", "EDGE_BITS": str(rule.edge_bits),
+                 "DIFF_BITS": str(rule.diff_bits), "QUOT_BITS": str(rule.quot_bits)},
+        flags=flags, lo=rule.lo, width=rule.width, scale=rule.scale,
+        keep_low=_keep_bits(low, sample_dtype, any_low),
+        keep_high=_keep_bits(high, sample_dtype, any_high))
+
+
+def edges_kernel_rule(search_edges: np.ndarray, closed_last: bool) -> KernelRule:
+    """The kernel's form of explicit edges, already in the search's dtype
+    (oracles._bin_rule.search_edges)."""
+    return KernelRule(num_bins=len(search_edges) - 1, edges=np.ascontiguousarray(search_edges),
+                      defines={"BIN_RULE": "1",
+                               "SEARCH_T": SEARCH_C_TYPES[search_edges.dtype]},
+                      flags=CLOSED_LAST if closed_last else 0)
+
+
+def counters_layout(max_shared: int, rule: KernelRule) -> tuple[FastLayout, int]:
+    """(the counters' layout, the edges' bytes in shared memory: 0 when they
+    are read from global memory)."""
+    edge_bytes = rule.edges.nbytes
+    if edge_bytes > EDGES_SHARED_MAX:
+        edge_bytes = 0
+    # 8 bytes more: the counters are padded to align the edges.
+    return fast_layout(max_shared, rule.num_bins + TALLIES, reserved=edge_bytes + 8), edge_bytes
+
+
+def shared_bytes(layout: FastLayout, edge_bytes: int) -> int:
+    """A block's dynamic shared memory: the counters, padded to 8 bytes, then the edges."""
+    counter_words = layout.copies * layout.words_per_copy
+    return (counter_words + (counter_words & 1)) * 4 + edge_bytes
+
+
+def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArray,
+                  first_bad: DeviceArray, edges: DeviceArray, grid: int | None = None,
+                  shared_share: float | None = None, narrow: bool = False) -> Geometry:
+    """Count samples into hist (num_bins + 3 int64: the bins, then underflow,
+    overflow, NaN); the first sample numpy's rule fails on is noted in
+    first_bad. edges: rule.edges on the device. grid, shared_share and narrow
+    force the geometry, the share of counters in shared memory and 16-bit
+    counters, as for fast_histogram (the conformance suite reaches the
+    global-counter paths at few bins so)."""
+    counters = rule.num_bins + TALLIES
+    defines = {**contract.sample_defines(samples.dtype), **rule.defines}
+
+    def build(max_shared: int):
+        layout, edge_bytes = counters_layout(max_shared, rule)
+        if narrow:
+            layout = FastLayout(1, min(counters, 2 * ((max_shared - edge_bytes) // 4 - 2)),
+                                narrow=True)
+        if shared_share is not None:
+            shared_bins = min(layout.shared_bins, int(counters * shared_share))
+            layout = FastLayout(layout.copies, shared_bins, layout.narrow)
+        coalesced = "1" if layout.shared_bins < counters // 2 else "0"
+        kernel = rt.kernel("bin_histogram.cu", "bin_histogram", {
+            **defines, "COPIES": str(layout.copies), "COALESCED": coalesced, "HOLD_RUNS": "0",
+            "NARROW_COUNTERS": str(int(layout.narrow))})
+        return layout, edge_bytes, coalesced, kernel
+
+    layout, edge_bytes, coalesced, kernel = build(rt.max_shared_per_block)
+    if shared_bytes(layout, edge_bytes) > rt.max_dynamic_shared(kernel):
+        layout, edge_bytes, coalesced, kernel = build(rt.max_dynamic_shared(kernel))
+    shared = shared_bytes(layout, edge_bytes)
+    if grid is None:
+        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+        blocks = blocks_for(samples.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    else:
+        blocks = grid
+    blocks = max(blocks, -(-samples.n // MAX_KEYS_PER_BLOCK))
+    narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
+    geometry = Geometry(f"bin_histogram[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
+                        f", COPIES={layout.copies}{narrow_tag}, shared_bins={layout.shared_bins}"
+                        f", COALESCED={coalesced}, edges in "
+                        f"{'shared' if edge_bytes else 'global'} memory]",
+                        blocks, FAST_BLOCK, shared)
+    flags = rule.flags | (EDGES_IN_SHARED if edge_bytes else 0)
+    zero_counts(rt, hist, counters)
+    rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
+              np.int64(vector_head(samples.ptr, samples.n, samples.dtype.itemsize)),
+              np.uint64(layout.shared_bins), hist.ptr, first_bad.ptr, edges.ptr,
+              np.uint32(flags), np.float64(rule.lo), np.float64(rule.width),
+              np.float64(rule.scale), np.uint64(rule.keep_low), np.uint64(rule.keep_high))
+    return geometry
