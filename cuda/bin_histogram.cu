@@ -8,13 +8,16 @@
 // counting.cuh's machinery counts it into num_bins + 3 counters: the bins,
 // then the samples below the first edge, above the last, and NaN.
 //
-// - Even bins (BIN_RULE=0): numpy's estimate ((x - lo) / width) * bins, each
-//   step rounded to the precision numpy computes it in (EDGE_BITS, DIFF_BITS,
-//   QUOT_BITS: 16, 32 or 64), truncated, then corrected once down and once up
-//   against the edges, as numpy corrects it. The same steps give the same
-//   bin, so the kernel equals numpy even where numpy's one correction leaves a
-//   sample outside its edges (float16 arithmetic, subnormal spans); a sample
-//   numpy's own code fails on is reported as a bad key at its index.
+// - Even bins (BIN_RULE=0): numpy estimates ((x - lo) / width) * bins, each
+//   step rounded to the precision it computes it in (EDGE_BITS, DIFF_BITS,
+//   QUOT_BITS: 16, 32 or 64), truncates it, then corrects it once down and
+//   once up against the edges. Where the launcher has bounded that
+//   estimate's error below one bin (ESTIMATE_WITHIN_ONE, the common case),
+//   numpy's answer is the bin whose edges bracket the sample, found here from
+//   a cheap estimate. Elsewhere (float16 arithmetic, subnormal or overflowing
+//   spans) numpy's steps are taken one by one, so the kernel equals numpy
+//   even where its one correction leaves a sample outside its edges; a
+//   sample numpy's own code fails on is reported as a bad key at its index.
 // - Edges (BIN_RULE=1): a binary search over the edges, in the type numpy
 //   compares samples with them in (SEARCH_T: double, or 64-bit integers for
 //   integer samples against integer edges), of which the count of edges
@@ -47,6 +50,12 @@
 #endif
 #ifndef SEARCH_T
 #define SEARCH_T double
+#endif
+#ifndef ESTIMATE_WITHIN_ONE
+#define ESTIMATE_WITHIN_ONE 0  // 1: numpy's estimate error is bounded below one bin (the launcher's check)
+#endif
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 1024  // the launch's block (contract.FAST_BLOCK): registers are budgeted for it
 #endif
 
 // The counters after the bins (oracles._binning keeps the same order).
@@ -196,6 +205,35 @@ struct EvenBins {
         const int slot = keep.slot(v);
         if (slot >= 0) return num_bins + slot;
         const bool closed_last = keep.flags & CLOSED_LAST;
+#if ESTIMATE_WITHIN_ONE
+        return bracketed(v, closed_last);
+#else
+        return numpy_steps(v, closed_last);
+#endif
+    }
+
+    // The bin whose edges bracket the sample, from any estimate: with
+    // ESTIMATE_WITHIN_ONE the launcher has bounded numpy's estimate error
+    // below one bin (policy.numpy_estimate_within_one_bin), and numpy's two
+    // corrections then always end in this bin, so a cheap estimate and a walk
+    // to the bracketing edges give numpy's answer.
+    __device__ __forceinline__ u64 bracketed(sample_value v, bool closed_last) const {
+        const edge_value xe = (edge_value)rounded<EDGE_BITS>(as_double(v));
+        const edge_value per_unit = (edge_value)(scale / width);
+        const edge_value estimate = (xe - (edge_value)lo) * per_unit;
+        const u64 last = num_bins - 1;
+        u64 b = !(estimate >= (edge_value)1) ? 0
+                : (estimate >= (edge_value)last ? last : (u64)estimate);
+        while (b > 0 && xe < edges[b]) --b;
+        while (b < last && xe >= edges[b + 1]) ++b;
+        if (xe < edges[b]) return NUMPY_FAILS;  // below the first edge: numpy's index is -1
+        if (b == last && xe >= edges[num_bins]) return closed_last ? b : num_bins + OVER_SLOT;
+        return b;
+    }
+
+    // numpy's own steps: its estimate in its precisions, truncated, then its
+    // one correction down and one up.
+    __device__ __forceinline__ u64 numpy_steps(sample_value v, bool closed_last) const {
         u64 b;
 #if EDGE_BITS == 32 && DIFF_BITS == 32 && QUOT_BITS == 32
         // float32 throughout: the float operations round as numpy's loops do.
@@ -258,11 +296,10 @@ struct EdgeBins {
 // the rule: the edges (num_bins + 1 of them), the flags above, numpy's lo,
 // width and scale as doubles (even bins), and the kept sample values' bounds
 // (double bits for float samples, the integer's bits otherwise).
-extern "C" __global__ void bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head,
-                                         u64 shared_bins, u64* hist, u64* first_bad,
-                                         const stored_edge* edges, unsigned flags, double lo,
-                                         double width, double scale, u64 keep_low,
-                                         u64 keep_high) {
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_bins, u64* hist,
+              u64* first_bad, const stored_edge* edges, unsigned flags, double lo, double width,
+              double scale, u64 keep_low, u64 keep_high) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
     const u64 stride = hk_copy_stride(shared_bins);

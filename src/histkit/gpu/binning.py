@@ -8,6 +8,7 @@ each step of its estimate) is derived on the host by the oracle's own code
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,15 +59,48 @@ def _kernel_rule(samples, dtype: np.dtype, n: int, num_bins, edges, range,
     if edges is not None:
         edges = checked_edges(edges)
         return edges_kernel_rule(search_edges(dtype, edges), right_closed_last), edges, None
+    if range is not None:
+        key = _range_key(range)
+        if key is not None:
+            return _even_rule_for_range(dtype, num_bins, key, right_closed_last)
     # The rule reads the samples for their dtype, their count and, with no
     # range, the sign of a zero min or max; device samples lend a stand-in.
     stand_in = samples
     if not isinstance(samples, np.ndarray):
         low_high = span() if (range is None and n) else (0, 0, False)
         stand_in = np.array(low_high[:2] if n else [], dtype)
+
         def span():
-            return (low_high)
+            return low_high
     rule = even_rule(stand_in, num_bins, range, span)
+    return even_kernel_rule(rule, dtype, right_closed_last), rule.edges, rule
+
+
+def _range_key(range) -> tuple | None:
+    """range as a cache key that tells 0.0 from -0.0, 1 from 1.0 and a Python
+    float from a numpy one (numpy's promotion tells them apart); None for
+    anything else (the rule then reports it)."""
+    try:
+        lo, hi = range
+    except (TypeError, ValueError):
+        return None
+    key = []
+    for value in (lo, hi):
+        if type(value) not in (int, float) and not isinstance(value, np.integer | np.floating):
+            return None
+        key.append((type(value), value, np.asarray(value).tobytes()))
+    return tuple(key)
+
+
+@functools.lru_cache(maxsize=256)
+def _even_rule_for_range(dtype: np.dtype, num_bins: int, key: tuple, right_closed_last: bool):
+    """numpy's rule for even bins over an explicit range: it depends on the
+    samples' dtype alone, and deriving it (the kept interval is found by
+    bisection over the dtype's values) costs more than a kernel at a few
+    million samples, so a repeated call looks it up."""
+    range = (key[0][1], key[1][1])
+    rule = even_rule(np.empty(0, dtype), num_bins, range, lambda: (0, 0, False))
+    rule.edges.flags.writeable = False
     return even_kernel_rule(rule, dtype, right_closed_last), rule.edges, rule
 
 
@@ -176,7 +210,8 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         value = call.rt.copy_to_host(call.keys.ptr + failed * dtype.itemsize,
                                      np.empty(1, dtype))[0]
         raise numpy_fails_error(even, failed, value.item())
-    return _results(call, hist, rule, returned_edges, flow)
+    # np.histogram's edges are the caller's to keep (the cached rule's are read-only).
+    return _results(call, hist, rule, np.array(returned_edges), flow)
 
 
 def _results(call, hist, rule: KernelRule, edges: np.ndarray, flow: bool):

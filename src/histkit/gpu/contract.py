@@ -148,7 +148,7 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
     "fast_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
                           "NARROW_SPILL": FAST_NARROW_SPILL},
     "bin_histogram.cu": {"VECTORS_PER_THREAD": FAST_VECTORS_PER_THREAD,
-                         "NARROW_SPILL": FAST_NARROW_SPILL},
+                         "NARROW_SPILL": FAST_NARROW_SPILL, "BLOCK_THREADS": FAST_BLOCK},
     "partitioned_histogram.cu": {"PART_LOW_BITS": PART_LOW_BITS, "MAX_PARTS": MAX_PARTS,
                                  "PART_THREADS": PART_THREADS, "PART_ITEMS": PART_ITEMS,
                                  "COUNT_THREADS": PART_COUNT_THREADS,

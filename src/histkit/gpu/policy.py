@@ -262,3 +262,43 @@ def rank_sort_wins(n: int, num_bins: int) -> bool:
     """Whether gpu.counting_sort(stable=True) takes rank_sort for n keys over
     num_bins bins (where rank_sort takes them: launch.rank.rank_fits)."""
     return n <= (RANK_ONE_PASS_MAX_KEYS if num_bins <= MAX_DIGITS else contract.RANK_MAX_KEYS)
+
+
+# --- binning real-valued samples ---------------------------------------------------
+
+# Unit roundoff and the smallest subnormal of the precisions numpy's even-bin
+# estimate is computed in (bits -> value).
+_ROUNDOFF = {16: 2.0**-11, 32: 2.0**-24, 64: 2.0**-53}
+_SMALLEST = {16: 2.0**-24, 32: 2.0**-149, 64: 2.0**-1074}
+_LARGEST = {16: 65504.0, 32: float(np.finfo(np.float32).max), 64: float(np.finfo(np.float64).max)}
+
+
+def numpy_estimate_within_one_bin(edges: np.ndarray, lo: float, width: float, scale: float,
+                                  diff_bits: int, quot_bits: int) -> bool:
+    """Whether numpy's even-bin estimate ``((x - lo) / width) * scale`` (x - lo
+    rounded to diff_bits, the rest to quot_bits) is within one bin of the bin
+    whose edges bracket x, for every kept sample x: then numpy's corrections
+    always end in that bin (bin_histogram.cu's ESTIMATE_WITHIN_ONE).
+
+    In bin units, the estimate's rounding error is at most scale x (u_diff +
+    2 u_quot) plus the subnormal steps, and each edge lies within D of its
+    place i on the estimate's grid (measured here). Both together must stay
+    below half a bin (half, not one: a margin over this analysis and over the
+    float64 arithmetic of the measurement). Spans whose x - lo could
+    overflow, or that are not finite, are never within one bin.
+    """
+    n = len(edges) - 1
+    if n < 1 or not (np.isfinite(lo) and np.isfinite(width) and np.isfinite(scale)):
+        return False
+    if width <= 0 or max(abs(float(edges[0])), abs(float(edges[-1])), abs(lo)) * 2 >= (
+            _LARGEST[diff_bits]):
+        return False
+    per_unit = scale / width
+    if not np.isfinite(per_unit):
+        return False
+    rounding = scale * (_ROUNDOFF[diff_bits] + 2 * _ROUNDOFF[quot_bits]) + (
+        _SMALLEST[diff_bits] * per_unit + _SMALLEST[quot_bits] * scale + _SMALLEST[quot_bits])
+    with np.errstate(all="ignore"):
+        places = (edges.astype(np.float64) - lo) * per_unit
+        drift = float(np.max(np.abs(places - np.arange(n + 1))))
+    return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5

@@ -363,6 +363,9 @@ def _binning_builds() -> tuple[dict[str, str], ...]:
     edges = {"BIN_RULE": "1", "COPIES": "32"}
     return (
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "32"},
+        {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "64",
+         "ESTIMATE_WITHIN_ONE": "1"},
+        {**even, **f64, "ESTIMATE_WITHIN_ONE": "1"},
         {**even, **f64},
         {**even, **f16, "EDGE_BITS": "16", "DIFF_BITS": "16", "QUOT_BITS": "16"},
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "64", "QUOT_BITS": "64"},
@@ -393,6 +396,8 @@ BINNING_KERNELS: tuple[Kernel, ...] = (
                Variant("coalesced", {"shared_share": 0.25}, "75% global: COALESCED walk"),
                Variant("narrow", {"narrow": True}, "16-bit shared counters"),
                Variant("grid-1", {"grid": 1}, "one block walks every sample"),
+               Variant("numpy-steps", {"numpy_steps": True},
+                       "numpy's steps even where the bracketing walk gives its bins"),
            )),
 )
 

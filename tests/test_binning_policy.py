@@ -1,0 +1,106 @@
+"""The bound behind bin_histogram.cu's bracketing walk, on the CPU.
+
+Where policy.numpy_estimate_within_one_bin says numpy's even-bin estimate is
+within one bin, the kernel places a sample in the bin whose edges bracket it
+(``edges[i] <= x < edges[i + 1]``, the last bin closed unless CUB's rule)
+instead of taking numpy's steps. Here that placement is modelled with
+np.searchsorted on the edges and compared with oracles.bin_histogram on every
+case the bound admits: the conformance case set, and random spans and bin
+counts with samples on every edge and one ulp either side.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from histkit import oracles
+from histkit.conformance.binning_cases import bin_cases
+from histkit.gpu.binning import kernel_rule_for
+from histkit.gpu.policy import numpy_estimate_within_one_bin
+from histkit.oracles._bin_rule import as_sample_array, parse_bins
+
+
+def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
+    """(counts by bracketing edges, or None where the bound does not admit the call)."""
+    num_bins, edges = parse_bins(bins)
+    rule, returned, even = kernel_rule_for(samples, num_bins, edges, range, closed_last)
+    if rule.defines.get("ESTIMATE_WITHIN_ONE") != "1":
+        return None
+    any_low, any_high, low, high = even.keep
+    if not (any_low and any_high):
+        return np.zeros(len(returned) - 1, np.int64)
+    values = samples.astype(np.float64) if samples.dtype.kind == "f" else samples
+    with np.errstate(invalid="ignore"):
+        kept = (values >= low) & (values <= high)
+    placed = samples[kept].astype(returned.dtype).astype(np.float64)
+    n = len(returned) - 1
+    found = np.searchsorted(returned.astype(np.float64), placed, "right") - 1
+    assert (found >= 0).all(), "a kept sample below the first edge: numpy fails there"
+    on_top = found >= n
+    found = np.minimum(found, n - 1) if closed_last else found[~on_top]
+    return np.bincount(found, minlength=n)
+
+
+def _oracle_counts(samples, bins, range, closed_last):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return oracles.bin_histogram(samples, bins, range, right_closed_last=closed_last)[0]
+
+
+def test_bracketing_equals_numpys_rule_on_every_admitted_case_of_the_case_set():
+    admitted = 0
+    for case in bin_cases(quick=True):
+        if np.ndim(case.bins):
+            continue
+        samples = as_sample_array(case.samples)
+        try:
+            want = _oracle_counts(samples, case.bins, case.range, case.right_closed_last)
+        except ValueError:
+            continue
+        got = bracketed_counts(samples, case.bins, case.range, case.right_closed_last)
+        if got is not None:
+            admitted += 1
+            np.testing.assert_array_equal(got, want, err_msg=case.name)
+    assert admitted > 200
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.int64])
+def test_bracketing_equals_numpys_rule_on_random_spans_with_samples_on_every_edge(dtype):
+    rng = np.random.default_rng(int(np.dtype(dtype).num))
+    admitted = 0
+    for _ in range(60):
+        scale = 10.0 ** rng.integers(-6, 7) if np.dtype(dtype).kind == "f" else 10.0 ** 4
+        lo = float(rng.normal() * scale)
+        hi = lo + float(rng.exponential() * scale) + scale * 1e-3
+        num_bins = int(rng.choice([1, 3, 7, 10, 126, 1000, 4096]))
+        edges = np.linspace(lo, hi, num_bins + 1).astype(dtype)
+        near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
+                              ) if np.dtype(dtype).kind == "f" else np.concatenate(
+                                  [edges, edges - 1, edges + 1])
+        samples = np.concatenate([near, rng.uniform(lo, hi, 2000)]).astype(dtype)
+        for closed_last in (True, False):
+            try:
+                want = _oracle_counts(samples, num_bins, (lo, hi), closed_last)
+            except ValueError:
+                continue
+            got = bracketed_counts(samples, num_bins, (lo, hi), closed_last)
+            if got is not None:
+                admitted += 1
+                np.testing.assert_array_equal(got, want, err_msg=f"{lo}, {hi}, {num_bins}")
+    assert admitted > 0
+
+
+def test_spans_numpy_cannot_estimate_within_one_bin_are_refused():
+    edges = np.linspace(0, 1, 11)
+    assert numpy_estimate_within_one_bin(edges, 0.0, 1.0, 10.0, 64, 64)
+    # float16 arithmetic over 2048 bins: its rounding alone is a bin
+    assert not numpy_estimate_within_one_bin(np.linspace(0, 1, 2049), 0.0, 1.0, 2048.0, 16, 16)
+    # a subnormal span: x - lo rounds by whole bins
+    tiny = np.linspace(0, 5e-322, 9)
+    assert not numpy_estimate_within_one_bin(tiny, 0.0, 5e-322, 8.0, 64, 64)
+    # x - lo may overflow
+    assert not numpy_estimate_within_one_bin(np.linspace(-1.7e308, 1.7e308, 3), -1.7e308,
+                                             np.inf, 2.0, 64, 64)
