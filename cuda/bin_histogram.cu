@@ -54,6 +54,9 @@
 #ifndef ESTIMATE_WITHIN_ONE
 #define ESTIMATE_WITHIN_ONE 0  // 1: numpy's estimate error is bounded below one bin (the launcher's check)
 #endif
+#ifndef EDGES_NEAR_EVEN
+#define EDGES_NEAR_EVEN 0  // 1: explicit edges the launcher found strictly increasing and near an even grid
+#endif
 #ifndef BLOCK_THREADS
 #define BLOCK_THREADS 1024  // the launch's block (contract.FAST_BLOCK): registers are budgeted for it
 #endif
@@ -177,12 +180,44 @@ __device__ __forceinline__ sample_value bound(u64 bits) {
 #endif
 }
 
+// The bin whose edges bracket x, from a cheap estimate (x - lo) * per_unit
+// that the launcher has proven within one bin of it (policy.
+// bracket_estimate_within_one_bin): two branch-free steps, one down and one
+// up, each reading one edge. 0 when x < edges[0]; last when x >= edges[last + 1].
+template <typename E>
+struct Bracket {
+    const E* edges;
+    u64 last;    // the last bin
+    E lo;        // the estimate's origin and scale, in the edges' type
+    E per_unit;
+    E last_e;    // last, in the edges' type
+
+    __device__ __forceinline__ u64 operator()(E x) const {
+        const E estimate = (x - lo) * per_unit;
+        u64 b = !(estimate >= (E)1) ? 0 : (estimate >= last_e ? last : (u64)estimate);
+        b -= (b > 0 && x < edges[b]);
+        b += (b < last && x >= edges[b + 1]);
+        return b;
+    }
+};
+
 struct EvenBins {
     const stored_edge* edges;  // num_bins + 1
     u64 num_bins;
     Keep keep;
     double lo, width, scale;
     double top;  // min(num_bins, 2^52): estimates below it are inside the bins
+    Bracket<edge_value> bracket;
+    edge_value first_edge, top_edge;
+
+    // The sample in the edges' precision (numpy casts it so before comparing).
+    static __device__ __forceinline__ edge_value to_edge(sample_value v) {
+        if constexpr (SAMPLE_FLOAT && !SAMPLE_HALF && sizeof(sample_value) == sizeof(edge_value)) {
+            return v;  // a float or double sample against edges of its own type
+        } else {
+            return (edge_value)rounded<EDGE_BITS>(as_double(v));
+        }
+    }
 
     // numpy's bin for an in-range sample xe (cast to the edges' precision)
     // whose estimate f lies outside [0, num_bins): its steps in full, Python's
@@ -212,22 +247,15 @@ struct EvenBins {
 #endif
     }
 
-    // The bin whose edges bracket the sample, from any estimate: with
-    // ESTIMATE_WITHIN_ONE the launcher has bounded numpy's estimate error
-    // below one bin (policy.numpy_estimate_within_one_bin), and numpy's two
-    // corrections then always end in this bin, so a cheap estimate and a walk
-    // to the bracketing edges give numpy's answer.
+    // With ESTIMATE_WITHIN_ONE the launcher has bounded numpy's estimate
+    // error below one bin (policy.numpy_estimate_within_one_bin): numpy's two
+    // corrections then always end in the bin whose edges bracket the sample,
+    // which a cheap estimate finds (bracket).
     __device__ __forceinline__ u64 bracketed(sample_value v, bool closed_last) const {
-        const edge_value xe = (edge_value)rounded<EDGE_BITS>(as_double(v));
-        const edge_value per_unit = (edge_value)(scale / width);
-        const edge_value estimate = (xe - (edge_value)lo) * per_unit;
-        const u64 last = num_bins - 1;
-        u64 b = !(estimate >= (edge_value)1) ? 0
-                : (estimate >= (edge_value)last ? last : (u64)estimate);
-        while (b > 0 && xe < edges[b]) --b;
-        while (b < last && xe >= edges[b + 1]) ++b;
-        if (xe < edges[b]) return NUMPY_FAILS;  // below the first edge: numpy's index is -1
-        if (b == last && xe >= edges[num_bins]) return closed_last ? b : num_bins + OVER_SLOT;
+        const edge_value xe = to_edge(v);
+        const u64 b = bracket(xe);
+        if (xe < first_edge) return NUMPY_FAILS;  // numpy's index would be -1
+        if (b == bracket.last && xe >= top_edge) return closed_last ? b : num_bins + OVER_SLOT;
         return b;
     }
 
@@ -268,6 +296,10 @@ struct EdgeBins {
     const stored_edge* edges;  // num_bins + 1, not decreasing
     u64 num_bins;
     unsigned flags;
+#if EDGES_NEAR_EVEN
+    Bracket<SEARCH_T> bracket;
+    SEARCH_T first_edge, top_edge;
+#endif
 
     __device__ __forceinline__ u64 operator()(hk_key raw) const {
 #if SAMPLE_FLOAT
@@ -275,6 +307,16 @@ struct EdgeBins {
         if (x != x) return num_bins + NAN_SLOT;
 #else
         const SEARCH_T x = (SEARCH_T)raw;
+#endif
+#if EDGES_NEAR_EVEN
+        // Strictly increasing edges close to an even grid (the launcher's
+        // check): the bracketing bin from an estimate, no search.
+        if (x < first_edge) return num_bins + UNDER_SLOT;
+        if (x >= top_edge) {
+            return ((flags & CLOSED_LAST) && x == top_edge) ? num_bins - 1
+                                                           : num_bins + OVER_SLOT;
+        }
+        return bracket(x);
 #endif
         // How many edges are <= x, without branches: its bin is one less.
         const u64 count = num_bins + 1;
@@ -322,8 +364,17 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
                  counters_total, first_bad};
 #if BIN_RULE == 0
     const Keep keep{bound(keep_low), bound(keep_high), flags};
+    const Bracket<edge_value> bracket{rule_edges, num_bins - 1, (edge_value)lo,
+                                      (edge_value)(scale / width), (edge_value)(num_bins - 1)};
     const EvenBins bin{rule_edges, num_bins, keep, lo, width, scale,
-                       (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52))};
+                       (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
+                       rule_edges[0], rule_edges[num_bins]};
+#elif EDGES_NEAR_EVEN
+    (void)keep_low, (void)keep_high;
+    const Bracket<SEARCH_T> bracket{rule_edges, num_bins - 1, (SEARCH_T)lo,
+                                    (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1)};
+    const EdgeBins bin{rule_edges, num_bins, flags, bracket, rule_edges[0],
+                       rule_edges[num_bins]};
 #else
     (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high;
     const EdgeBins bin{rule_edges, num_bins, flags};

@@ -39,9 +39,45 @@ def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
     n = len(returned) - 1
     found = np.searchsorted(returned.astype(np.float64), placed, "right") - 1
     assert (found >= 0).all(), "a kept sample below the first edge: numpy fails there"
+    # the kernel's walk: two steps from its cheap estimate, in the edges' type
+    np.testing.assert_array_equal(
+        two_step_walk(rule.edges, samples[kept].astype(rule.edges.dtype), rule.lo,
+                      rule.scale / rule.width), np.minimum(found, n - 1))
     on_top = found >= n
     found = np.minimum(found, n - 1) if closed_last else found[~on_top]
     return np.bincount(found, minlength=n)
+
+
+def two_step_walk(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float):
+    """bin_histogram.cu's Bracket, in numpy: the estimate rounded in the
+    edges' type, clamped, one step down and one step up."""
+    kind = edges.dtype.type
+    with np.errstate(all="ignore"):
+        estimate = (x - kind(lo)) * kind(per_unit)
+    last = len(edges) - 2
+    b = np.where(~(estimate >= 1), 0,
+                 np.where(estimate >= kind(last), last, np.nan_to_num(estimate))).astype(np.int64)
+    b -= (b > 0) & (x < edges[b])
+    b += (b < last) & (x >= edges[np.minimum(b + 1, last + 1)])
+    return b
+
+
+def test_the_walk_over_explicit_edges_near_an_even_grid_finds_the_bracketing_bin():
+    from histkit.gpu.launch.binning import edges_kernel_rule
+
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 64, 4096, 1 << 16):
+        lo, hi = sorted(rng.normal(size=2) * 10.0 ** rng.integers(-3, 4))
+        edges = np.linspace(lo, hi, n + 1)
+        rule = edges_kernel_rule(edges, True)
+        assert rule.defines.get("EDGES_NEAR_EVEN") == "1", n
+        x = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),
+                            rng.uniform(lo, hi, 5000)])
+        x = x[(x >= edges[0]) & (x < edges[-1])]
+        want = np.searchsorted(edges, x, "right") - 1
+        np.testing.assert_array_equal(two_step_walk(edges, x, rule.lo, rule.scale), want)
+    # uneven edges keep the search
+    assert "EDGES_NEAR_EVEN" not in edges_kernel_rule(np.array([0.0, 1, 10, 100]), True).defines
 
 
 def _oracle_counts(samples, bins, range, closed_last):

@@ -194,6 +194,7 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
                                                   right_closed_last, span)
     else:
         samples = as_sample_array(samples)
+        dtype = samples.dtype
         rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
                                                      right_closed_last)
         call = _begin(runtime(), np.ascontiguousarray(samples), handle, False, "samples")

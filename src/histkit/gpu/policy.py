@@ -302,3 +302,32 @@ def numpy_estimate_within_one_bin(edges: np.ndarray, lo: float, width: float, sc
         places = (edges.astype(np.float64) - lo) * per_unit
         drift = float(np.max(np.abs(places - np.arange(n + 1))))
     return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5
+
+
+def bracket_estimate_within_one_bin(edges: np.ndarray, lo: float, per_unit: float) -> bool:
+    """Whether bin_histogram.cu's bracketing walk is exact for these edges:
+    its estimate ``(x - lo) * per_unit``, two roundings in the edges' own
+    precision (edges.dtype; lo and per_unit already in it), within one bin of
+    the bracketing bin for every x in [edges[0], edges[-1]].
+
+    Each rounding errs by at most n x u in bin units (|x - lo| x per_unit is
+    at most about n), and each edge lies within D of its place on the grid
+    (measured here in float64); together below half a bin, as for
+    numpy_estimate_within_one_bin.
+    """
+    bits = FLOAT_BITS_OF.get(np.dtype(edges.dtype))
+    n = len(edges) - 1
+    if bits is None or n < 1 or not (np.isfinite(lo) and np.isfinite(per_unit)):
+        return False
+    with np.errstate(all="ignore"):
+        wide = edges.astype(np.float64)
+        if not np.isfinite(wide).all() or max(abs(wide[0]), abs(wide[-1]), abs(lo)) * 2 >= (
+                _LARGEST[bits]):
+            return False
+        places = (wide - lo) * per_unit
+        drift = float(np.max(np.abs(places - np.arange(n + 1))))
+    rounding = 2 * n * _ROUNDOFF[bits] + _SMALLEST[bits] * (per_unit + 1)
+    return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5
+
+
+FLOAT_BITS_OF = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64}

@@ -371,6 +371,7 @@ def _binning_builds() -> tuple[dict[str, str], ...]:
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "64", "QUOT_BITS": "64"},
         {**even, "SAMPLE_FLOAT": "0"},
         {**edges, **f32},
+        {**edges, **f64, "EDGES_NEAR_EVEN": "1"},
         {**edges, "SAMPLE_FLOAT": "0", "SEARCH_T": "long long"},
         {**edges, "KEY_T": "unsigned long long", "SAMPLE_FLOAT": "0", "SAMPLE_SIGNED": "0",
          "SEARCH_T": "unsigned long long"},
