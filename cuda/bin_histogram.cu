@@ -187,15 +187,18 @@ __device__ __forceinline__ sample_value bound(u64 bits) {
 template <typename E>
 struct Bracket {
     const E* edges;
-    u64 last;    // the last bin
-    E lo;        // the estimate's origin and scale, in the edges' type
+    unsigned last;  // the last bin (the launcher keeps bins below 2^32 - 3)
+    E lo;           // the estimate's origin and scale, in the edges' type
     E per_unit;
-    E last_e;    // last, in the edges' type
+    E last_e;       // last, in the edges' type
 
     __device__ __forceinline__ u64 operator()(E x) const {
         const E estimate = (x - lo) * per_unit;
-        u64 b = !(estimate >= (E)1) ? 0 : (estimate >= last_e ? last : (u64)estimate);
-        b -= (b > 0 && x < edges[b]);
+        // 32-bit conversion and index arithmetic: a 64-bit float-to-integer
+        // conversion costs several times more issue slots on sm_90.
+        unsigned b = !(estimate >= (E)1) ? 0u
+                     : (estimate >= last_e ? last : (unsigned)estimate);
+        b -= (b > 0u && x < edges[b]);
         b += (b < last && x >= edges[b + 1]);
         return b;
     }
@@ -364,14 +367,14 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
                  counters_total, first_bad};
 #if BIN_RULE == 0
     const Keep keep{bound(keep_low), bound(keep_high), flags};
-    const Bracket<edge_value> bracket{rule_edges, num_bins - 1, (edge_value)lo,
+    const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
                                       (edge_value)(scale / width), (edge_value)(num_bins - 1)};
     const EvenBins bin{rule_edges, num_bins, keep, lo, width, scale,
                        (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
                        rule_edges[0], rule_edges[num_bins]};
 #elif EDGES_NEAR_EVEN
     (void)keep_low, (void)keep_high;
-    const Bracket<SEARCH_T> bracket{rule_edges, num_bins - 1, (SEARCH_T)lo,
+    const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
                                     (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1)};
     const EdgeBins bin{rule_edges, num_bins, flags, bracket, rule_edges[0],
                        rule_edges[num_bins]};

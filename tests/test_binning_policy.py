@@ -140,3 +140,16 @@ def test_spans_numpy_cannot_estimate_within_one_bin_are_refused():
     # x - lo may overflow
     assert not numpy_estimate_within_one_bin(np.linspace(-1.7e308, 1.7e308, 3), -1.7e308,
                                              np.inf, 2.0, 64, 64)
+
+
+def test_every_case_of_the_case_set_gets_a_kernel_rule_or_numpys_own_error():
+    # the launcher's rule is derived on the host: no case may break it
+    for case in bin_cases(quick=True):
+        samples = as_sample_array(case.samples)
+        try:
+            _oracle_counts(samples, case.bins, case.range, case.right_closed_last)
+        except ValueError:
+            continue
+        rule = kernel_rule_for(samples, *parse_bins(case.bins), case.range,
+                               case.right_closed_last)[0]
+        assert len(rule.edges) == rule.num_bins + 1, case.name

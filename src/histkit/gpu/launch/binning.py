@@ -11,6 +11,7 @@ import numpy as np
 from histkit.gpu import contract
 from histkit.gpu.contract import FAST_BLOCK, MAX_KEYS_PER_BLOCK
 from histkit.gpu.device import DeviceArray, Runtime
+from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import Keys, blocks_for, zero_counts
 from histkit.gpu.launch.histogram import vector_head
@@ -24,6 +25,9 @@ from histkit.oracles._bin_rule import EvenRule
 
 # Counters after the bins: underflow, overflow, NaN (bin_histogram.cu's slots).
 TALLIES = 3
+# Bins and tallies are indexed in 32 bits (the fast kernel's shared counters and
+# the bracketing walk).
+MAX_COUNTERS = 2**32 - 1
 # bin_histogram.cu's flags argument.
 CLOSED_LAST, ANY_LOW, ANY_HIGH, EDGES_IN_SHARED = 1, 2, 4, 8
 # The edges go to shared memory, after the counters, up to this many bytes
@@ -95,12 +99,12 @@ def edges_kernel_rule(search_edges: np.ndarray, closed_last: bool) -> KernelRule
         search_edges = np.array([np.nan])
     flags = CLOSED_LAST if closed_last else 0
     n = len(search_edges) - 1
-    if search_edges.dtype == np.float64 and n >= 1:
+    if (search_edges.dtype == np.float64 and n >= 1
+            and bool(np.all(search_edges[:-1] < search_edges[1:]))):
+        first, top = float(search_edges[0]), float(search_edges[-1])
         with np.errstate(all="ignore"):
-            first, top = float(search_edges[0]), float(search_edges[-1])
             per_unit = n / (top - first)
-            increasing = bool(np.all(search_edges[:-1] < search_edges[1:]))
-        if increasing and bracket_estimate_within_one_bin(search_edges, first, per_unit):
+        if bracket_estimate_within_one_bin(search_edges, first, per_unit):
             # Edges near an even grid: the bracketing walk, no search.
             return KernelRule(num_bins=n, edges=np.ascontiguousarray(search_edges),
                               defines={"BIN_RULE": "1", "SEARCH_T": "double",
@@ -141,6 +145,9 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     (or the search over explicit edges) even where the bracketing walk gives
     the same bins, so the suite judges both ways on every case."""
     counters = rule.num_bins + TALLIES
+    if counters >= MAX_COUNTERS:
+        raise UnsupportedShape(f"bin_histogram counts up to {MAX_COUNTERS - TALLIES - 1} bins; "
+                               f"got {rule.num_bins}")
     defines = {**contract.sample_defines(samples.dtype), **rule.defines}
     if numpy_steps:  # the search, or numpy's own steps, everywhere
         defines.update({"ESTIMATE_WITHIN_ONE": "0", "EDGES_NEAR_EVEN": "0"})
