@@ -127,7 +127,7 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
 
     if is_host(mutant):
         return [] if mutant.file in TEST_JUDGED else [k.row for k in _host_rows(mutant.file)]
-    rows = registry.rows_reaching(mutant.file)
+    rows = registry.rows_reaching(mutant.file) + registry.binning_rows_reaching(mutant.file)
     if mutant.line:
         from histkit.conformance import mutagen
 
@@ -284,7 +284,14 @@ def judge(needs: str, rows: list[str]) -> int:
 
     from histkit.conformance.cases import all_cases, huge_cases
     from histkit.conformance.runner import run_conformance
+    from histkit.gpu import registry
 
+    binning_rows = {k.row for k in registry.BINNING_KERNELS}
+    if set(rows) & binning_rows and judge_binning(needs) == EXIT_CAUGHT:
+        return EXIT_CAUGHT
+    rows = [row for row in rows if row not in binning_rows]
+    if not rows:
+        return EXIT_SURVIVED
     cases = huge_cases() if needs == "full" else all_cases(quick=True)
     console = Console(width=200)
     report = run_conformance(console, cases=cases, rows=rows, json_path=None,
@@ -292,6 +299,22 @@ def judge(needs: str, rows: list[str]) -> int:
     if any(COMPILE_FAILED in r.cell.detail for r in report.failures):
         return EXIT_BROKEN
     return EXIT_CAUGHT if report.failures else EXIT_SURVIVED
+
+
+def judge_binning(needs: str) -> int:
+    """The binning kernel's judge (histkit.conformance.binning) on the binning
+    cases, stopping at the first FAIL (a compile error or a fault raises,
+    which the harness reads as broken or caught from the exit)."""
+    from histkit.conformance import binning
+    from histkit.conformance.binning_cases import bin_cases
+    from histkit.gpu.device import runtime
+
+    for case in bin_cases(quick=needs != "full"):
+        failed = [r for r in binning.judge(runtime(), cases=[case]) if r.status == "FAIL"]
+        if failed:
+            print(f"FAIL {failed[0].case} {failed[0].column}: {failed[0].detail}", flush=True)
+            return EXIT_CAUGHT
+    return EXIT_SURVIVED
 
 
 def of_slips(mutants: list, slips: list[str]) -> list:

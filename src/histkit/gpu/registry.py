@@ -443,6 +443,14 @@ def rows_reaching(source: str) -> list[Kernel]:
     return [k for k in KERNELS if source in k.sources]
 
 
+def binning_rows_reaching(source: str) -> list[Kernel]:
+    """Rows of the binning table whose launches compile `source` (a header:
+    the rows whose sources include it)."""
+    from histkit.gpu.compiler import files_of
+
+    return [k for k in BINNING_KERNELS if any(source in files_of(s) for s in k.sources)]
+
+
 def builds_by_source() -> dict[str, list[dict[str, str]]]:
     """Every .cu source the kernels compile, with each define set their
     launchers build it with (a source only used by another row: its defaults)."""
