@@ -79,3 +79,33 @@ def test_gpu_on_without_a_gpu_fails_and_names_why(monkeypatch):
     ok, summary = verify._gpu_conformance(console, "on", quick=True, json_path=None)
     assert ok is False and summary == {"ran": False, "why": "no GPU [here] (test)"}
     assert "requested but unavailable: no GPU [here] (test)" in console.file.getvalue()
+
+
+def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
+    # the binning judge runs after the integer matrix; its FAIL is the job's
+    from histkit import gpu
+    from histkit.conformance import binning, runner
+    from histkit.gpu import device
+
+    class Passed:
+        passed = True
+
+        def to_json(self):
+            return {"results": []}
+
+    monkeypatch.setattr(gpu, "gpu_unavailable_reason", lambda: None)
+    monkeypatch.setattr(runner, "run_conformance", lambda **kwargs: Passed())
+    monkeypatch.setattr(device, "runtime", lambda: None)
+    judged = [binning.BinResult("edges/float32/on-edge", "bin-histogram", "pass"),
+              binning.BinResult("edges/float32/on-edge", "bin-histogram/split", "FAIL",
+                                "1 counters differ; first bin 3: expected 2, got 1")]
+    monkeypatch.setattr(binning, "judge", lambda rt, quick: judged)
+    console = quiet()
+    ok, summary = verify._gpu_conformance(console, "auto", quick=True, json_path=None)
+    assert ok is False
+    assert summary["binning"]["cells"] == 2
+    assert summary["binning"]["failures"][0]["column"] == "bin-histogram/split"
+    assert "FAIL edges/float32/on-edge bin-histogram/split: 1 counters differ" in (
+        console.file.getvalue())
+    monkeypatch.setattr(binning, "judge", lambda rt, quick: judged[:1])
+    assert verify._gpu_conformance(quiet(), "auto", quick=True, json_path=None)[0] is True

@@ -148,4 +148,24 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
                              progress_path=progress)
     if progress:
         console.print(f"(results case by case in {progress}, until the JSON is written)")
-    return report.passed, {"ran": True, "large_only": large_only, "report": report.to_json()}
+    binning_ok, binning = _binning_conformance(console, quick=quick or large_only)
+    return report.passed and binning_ok, {"ran": True, "large_only": large_only,
+                                          "report": report.to_json(), "binning": binning}
+
+
+def _binning_conformance(console: Console, quick: bool) -> tuple[bool, dict]:
+    """The binning kernel's columns on the binning case set
+    (histkit.conformance.binning): (passed, their summary for the JSON)."""
+    from dataclasses import asdict
+
+    from histkit.conformance import binning
+    from histkit.gpu.device import runtime
+
+    results = binning.judge(runtime(), quick=quick)
+    failures = [r for r in results if r.status == "FAIL"]
+    verdict = "[bold green]PASS[/]" if not failures else "[bold red]FAIL[/]"
+    console.print(f"binning real-valued samples: {len(results)} cells "
+                  f"({len({r.case for r in results})} cases), {len(failures)} FAIL: {verdict}")
+    for failure in failures[:10]:
+        console.print(f"  FAIL {escape(failure.case)} {failure.column}: {escape(failure.detail)}")
+    return not failures, {"cells": len(results), "failures": [asdict(r) for r in failures]}
