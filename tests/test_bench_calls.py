@@ -295,3 +295,14 @@ def test_a_contender_that_times_itself_gives_one_figure_a_round_in_the_rotation(
     assert order == ["call", "kernel", "kernel", "call", "call", "kernel"]
     assert row["rounds_us"]["kernel"] == [12.0, 10.0, 11.0]
     assert row["us_per_call"]["kernel"] == 11.0
+
+
+def test_result_files_are_named_by_what_device_date_and_commit():
+    import subprocess
+
+    from histkit.bench.common import result_stem
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    stem = result_stem("binning", "NVIDIA H200", "2026-12-03")
+    assert stem == "-".join(p for p in ("binning-h200-2026-12-03", commit) if p)

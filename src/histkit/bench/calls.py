@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.bench.common import optional_torch, right_result, skip_note
+from histkit.bench.common import optional_torch, result_stem, right_result, skip_note
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -408,8 +408,7 @@ def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
     print(f"call targets: {sum(t['met'] for t in judged)} of {len(judged)} met")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    device = "h200" if "H200" in rt.device.name else "gpu"
-    stem = f"calls-{device}-{results['date']}"
+    stem = result_stem("calls", rt.device.name, results["date"])
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     plot(results, out / f"{stem}.png")
     print(f"wrote {out / stem}.json and .png")

@@ -5,6 +5,8 @@ the rule that only a result equal to the oracle's is timed.
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 
 from histkit.gpu.device import runtime
@@ -110,3 +112,16 @@ def right_result(row: dict, name: str, call, exact, to_host) -> bool:
     except Exception as error:  # a peer that fails is reported, never estimated
         row["notes"][name] = skip_note(error)
     return False
+
+
+def result_stem(kind: str, device_name: str, day: str) -> str:
+    """A result file's name without suffix: what was measured, on which
+    device, the date and the checkout's short commit when there is one
+    ("binning-h200-2026-12-03-8e7fc29"), as bench/results names its files."""
+    device = "h200" if "H200" in device_name else device_name.split()[-1].lower()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return "-".join(part for part in (kind, device, day, commit) if part)

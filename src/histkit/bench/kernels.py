@@ -22,7 +22,14 @@ import numpy as np
 
 from histkit import __version__, oracles
 from histkit.bench.binning import binning_rows
-from histkit.bench.common import Timer, keys_of, optional_torch, right_result, skip_note
+from histkit.bench.common import (
+    Timer,
+    keys_of,
+    optional_torch,
+    result_stem,
+    right_result,
+    skip_note,
+)
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
 from histkit.gpu import errors, registry
@@ -412,9 +419,7 @@ def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
         print(f"{row['rule']} {row['dtype']} " + _format_row(row), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"gpu-h200-{results['date']}" if "H200" in rt.device.name else f"gpu-{results['date']}"
-    if only:
-        stem += f"-{only}"
+    stem = result_stem(only or "gpu", rt.device.name, results["date"])
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     if only != "binning":
         plot(results, out / f"{stem}.png")
