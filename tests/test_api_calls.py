@@ -565,7 +565,8 @@ _ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([
 # How each C parameter type must arrive from Python (cuda.core passes a plain
 # int as a pointer, so every scalar must be the numpy scalar of its width).
 _SCALARS = {"i64": np.int64, "u64": np.uint64, "unsigned": np.uint32, "int": np.int32,
-            "long long": np.int64, "unsigned long long": np.uint64, "unsigned int": np.uint32}
+            "long long": np.int64, "unsigned long long": np.uint64, "unsigned int": np.uint32,
+            "double": np.float64}
 ROOT = Path(__file__).parent.parent
 
 
@@ -636,6 +637,19 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                 with contextlib.suppress(errors.UnsupportedShape):  # privatized, many bins
                     kernel.run(rt, keys, num_bins, FakeArray(0x6000, num_bins, np.uint64),
                                rt._slot, **options)
+    # the binning row, with an even rule and with each kind of explicit edges
+    from histkit.gpu.binning import kernel_rule_for
+
+    samples = np.zeros(3, np.float32)
+    for bins, range_ in ((100, (0.0, 1.0)), (np.linspace(0, 1, 65), None),
+                         (np.array([0.0, 1, 10, 100]), None)):
+        num_bins, edges = (bins, None) if np.ndim(bins) == 0 else (None, bins)
+        rule = kernel_rule_for(samples, num_bins, edges, range_, True)[0]
+        for _, variant in registry.binning_kernel().columns():
+            registry.binning_kernel().run(
+                rt, Keys(0x700000, 100_000, np.dtype(np.float32)), rule,
+                FakeArray(0x6000, rule.num_bins + 3, np.uint64), rt._slot,
+                FakeArray(0x9000, rule.num_bins + 1, rule.edges.dtype), **variant.options)
     ran = {name for name, _ in rt.launches}
     assert ran >= set(signatures) - {"read_roofline"}, sorted(ran)  # roofline: bench only
     assert mismatches(rt.launches, signatures) == []
