@@ -94,3 +94,72 @@ def test_empty_samples_give_zero_counts_and_numpys_edges():
     want = np.histogram(np.array([], np.float32), 5, (0, 1))
     np.testing.assert_array_equal(counts, want[0])
     assert edges.tobytes() == want[1].tobytes()
+
+
+def _random_case(rng, index: int):
+    """A random small binning call: dtype, bins or edges, range, convention,
+    samples with some on the edges and one ulp either side."""
+    from histkit.conformance.binning_cases import BinCase
+
+    dtype = np.dtype(rng.choice(["float16", "float32", "float64", "int8", "uint16", "int32",
+                                 "int64", "uint64"]))
+    scale = 10.0 ** int(rng.integers(-3, 4)) if dtype.kind == "f" else 100.0
+    lo = float(rng.normal() * scale)
+    hi = lo + float(rng.exponential() * scale) + scale * 0.01
+    if dtype.kind == "u":
+        lo, hi = abs(lo), abs(lo) + abs(hi - lo)
+    num_bins = int(rng.choice([1, 2, 7, 10, 33, 126, 256, 1000, 4096]))
+    explicit = rng.random() < 0.3
+    bins = np.sort(rng.uniform(lo, hi, num_bins + 1)) if explicit else num_bins
+    grid = np.linspace(lo, hi, num_bins + 1)
+    values = np.concatenate([grid, rng.uniform(lo - scale, hi + scale, int(rng.integers(1, 600)))])
+    if dtype.kind == "f":
+        values = values.astype(dtype)
+        values = np.concatenate([values, np.nextafter(values, np.inf),
+                                 np.nextafter(values, -np.inf)])
+    else:
+        info = np.iinfo(dtype)
+        values = np.clip(np.round(values), info.min, info.max).astype(dtype)
+    return BinCase(f"random-{index}", values, bins, None if explicit else (lo, hi),
+                   right_closed_last=bool(rng.random() < 0.8))
+
+
+@needs_gpu
+@pytest.mark.large
+def test_every_binning_column_equals_the_oracle_on_ten_thousand_random_calls():
+    import warnings
+
+    from histkit.conformance import binning
+    from histkit.gpu.device import runtime
+
+    rng = np.random.default_rng(20261203)
+    cases = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for index in range(10_000):
+            case = _random_case(rng, index)
+            try:
+                np.histogram(case.samples, case.bins, case.range)
+            except (ValueError, TypeError, OverflowError, IndexError):
+                continue  # numpy refuses the call: nothing to compare
+            cases.append(case)
+        failures = [r for r in binning.judge(runtime(), cases=cases) if r.status != "pass"]
+    assert len(cases) > 9_000
+    assert not failures, "\n".join(f"{r.case} {r.column}: {r.detail}" for r in failures[:20])
+
+
+@needs_gpu
+@pytest.mark.large
+def test_more_than_2_31_samples_are_counted_with_64_bit_indices():
+    # uint8 samples i % 251 over 2^31 + 17 of them: the counts have a closed
+    # form, and a 32-bit index would lose or repeat samples
+    import cupy
+
+    n = 2**31 + 17
+    samples = (cupy.arange(n, dtype=cupy.int64) % 251).astype(cupy.uint8)
+    counts, _, flow = gpu.bin_histogram(samples, 251, range=(0, 251), flow=True)
+    full, rest = divmod(n, 251)
+    want = np.full(251, full, np.int64)
+    want[:rest] += 1
+    np.testing.assert_array_equal(counts.get(), want)
+    assert flow == (0, 0, 0)
