@@ -9,12 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from histkit.gpu import contract
-from histkit.gpu.contract import FAST_BLOCK, MAX_KEYS_PER_BLOCK
+from histkit.gpu.contract import FAST_BLOCK
 from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
-from histkit.gpu.launch.common import Keys, blocks_for, zero_counts
-from histkit.gpu.launch.histogram import vector_head
+from histkit.gpu.launch.common import Keys, zero_counts
+from histkit.gpu.launch.histogram import fast_blocks, vector_head
 from histkit.gpu.policy import (
     FastLayout,
     bracket_estimate_within_one_bin,
@@ -170,12 +170,7 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     if shared_bytes(layout, edge_bytes) > rt.max_dynamic_shared(kernel):
         layout, edge_bytes, coalesced, kernel = build(rt.max_dynamic_shared(kernel))
     shared = shared_bytes(layout, edge_bytes)
-    if grid is None:
-        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
-        blocks = blocks_for(samples.n, FAST_BLOCK * 16, rt.sm_count * resident)
-    else:
-        blocks = grid
-    blocks = max(blocks, -(-samples.n // MAX_KEYS_PER_BLOCK))
+    blocks = fast_blocks(rt, kernel, samples, shared, grid)
     narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
     geometry = Geometry(f"bin_histogram[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
                         f", COPIES={layout.copies}{narrow_tag}, shared_bins={layout.shared_bins}"

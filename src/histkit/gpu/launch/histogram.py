@@ -162,6 +162,18 @@ def fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: int
                                              shared_share, label, narrow, gate))
 
 
+def fast_blocks(rt: Runtime, kernel, keys: Keys, shared: int, grid: int | None) -> int:
+    """The grid of a kernel that counts as fast_histogram does (counting.cuh;
+    bin_histogram.cu too): every block resident at once, at least 16 keys a
+    thread, or the forced grid; never more keys a block than MAX_KEYS_PER_BLOCK."""
+    if grid is None:
+        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
+        blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
+    else:
+        blocks = grid
+    return max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+
+
 def overwrites_counts(n: int, num_bins: int, blocks: int, layout: FastLayout) -> bool:
     """Whether fast_histogram stores its sums over hist instead of adding them
     (its `overwrite` argument), so the launch needs no zeroed counts: one
@@ -188,12 +200,7 @@ def _fast_plan(rt: Runtime, keys: Keys, num_bins: int, hold_runs: bool, grid: in
             rt, keys, num_bins, hold_runs, shared_share, rt.max_dynamic_shared(kernel), narrow,
             gate)
     shared = layout.shared_bytes
-    if grid is None:
-        resident = rt.resident_blocks(kernel, FAST_BLOCK, shared)
-        blocks = blocks_for(keys.n, FAST_BLOCK * 16, rt.sm_count * resident)
-    else:
-        blocks = grid
-    blocks = max(blocks, -(-keys.n // MAX_KEYS_PER_BLOCK))
+    blocks = fast_blocks(rt, kernel, keys, shared, grid)
     narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
     geometry = Geometry(f"{label}fast_histogram[COPIES={layout.copies}{narrow_tag}, "
                         f"shared_bins={layout.shared_bins}, COALESCED={coalesced}, "
