@@ -2,7 +2,9 @@
 
 Rows: N = 2^24 int32 keys, K in {10, 256, 65536}, uniform and one-bin keys;
 binning rows: N = 2^24 float64 samples, uniform on [0, 1), into 256 even bins
-(range given, and the samples' min and max) against np.histogram.
+(range given, and the samples' min and max) against np.histogram, and
+fast-histogram's histogram1d (range given) where it is installed (it is fast,
+and not bin-exact: docs/binning-peers.md).
 Each repeat times every method once, back to back, so a ratio is taken
 between calls made moments apart: the shared 2-core machine this runs on
 changes speed by tens of percent from minute to minute, and paired ratios
@@ -91,6 +93,7 @@ def bench_row(keys: np.ndarray, num_bins: int, repeats: int) -> dict:
 def binning_row(samples: np.ndarray, num_bins: int, repeats: int) -> dict:
     """bin_histogram against np.histogram, paired per round as bench_row pairs them."""
     methods = {
+        **_fast_histogram_method(samples, num_bins),
         "np.histogram, range": lambda: np.histogram(samples, num_bins, (0.0, 1.0)),
         "bin_histogram, range": lambda: oracles.bin_histogram(samples, num_bins, (0.0, 1.0)),
         "np.histogram, min-max": lambda: np.histogram(samples, num_bins),
@@ -103,11 +106,25 @@ def binning_row(samples: np.ndarray, num_bins: int, repeats: int) -> dict:
     def paired(numerator: str, denominator: str) -> float:
         return float(np.median([r[numerator] / r[denominator] for r in rounds]))
 
-    return {
+    row = {
         "seconds": {name: float(np.median([r[name] for r in rounds])) for name in methods},
         "range_vs_np_histogram": paired("np.histogram, range", "bin_histogram, range"),
         "minmax_vs_np_histogram": paired("np.histogram, min-max", "bin_histogram, min-max"),
     }
+    if FAST_HISTOGRAM in methods:
+        row["range_vs_fast_histogram"] = paired(FAST_HISTOGRAM, "bin_histogram, range")
+    return row
+
+
+FAST_HISTOGRAM = "fast_histogram.histogram1d, range"
+
+
+def _fast_histogram_method(samples: np.ndarray, num_bins: int) -> dict:
+    try:
+        from fast_histogram import histogram1d
+    except ImportError:
+        return {}
+    return {FAST_HISTOGRAM: lambda: histogram1d(samples, num_bins, (0.0, 1.0))}
 
 
 def _spin(stop) -> None:
@@ -168,6 +185,9 @@ def run_binning_rows(args) -> list[dict]:
           f"{t['np.histogram, min-max'] * 1e3:6.1f} ms vs "
           f"{t['bin_histogram, min-max'] * 1e3:5.1f} ms "
           f"({row['minmax_vs_np_histogram']:3.1f}x) over the min and max", flush=True)
+    if "range_vs_fast_histogram" in row:
+        print(f"  fast_histogram.histogram1d {t[FAST_HISTOGRAM] * 1e3:5.1f} ms: bin_histogram "
+              f"is {row['range_vs_fast_histogram']:3.2f}x its speed", flush=True)
     return [row]
 
 

@@ -2,7 +2,7 @@
 and buggy (examples/bugs.toml), on a GPU host; print the verdicts and write
 them as JSON.
 
-    python examples/check_examples.py [--json PATH] [--jobs N] [--generated]
+    python examples/check_examples.py [--json PATH] [--jobs N] [--generated] [--only FILE]
 
 A correct kernel must PASS; each bug must FAIL, with a minimal reproducer.
 --generated: instead of bugs.toml's bugs, every one-line slip mutagen plants
@@ -39,6 +39,7 @@ EXAMPLES = {
     "privatized_histogram.cu": ("privatized", {"grid": 8}),
     "exclusive_scan.cu": ("scan", {"grid": 1}),
     "counting_sort.cu": ("sort", {}),
+    "bin_histogram.cu": ("bin-histogram", {}),
 }
 
 
@@ -110,7 +111,10 @@ def main(argv=None) -> int:
     parser.add_argument("--generated", action="store_true",
                         help="judge mutagen's one-line slips in the examples instead of "
                              "bugs.toml's bugs")
+    parser.add_argument("--only", nargs="+", choices=tuple(EXAMPLES), metavar="FILE",
+                        help="these examples (and their bugs) alone")
     args = parser.parse_args(argv)
+    chosen = args.only or tuple(EXAMPLES)
     from histkit.gpu import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
@@ -121,8 +125,12 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="histkit-examples-"))
     jobs = []
     for name, (kind, options) in EXAMPLES.items():
+        if name not in chosen:
+            continue
         jobs.append(("correct", name, name, HERE / "cuda" / name, kind, options, "quick"))
     for bug in generated_bugs() if args.generated else load_bugs():
+        if bug["file"] not in chosen:
+            continue
         folder = work / bug["id"]
         folder.mkdir()
         options = EXAMPLES[bug["file"]][1]

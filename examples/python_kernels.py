@@ -231,3 +231,95 @@ def radix_sign_flipped_in_every_digit(keys):
         image ^= np.uint64(int("80" * width, 16))
     order = np.argsort(image, kind="stable")
     return keys[order], order
+
+
+# --- binning real-valued samples (bin-histogram, bin-histogram-half-open) ---------------
+
+def _edges_of(samples, bins, range):
+    return np.histogram_bin_edges(samples, bins, range)
+
+
+def bin_by_edges(samples, bins, range):
+    """Correct: a sample's bin is the number of numpy's edges <= it, minus
+    one, the top edge closing the last bin; samples and edges compared in
+    the dtype numpy compares them in (uint64 samples against int64 edges:
+    float64). Where numpy's even-bin arithmetic parts from its own edges the
+    verdict reports a finding: both answers are accepted."""
+    edges = _edges_of(samples, bins, range)
+    counts = np.zeros(max(len(edges) - 1, 0), dtype=np.int64)
+    if not len(counts):
+        return counts
+    common = np.promote_types(samples.dtype, edges.dtype)
+    x, edges = samples.astype(common), edges.astype(common)
+    x = x[(x >= edges[0]) & (x <= edges[-1])]
+    index = np.searchsorted(edges, x, side="right") - 1
+    np.add.at(counts, np.minimum(index, len(counts) - 1), 1)
+    return counts
+
+
+def bin_by_naive_estimate(samples, bins, range):
+    """Bug: the bin estimated as (x - lo) * (1 / (hi - lo)) * bins and never
+    corrected against the edges (fast-histogram #45 and #63)."""
+    edges = _edges_of(samples, bins, range)
+    lo, hi, num_bins = float(edges[0]), float(edges[-1]), len(edges) - 1
+    x = samples.astype(np.float64)
+    x = x[(x >= lo) & (x <= hi)]
+    scale = 1.0 / (hi - lo) if hi > lo else 0.0
+    index = np.minimum(((x - lo) * scale * num_bins).astype(np.int64), num_bins - 1)
+    return np.bincount(index, minlength=num_bins)
+
+
+def bin_half_open(samples, bins, range):
+    """Bug under numpy's rule, correct under CUB's (kind
+    bin-histogram-half-open): the top edge is left out of the last bin."""
+    edges = _edges_of(samples, bins, range)
+    counts = bin_by_edges(samples, edges, None)
+    if len(counts):
+        common = np.promote_types(samples.dtype, edges.dtype)
+        counts[-1] -= np.count_nonzero(samples.astype(common) == edges.astype(common)[-1])
+    return counts
+
+
+# --- weighted histogram (weighted-histogram) ---------------------------------------------
+
+def _exact_sum(weights) -> float:
+    """math.fsum, with IEEE's rules for NaN and infinities (which fsum refuses
+    to mix), and where fsum's partial sums overflow, the exact rational sum
+    (rounded once by float(); past the largest float, an infinity)."""
+    import math
+    from fractions import Fraction
+
+    weights = [float(w) for w in weights]
+    infinite = {w for w in weights if math.isinf(w)}
+    if any(math.isnan(w) for w in weights) or len(infinite) == 2:
+        return math.nan
+    if infinite:
+        return infinite.pop()
+    try:
+        return math.fsum(weights)
+    except OverflowError:
+        total = sum(Fraction(w) for w in weights)
+        try:
+            return float(total)
+        except OverflowError:
+            return math.inf if total > 0 else -math.inf
+
+
+def weighted_fsum(keys, weights, num_bins):
+    """Correct: each bin's weights summed exactly and rounded once (math.fsum)."""
+    _reject_bad_keys(keys, num_bins)
+    order = np.argsort(keys, kind="stable")
+    bounds = np.searchsorted(keys[order], np.arange(num_bins + 1))
+    ordered = weights[order].astype(np.float64)
+    return np.array([_exact_sum(ordered[bounds[b]:bounds[b + 1]]) for b in range(num_bins)])
+
+
+def weighted_bincount(keys, weights, num_bins):
+    """Bug: np.bincount's weights, added left to right, each step rounded."""
+    _reject_bad_keys(keys, num_bins)
+    return np.bincount(keys.astype(np.int64), weights, minlength=num_bins)
+
+
+def weighted_float32_sums(keys, weights, num_bins):
+    """Bug: float32 weights summed exactly, but returned as float32."""
+    return weighted_fsum(keys, weights, num_bins).astype(weights.dtype)

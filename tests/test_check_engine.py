@@ -350,7 +350,7 @@ def test_each_input_kind_hands_the_keys_to_its_own_framework(monkeypatch):
     import sys
     import types
 
-    from histkit.conformance.foreign import _to_kind
+    from histkit.conformance.foreign import to_input_kind
 
     made = []
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(
@@ -358,13 +358,13 @@ def test_each_input_kind_hands_the_keys_to_its_own_framework(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
         as_tensor=lambda a, device: made.append(("torch", device)) or "tensor"))
     keys = np.arange(3)
-    assert _to_kind(keys, "cupy") == "cupy array" and _to_kind(keys, "torch") == "tensor"
+    assert to_input_kind(keys, "cupy") == "cupy array" and to_input_kind(keys, "torch") == "tensor"
     assert [m[0] for m in made] == ["cupy", "torch"] and made[1][1] == "cuda"
-    copied = _to_kind(keys, "numpy")
+    copied = to_input_kind(keys, "numpy")
     copied[0] = 7  # the callable may scribble on its copy; the case's keys stay
     assert keys[0] == 0
     with pytest.raises(ValueError, match="inputs must be one of"):
-        _to_kind(keys, "jax")
+        to_input_kind(keys, "jax")
 
 
 def test_a_scans_small_counts_shrink_to_fewer_never_to_other_values():

@@ -125,8 +125,9 @@ def test_a_module_that_cannot_be_imported_is_a_usage_error_saying_where_it_looke
 @pytest.mark.parametrize("argv, says", [
     (["--keys", "1,2,300", "--dtype", "int8"], "--keys value 300 does not fit --dtype int8"),
     (["--keys=-1,2", "--dtype", "uint8"], "--keys value -1 does not fit --dtype uint8"),
-    (["--keys", "1", "--dtype", "foo"], "--dtype must be an integer dtype"),
-    (["--keys", "1", "--dtype", "float32"], "--dtype must be an integer dtype"),
+    (["--keys", "1", "--dtype", "foo"], "--dtype must be one of float16, float32"),
+    (["--keys", "1", "--dtype", "float32"], "--keys are integers; --dtype float32 is not"),
+    (["--samples", "1.5", "--bins", "2"], "--samples is for --kind bin-histogram"),
     (["--keys", "99999999999999999999", "--dtype", "uint64"], "does not fit --dtype uint64"),
     (["--keys", "1,x"], "--keys takes comma-separated integers"),
     (["--keys", "1"], "--keys needs --num-bins"),

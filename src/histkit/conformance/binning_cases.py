@@ -76,6 +76,34 @@ class BinCase:
     right_closed_last: bool = True  # False: CUB's convention (every bin half-open)
     note: str = ""  # one line: the trap it sets
 
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    @property
+    def num_bins(self) -> int:
+        return self.bins if isinstance(self.bins, int) else max(len(self.bins) - 1, 0)
+
+    @property
+    def dtype(self) -> str:
+        return self.samples.dtype.name
+
+    def describe_input(self, shown: int) -> str:
+        """The call, as a person reads it: the samples themselves when there
+        are at most `shown`, else their number."""
+        if self.n <= shown:
+            values = "[" + ", ".join(repr(v) for v in self.samples.tolist()) + "]"
+            what = f"samples = {values} ({self.dtype})"
+        else:
+            what = f"{self.n} samples ({self.dtype})"
+        if isinstance(self.bins, int):
+            what += f", bins = {self.bins}"
+        else:
+            what += f", {self.num_bins} bins by edges ({self.bins.dtype.name})"
+        if self.range is not None:
+            what += f", range = {self.range!r}"
+        return what + ("" if self.right_closed_last else ", every bin half-open")
+
 
 def _with_cub(case: BinCase) -> Iterator[BinCase]:
     """The case, then the same under CUB's convention (the top edge excluded)."""

@@ -7,7 +7,7 @@
     print(report)  # PASS or FAIL, with the first failure's reproducer
 
 The cases are the conformance matrix's (quick by default); the rule is the
-kind's (``histkit.gpu.registry.KINDS``). Everything the user could have got
+kind's (``histkit.gpu.registry.CHECK_KINDS``). Everything the user could have got
 wrong in asking (a kind, keys of a float dtype, a callable of the wrong
 signature, a missing framework) is a ``UsageError`` before any case runs.
 The implementation runs in a worker process (``isolation.py``), so a crash
@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import histkit.conformance.check_binning as check_binning
+import histkit.conformance.check_weighted as check_weighted
 from histkit.conformance.cases import Case, cases_for
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
@@ -40,7 +42,7 @@ from histkit.conformance.loading import (
     load_callable,
 )
 from histkit.gpu.errors import GpuUnavailableError
-from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
+from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
 
 # A kernel that hangs this many times is not run on the remaining cases (each
 # would cost a timeout); those cells are skips naming why. Its verdict is FAIL.
@@ -78,8 +80,14 @@ class Failure:
         return symptom_of(self.detail)
 
     def __str__(self) -> str:
-        text = f"FAIL on {self.case.name} [{self.geometry or 'n/a'}]: {self.detail}"
-        if self.shrunk is not None:
+        where = self.case.name
+        if hasattr(self.case, "describe_input") and self.case.name == check_binning.UNNAMED:
+            where = self.case.describe_input(SHOWN_KEYS)
+        text = f"FAIL on {where} [{self.geometry or 'n/a'}]: {self.detail}"
+        if hasattr(self.shrunk, "describe_input"):
+            text += (f"\n  smallest failing input: {self.shrunk.describe_input(SHOWN_KEYS)}: "
+                     f"{self.shrunk_detail}")
+        elif self.shrunk is not None:
             text += f"\n  smallest failing input: {self.shrunk.name}: {self.shrunk_detail}"
             if self.shrunk.n <= SHOWN_KEYS:
                 label = "counts" if self.shrunk.scan_counts else "keys"
@@ -200,10 +208,15 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
     TypeError
         `impl` is neither a path, a name nor a callable.
     """
-    if kind not in KINDS:
-        raise UsageError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-    if isinstance(impl, (CudaFileImpl, PythonImpl)):
+    if kind not in CHECK_KINDS:
+        raise UsageError(f"kind must be one of {', '.join(CHECK_KINDS)}; got {kind!r}")
+    if isinstance(impl, (CudaFileImpl, PythonImpl, check_binning.BinningCudaFile)):
         return impl
+    if kind in BINNING_KINDS:
+        return check_binning.make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
+                                       grid=grid, count_bits=count_bits)
+    if kind in WEIGHTED_KINDS:
+        return check_weighted.make_impl(impl, inputs=inputs)
     if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
         if kind not in DEFAULT_ENTRIES:
             raise UsageError(f"the kernel ABI has no {kind} kernels (CUDA files may be of "
@@ -230,7 +243,7 @@ class Judge:
         self.impl = impl
         self._isolated = None
         if isolated is None:  # a .cu kernel always; a callable when check() asks
-            isolated = isinstance(impl, CudaFileImpl)
+            isolated = isinstance(impl, (CudaFileImpl, check_binning.BinningCudaFile))
         if isolated:
             from histkit.conformance.isolation import IsolatedJudge
 
@@ -363,6 +376,10 @@ def reproducer(impl, kind: str, case: Case) -> str:
 def find_case(kind: str, name: str) -> Case:
     """The matrix case named `name` that judges `kind` (quick or full matrix,
     as a .cu kernel gets them: the widest set)."""
+    if kind in BINNING_KINDS:
+        return check_binning.find_case(kind, name)
+    if kind in WEIGHTED_KINDS:
+        return check_weighted.find_case(name)
     for case in cases_for(kind, quick=False, fenced=True, skewed=True):
         if case.name == name:
             return case
@@ -390,6 +407,8 @@ def compile_only(impl: CudaFileImpl, dtype="int32", arch: str = DEFAULT_ARCH) ->
     """Compile impl's file as a kernel of its kind would be built, for `arch`;
     the entries it provides, or KernelCompileError with NVRTC's log. Needs
     NVRTC only, no GPU."""
+    if isinstance(impl, check_binning.BinningCudaFile):
+        return check_binning.compile_only(impl, arch)
     from histkit.conformance.cuda_abi import COUNT_TYPES
     from histkit.gpu import compiler, contract
     from histkit.gpu.contract import KEY_C_TYPES
@@ -412,7 +431,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
           defines: dict | None = None, block: int = 256, grid: int | None = None,
           count_bits: int = 32, warp_size: int = 32, timeout: float = 60.0,
           shrink_failures: bool = True, in_process: bool = False, progress=None,
-          on_start=None) -> CheckReport:
+          on_start=None, samples=None, bins=None, range=None, weights=None) -> CheckReport:
     """Judge `impl` as an implementation of `kind` on the conformance cases.
 
     Parameters
@@ -421,14 +440,20 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         ``path/to/file.cu[:entry[,entry]]``, ``package.module:function``,
         ``path/to/file.py:function``, or a callable.
     kind : str
-        The rule to judge by: one of ``histkit.gpu.registry.KINDS``.
+        The rule to judge by: one of ``histkit.gpu.registry.CHECK_KINDS``
+        (the binning kinds: ``histkit.conformance.check_binning``).
     quick : bool
-        The quick matrix (default) or the full one (2^28 and > 2^31 keys).
+        The quick matrix (default) or the full one (2^28 and > 2^31 keys;
+        for binning, 2^24 to 2^26 samples and 2^20 bins).
     inputs : {"auto", "numpy", "cupy", "torch"}
         The array kind a callable receives (auto: NumPy).
     cases, keys, num_bins, case
         Run these Cases, one input (``keys`` with ``num_bins``), or the
         matrix case named ``case``, instead of the matrix.
+    samples, bins, range
+        A binning kind's one input, as ``np.histogram`` takes it.
+    weights
+        A weighted histogram's weights for ``keys`` (with ``num_bins``).
     defines, block, grid, count_bits, warp_size
         How a .cu kernel is built and launched (see ``histkit check --help``);
         ``block`` and ``grid`` are also the geometry a privatized callable is
@@ -460,7 +485,20 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     """
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
-    from_source = isinstance(implementation, CudaFileImpl)
+    from_source = isinstance(implementation, (CudaFileImpl, check_binning.BinningCudaFile))
+    binning = kind in BINNING_KINDS
+    weighted = kind in WEIGHTED_KINDS
+    if weighted and keys is not None:
+        cases, keys = [check_weighted.one_case(keys, weights, num_bins)], None
+    elif weights is not None:
+        raise UsageError(f"weights= is for kind {', '.join(WEIGHTED_KINDS)}, with keys=")
+    if binning and keys is not None:
+        raise UsageError(f"a {kind} check takes samples= and bins= (and range=), not keys=")
+    if not binning and samples is not None:
+        raise UsageError(f"samples= is for the binning kinds ({', '.join(BINNING_KINDS)}); "
+                         f"a {kind} check takes keys=")
+    if samples is not None:
+        cases = [check_binning.one_case(kind, samples, bins, range)]
     if keys is not None:
         keys = validate_keys(keys, kind, num_bins)
         if kind == "scan":  # a scan's input is counts, not keys
@@ -470,6 +508,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
             cases = [Case.of_keys(keys, 0 if full else num_bins, grid, full_width=full)]
     if case is not None:
         cases = [find_case(kind, case)]
+    if cases is None and binning:
+        cases = check_binning.cases_for(kind, quick)
+    if cases is None and weighted:
+        cases = check_weighted.weighted_cases()
     if cases is None:
         cases = cases_for(kind, quick, fenced=from_source, skewed=from_source)
     cases = list(cases)
@@ -503,7 +545,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     try:
         _run_cases(judge, cases, report, progress)
         if report.failures and shrink_failures:
-            _shrink_smallest(judge, report)
+            if binning or weighted:
+                _shrink_samples(judge, report, check_binning if binning else check_weighted)
+            else:
+                _shrink_smallest(judge, report)
         _attach_reproducers(implementation, kind, report)
     finally:
         judge.close()
@@ -547,8 +592,29 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
     report.failures[:] = ordered
 
 
+def _shrink_samples(judge: Judge, report: CheckReport, rule) -> None:
+    """The smallest failing case of each symptom, shrunk to fewer samples
+    (binning) or keys with their weights (weighted): ``rule.shrink``."""
+    for group in report.groups()[:SHRUNK_GROUPS]:
+        smallest = group[0]
+        if smallest.case.name in judge.hung or smallest.case.n > SHRINK_MAX_N:
+            continue
+        found = rule.shrink(judge, smallest.case)
+        if found is not None:
+            smallest.shrunk, smallest.shrunk_detail = found
+            cell, _ = judge(smallest.shrunk)
+            if cell.status == "FAIL":
+                smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
+    report.failures[:] = [f for group in report.groups() for f in group]
+
+
 def _attach_reproducers(implementation, kind: str, report: CheckReport) -> None:
-    from histkit.conformance.reproduce import command_line, python_call
+    if kind in BINNING_KINDS:
+        from histkit.conformance.reproduce_binning import command_line, python_call
+    elif kind in WEIGHTED_KINDS:
+        command_line, python_call = check_weighted.command_line, check_weighted.python_call
+    else:
+        from histkit.conformance.reproduce import command_line, python_call
 
     for failure in report.failures:
         failure.reproducer = command_line(implementation, kind, failure.smallest,

@@ -18,9 +18,10 @@ import sys
 from histkit.cli_args import bounded_int, writable_file
 from histkit.conformance.loading import CALL_FORMS, call_form
 from histkit.conformance.sanitize import TOOLS as SANITIZERS
-from histkit.gpu.registry import FULL_WIDTH_KINDS, KINDS
+from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
 
 KEY_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+SAMPLE_DTYPES = ("float16", "float32", "float64", *KEY_DTYPES)
 
 
 def _define(text: str) -> tuple[str, str]:
@@ -51,11 +52,59 @@ def _keys(text: str) -> list[int]:
             f"--keys takes comma-separated integers; got {text!r}") from None
 
 
-def _key_dtype(text: str) -> str:
-    if text not in KEY_DTYPES:
-        raise argparse.ArgumentTypeError(f"--dtype must be an integer dtype, one of "
-                                         f"{', '.join(KEY_DTYPES)}; got {text!r}")
+def _dtype(text: str) -> str:
+    if text not in SAMPLE_DTYPES:
+        raise argparse.ArgumentTypeError(f"--dtype must be one of {', '.join(SAMPLE_DTYPES)} "
+                                         f"(float dtypes for --samples only); got {text!r}")
     return text
+
+
+def _numbers(option: str):
+    def parse(text: str) -> list[str]:
+        words = [w.strip() for w in text.split(",") if w.strip()]
+        for word in words:
+            try:
+                float(word)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"{option} takes comma-separated numbers (nan, inf too); got "
+                    f"{word!r}") from None
+        return words
+    return parse
+
+
+def samples_array(words: list[str], dtype: str, option: str = "--samples"):
+    """--samples (or --weights) as an array of dtype, every value exactly as
+    written, or ValueError naming the first that does not fit."""
+    import numpy as np
+
+    if np.dtype(dtype).kind == "f":
+        values = [float(w) for w in words]
+        array = np.array(values, dtype=dtype)
+        for value, stored in zip(values, array.tolist(), strict=True):
+            if value == value and stored != value:
+                raise ValueError(f"{option} value {value!r} is not a {dtype}; it rounds to "
+                                 f"{stored!r}")
+        return array
+    try:
+        return keys_array([int(w) for w in words], dtype)
+    except ValueError as error:
+        raise ValueError(str(error).replace("--keys", option)) from None
+
+
+def range_value(words: list[str]) -> tuple:
+    """--range as np.histogram takes it: an integer as a Python int (numpy
+    subtracts integer bounds exactly), anything else as a float."""
+    return tuple(int(w) if w.lstrip("-").isdigit() else float(w) for w in words)
+
+
+def bins_value(words: list[str]):
+    """--bins: one integer (even bins), else the edges as float64."""
+    import numpy as np
+
+    if len(words) == 1 and words[0].lstrip("-").isdigit():
+        return int(words[0])
+    return np.array([float(w) for w in words], dtype=np.float64)
 
 
 def keys_array(values: list[int], dtype: str):
@@ -82,13 +131,13 @@ def add_check_parser(commands, formatter, handler) -> None:
                     "(path/to/file.cu[:entry]) compiled with NVRTC, or a Python callable "
                     "(package.module:function or path/to/file.py:function), on the "
                     "conformance cases, by the rule of its kind:\n" + "\n".join(
-                        f"  {k:15} {rule}" for k, rule in KINDS.items()),
+                        f"  {k:15} {rule}" for k, rule in CHECK_KINDS.items()),
         epilog=CALLABLES_HELP + "\nA bad key is reported by raising ValueError naming "
                "'index N' of the first one.\nExit status: 0 PASS, 1 FAIL, 2 usage error.")
     check.add_argument("kernel", metavar="KERNEL",
                        help="path/to/file.cu[:entry[,entry]], package.module:function or "
                             "path/to/file.py:function")
-    check.add_argument("--kind", required=True, choices=tuple(KINDS),
+    check.add_argument("--kind", required=True, choices=tuple(CHECK_KINDS),
                        help="the rule to judge by (required)")
     mode = check.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="quick", action="store_true", default=True,
@@ -104,8 +153,20 @@ def add_check_parser(commands, formatter, handler) -> None:
                           "negative keys as --keys -1,2 or --keys=-1,2")
     one.add_argument("--num-bins", type=bounded_int(1, 2**62), metavar="N",
                      help="num_bins for --keys (not for --kind scan or radix-sort)")
-    one.add_argument("--dtype", type=_key_dtype, default="int32", metavar="DTYPE",
-                     help="dtype of --keys: " + ", ".join(KEY_DTYPES))
+    one.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
+                     help="dtype of --keys (default int32; an integer dtype) or --samples "
+                          "(default float64): " + ", ".join(SAMPLE_DTYPES))
+    one.add_argument("--samples", type=_numbers("--samples"), metavar="X,X,...",
+                     help="a binning kind's samples (with --bins, and --range where "
+                          "wanted), as np.histogram(samples, bins, range) takes them")
+    one.add_argument("--bins", type=_numbers("--bins"), metavar="N|E,E,...",
+                     help="for --samples: a bin count, or the edges (float64)")
+    one.add_argument("--range", type=_numbers("--range"), metavar="LO,HI",
+                     help="for --samples: np.histogram's range (float64)")
+    one.add_argument("--weights", type=_numbers("--weights"), metavar="W,W,...",
+                     help="--kind weighted-histogram: one weight per --keys key")
+    one.add_argument("--weights-dtype", choices=("float32", "float64"), default="float64",
+                     help="dtype of --weights (default float64)")
     one.add_argument("--case", metavar="NAME", help="the one matrix case of this name "
                      "(as a reproducer or -v names it)")
     launch = check.add_argument_group("how a .cu kernel is built and launched")
@@ -177,6 +238,7 @@ def _does_not_compile(console, kernel: str, error) -> int:
 def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
     from histkit.conformance.check import check, compile_only, make_impl
+    from histkit.conformance.check_binning import BinningCudaFile
     from histkit.conformance.foreign import CudaFileImpl
     from histkit.gpu.errors import KernelCompileError
 
@@ -184,20 +246,43 @@ def run_check_command(args, console) -> int:
         return _under_sanitizer(args)
     try:
         keys = None
+        binning = args.kind in BINNING_KINDS
+        if args.keys is not None and binning:
+            return _usage(console, f"--kind {args.kind} takes --samples and --bins, not --keys")
+        if args.samples is not None and not binning:
+            return _usage(console, f"--samples is for --kind {' or '.join(BINNING_KINDS)}; "
+                                   f"--kind {args.kind} takes --keys")
+        if args.samples is not None:
+            if args.case is not None:
+                return _usage(console, "give --samples or --case, not both")
+            if args.bins is None:
+                return _usage(console, "--samples needs --bins (a count or the edges)")
+            if args.range is not None and len(args.range) != 2:
+                return _usage(console, f"--range takes LO,HI; got {len(args.range)} values")
+            args.samples = samples_array(args.samples, args.dtype or "float64")
+        elif args.bins is not None or args.range is not None:
+            return _usage(console, "--bins and --range go with --samples")
+        if (args.weights is not None) != (args.kind in WEIGHTED_KINDS and args.keys is not None):
+            return _usage(console, f"--weights go with --keys, for --kind "
+                                   f"{', '.join(WEIGHTED_KINDS)} alone")
+        if args.weights is not None:
+            args.weights = samples_array(args.weights, args.weights_dtype, "--weights")
         if args.keys is not None:
             if args.case is not None:
                 return _usage(console, "give --keys or --case, not both")
             if (args.num_bins is None and args.kind not in FULL_WIDTH_KINDS
                     and args.kind != "scan"):
                 return _usage(console, "--keys needs --num-bins")
-            keys = keys_array(args.keys, args.dtype)
+            if args.dtype is not None and args.dtype not in KEY_DTYPES:
+                return _usage(console, f"--keys are integers; --dtype {args.dtype} is not")
+            keys = keys_array(args.keys, args.dtype or "int32")
         impl = make_impl(args.kernel, args.kind, inputs=args.inputs,
                          defines=dict(args.define), block=args.block, grid=args.grid,
                          count_bits=args.counts, warp_size=args.warp_size)
         if args.compile_only:
-            if not isinstance(impl, CudaFileImpl):
+            if not isinstance(impl, (CudaFileImpl, BinningCudaFile)):
                 return _usage(console, "--compile-only is for a .cu file")
-            console.print(compile_only(impl, args.dtype, args.arch), markup=False)
+            console.print(compile_only(impl, args.dtype or "int32", args.arch), markup=False)
             return 0
     except KernelCompileError as error:
         return _does_not_compile(console, args.kernel, error)
@@ -230,7 +315,10 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
                        num_bins=args.num_bins if keys is not None else None, case=args.case,
                        grid=args.grid, timeout=args.timeout, in_process=args.in_process,
                        shrink_failures=not args.no_shrink, progress=on_case,
-                       on_start=on_start)
+                       on_start=on_start, samples=args.samples,
+                       bins=None if args.bins is None else bins_value(args.bins),
+                       range=None if args.range is None else range_value(args.range),
+                       weights=args.weights)
     except KernelCompileError as error:
         return _does_not_compile(console, args.kernel, error)
     except (FileNotFoundError, ValueError, TypeError, ImportError,

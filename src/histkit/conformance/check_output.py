@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure
+from histkit.conformance.check_binning import BinningCudaFile
 from histkit.conformance.foreign import CudaFileImpl
-from histkit.gpu.registry import KINDS
+from histkit.gpu.registry import CHECK_KINDS
 
 DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
 OTHER_CASES_SHOWN = 3  # cases named beside a group's smallest
@@ -25,7 +26,7 @@ STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"
 def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
                  note: str = "") -> None:
     console.print(f"[bold]histkit check[/] {escape(impl.describe())}")
-    console.print(f"  kind      {kind}: {escape(KINDS[kind])}")
+    console.print(f"  kind      {kind}: {escape(CHECK_KINDS[kind])}")
     how = "in a worker process" if isolated else "in this process"
     if isinstance(impl, CudaFileImpl):
         grid = "one thread per key" if impl.grid is None else f"{impl.grid} blocks"
@@ -33,6 +34,11 @@ def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
         console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, "
                       f"{impl.count_bits}-bit counts, warp size {impl.warp_size}"
                       f"{escape(defines)}")
+    elif isinstance(impl, BinningCudaFile):
+        grid = "one thread per sample" if impl.grid is None else f"{impl.grid} blocks"
+        defines = "".join(f", -D{k}={v}" for k, v in impl.defines)
+        console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, "
+                      f"{impl.count_bits}-bit counts{escape(defines)}")
     else:
         console.print(f"  inputs    {impl.inputs} arrays")
     console.print(f"  cases     {len(cases)}, run {how}" + (f" ({escape(note)})" if note else ""))
@@ -40,6 +46,10 @@ def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
 
 def _input_lines(failure: Failure) -> list[str]:
     case = failure.smallest
+    if hasattr(case, "describe_input"):  # binning and weighted cases
+        return [f"  input     {escape(case.describe_input(SHOWN_KEYS))}",
+                f"            ({'shrunk from ' if failure.shrunk else ''}case "
+                f"{escape(failure.case.name)})"]
     label = "counts" if case.scan_counts else "keys"
     if case.literal is not None and case.n <= SHOWN_KEYS:
         what = f"{label} = {list(case.literal)} ({case.dtype})"

@@ -51,7 +51,7 @@ from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
 
 
-def _to_kind(array: np.ndarray, inputs: str):
+def to_input_kind(array: np.ndarray, inputs: str):
     if inputs == "numpy":
         return array.copy()  # the callable may scribble on it; the oracle's copy stays intact
     if inputs == "cupy":
@@ -163,7 +163,7 @@ class PythonImpl:
         return checks.judge(self.kind, expected, outcome, self.warp_size), geometry
 
     def _call(self, keys: np.ndarray, case: Case, outcome: checks.Outcome):
-        arg = _to_kind(keys, self.inputs)
+        arg = to_input_kind(keys, self.inputs)
         if self.kind == "wave":
             return self.function(arg, case.num_bins, warp_size=self.warp_size)
         if self.kind == "privatized":
@@ -193,8 +193,22 @@ class PythonImpl:
             outcome.counts = to_numpy(result)
 
     def _judge_scan(self, expected: checks.Expected) -> tuple[Cell, str]:
-        offsets = self.function(_to_kind(expected.exact.copy(), self.inputs))
+        offsets = self.function(to_input_kind(expected.exact.copy(), self.inputs))
         return checks.judge("scan", expected, checks.Outcome(offsets=to_numpy(offsets))), ""
+
+
+def callable_impl(cls, impl, kind: str, inputs: str) -> PythonImpl:
+    """``cls`` (PythonImpl or a kind's subclass) for a callable or its name,
+    its signature checked against the kind's call form."""
+    from histkit.conformance.loading import check_signature
+
+    function = load_callable(impl) if isinstance(impl, str) else impl
+    if not callable(function):
+        raise TypeError(f"an implementation is a .cu path or a callable; got {impl!r}")
+    python = cls(function, kind, "numpy" if inputs == "auto" else inputs,
+                 name=impl if isinstance(impl, str) else "")
+    check_signature(function, kind, python.describe())
+    return python
 
 
 # --- CUDA C++ files ------------------------------------------------------------------

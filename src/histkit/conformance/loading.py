@@ -35,6 +35,9 @@ CALL_FORMS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
     "sort": (("keys", "num_bins"), (), "(sorted_keys, original_index)"),
     "stable-sort": (("keys", "num_bins"), (), "(sorted_keys, original_index)"),
     "radix-sort": (("keys",), (), "(sorted_keys, original_index)"),
+    "bin-histogram": (("samples", "bins", "range"), (), "counts or (counts, edges)"),
+    "bin-histogram-half-open": (("samples", "bins", "range"), (), "counts or (counts, edges)"),
+    "weighted-histogram": (("keys", "weights", "num_bins"), (), "sums"),
 }
 
 

@@ -44,11 +44,17 @@ def conformance_cases(kind: str, quick: bool = True, cuda_file: bool = False):
     the case's name in a form ``-k`` takes (case_id: ``-k "N33 and K10"``).
     cuda_file=True: the cases ``check`` gives a .cu kernel (inputs flush
     against unmapped memory, and the schedule-skewed cases) as well."""
+    from histkit.conformance import check_binning
     from histkit.conformance.cases import cases_for
-    from histkit.gpu.registry import KINDS
+    from histkit.conformance.weighted_cases import weighted_cases
+    from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, WEIGHTED_KINDS
 
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    if kind not in CHECK_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(CHECK_KINDS)}; got {kind!r}")
+    if kind in BINNING_KINDS or kind in WEIGHTED_KINDS:
+        cases = (check_binning.cases_for(kind, quick) if kind in BINNING_KINDS
+                 else weighted_cases())
+        return pytest.mark.parametrize("case", cases, ids=[k_safe_id(c.name) for c in cases])
     cases = cases_for(kind, quick, fenced=cuda_file, skewed=cuda_file)
     return pytest.mark.parametrize("case", cases, ids=[case_id(c) for c in cases])
 

@@ -137,5 +137,11 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
             f"print(check({', '.join(arguments)}))")
     if spec is None:
         return f"(in your own code) {code}"
+    return python_command(code)
+
+
+def python_command(code: str) -> str:
+    """``python -c CODE``, quoted for a POSIX shell (double quotes where they
+    are safe, as they read best)."""
     quoted = f'"{code}"' if not any(c in code for c in '"$`\\') else shlex.quote(code)
     return f"python -c {quoted}"

@@ -386,8 +386,20 @@ def _binning_builds() -> tuple[dict[str, str], ...]:
 # Launch signature: run(rt, samples, rule, hist, first_bad, edges, grid=None,
 # **options) -> Geometry (histkit.gpu.launch.binning).
 BINNING_KIND = "bin-histogram"
-BINNING_KINDS = {BINNING_KIND: "counts, underflow, overflow and NaN tallies equal to "
-                               "oracles.bin_histogram (numpy's rule), bit for bit"}
+BINNING_KINDS = {
+    BINNING_KIND: "counts equal to oracles.bin_histogram's (np.histogram's rule: numpy's "
+                  "edges, the last bin closed), bin for bin",
+    "bin-histogram-half-open": "counts equal to oracles.bin_histogram(..., "
+                               "right_closed_last=False) (CUB's rule: every bin half-open)",
+}
+# Weighted histograms (oracles.histogram with weights): judged by
+# histkit.conformance.check_weighted on histkit.conformance.weighted_cases.
+WEIGHTED_KIND = "weighted-histogram"
+WEIGHTED_KINDS = {WEIGHTED_KIND: "each bin equal to oracles.histogram(keys, num_bins, weights): "
+                                 "the exact sum of its weights rounded once to float64 "
+                                 "(math.fsum's value; NaN equal to NaN)"}
+# Every rule histkit check judges by.
+CHECK_KINDS = {**KINDS, **BINNING_KINDS, **WEIGHTED_KINDS}
 BINNING_KERNELS: tuple[Kernel, ...] = (
     Kernel("bin-histogram", BINNING_KIND, "bin_histogram.cu", ("bin_histogram",),
            binning.bin_histogram, builds=_binning_builds(), serves=("bin_histogram",),

@@ -1,0 +1,128 @@
+"""Reproducers of a binning check's failure: a command line and a Python call
+that run the one failing input again and print PASS once the bug is fixed.
+
+A short input (a shrunk one) is written out: the samples, bins and range as
+``np.histogram`` took them, every float written so that it reads back to the
+same bits. An input a command line cannot carry (a misaligned view, a range
+of NumPy scalars whose dtype steers numpy's edges, edges that are not
+float64) is named as the matrix case it came from (``--case NAME``); the
+Python call carries the NumPy scalars as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+
+import numpy as np
+
+from histkit.conformance.binning_cases import BinCase
+from histkit.conformance.check_binning import ENTRY, UNNAMED, BinningCudaFile
+from histkit.conformance.reproduce import python_command
+
+INLINE_SAMPLES = 64  # samples (and edges) written out; more are named as their case
+_PYTHON_NAMES = {"--block": "block", "--grid": "grid", "--counts": "count_bits",
+                 "--inputs": "inputs"}
+
+
+def _spec(impl) -> str | None:
+    if isinstance(impl, BinningCudaFile):
+        path = os.path.relpath(impl.path)
+        path = impl.path if path.startswith("..") else path
+        return path if impl.entry == ENTRY else f"{path}:{impl.entry}"
+    name = impl.describe()
+    return name if ":" in name else None
+
+
+def _number(value) -> str:
+    """value written so that float() or the Python parser reads it back exactly."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    return repr(value)
+
+
+def _inline(case: BinCase) -> bool:
+    samples = case.samples
+    return (case.n <= INLINE_SAMPLES and samples.ctypes.data % samples.itemsize == 0
+            and (isinstance(case.bins, int) or len(case.bins) <= INLINE_SAMPLES + 1))
+
+
+def _plain_range(case: BinCase) -> bool:
+    """Whether a command line's float range means the same as the case's."""
+    return case.range is None or all(type(v) in (int, float) for v in case.range)
+
+
+def _options(impl) -> list[tuple[str, object]]:
+    if isinstance(impl, BinningCudaFile):
+        options = [("--define", f"{name}={value}") for name, value in impl.defines]
+        if impl.block != 256:
+            options.append(("--block", impl.block))
+        if impl.grid is not None:
+            options.append(("--grid", impl.grid))
+        if impl.count_bits != 32:
+            options.append(("--counts", impl.count_bits))
+        return options
+    return [("--inputs", impl.inputs)] if impl.inputs != "numpy" else []
+
+
+def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None) -> str:
+    """``histkit check SPEC --kind KIND ...`` for this input, or why there is none."""
+    spec = _spec(impl)
+    if spec is None:
+        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
+                f"function; define it at the top level of a module to get one)")
+    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
+    edges_plain = isinstance(case.bins, int) or case.bins.dtype == np.float64
+    if _inline(case) and _plain_range(case) and edges_plain:
+        samples = ",".join(str(v) for v in case.samples.tolist())
+        words.append(f"--samples={samples}" if samples.startswith("-") or not samples
+                     else f"--samples {samples}")
+        bins = str(case.bins) if isinstance(case.bins, int) else ",".join(
+            repr(v) for v in case.bins.tolist())
+        words.append(f"--bins={bins}" if bins.startswith("-") else f"--bins {bins}")
+        if case.range is not None:
+            words.append("--range=" + ",".join(repr(v) for v in case.range))
+        words += ["--dtype", case.dtype]
+    else:
+        named = original if original is not None and original.name != UNNAMED else case
+        if named.name == UNNAMED:
+            why = ("NumPy scalars in range" if not _plain_range(case)
+                   else f"{case.bins.dtype} edges" if not edges_plain
+                   else f"{case.n} samples, or a misaligned start")
+            return f"(none: a command line cannot carry {why}; see the Python call)"
+        words += ["--case", shlex.quote(named.name)]
+    for option, value in _options(impl):
+        words += [option, shlex.quote(str(value))]
+    return " ".join(words)
+
+
+def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None) -> str:
+    """A ``python -c`` line that runs this input through check() and prints its verdict."""
+    spec = _spec(impl)
+    arguments = [repr(spec) if spec else "your_function", repr(kind)]
+    if _inline(case):
+        samples = ", ".join(_number(v) for v in case.samples.tolist())
+        arguments.append(f"samples=np.array([{samples}], dtype={case.dtype!r})")
+        if isinstance(case.bins, int):
+            arguments.append(f"bins={case.bins}")
+        else:
+            edges = ", ".join(_number(v) for v in case.bins.tolist())
+            arguments.append(f"bins=np.array([{edges}], dtype={case.bins.dtype.name!r})")
+        arguments.append(f"range={case.range!r}")
+    else:
+        named = original if original is not None and original.name != UNNAMED else case
+        if named.name == UNNAMED:
+            return (f"(none: {case.n} samples, too many to write out or starting "
+                    f"misaligned; call check() with the same array)")
+        arguments.append(f"case={named.name!r}")
+    for option, value in _options(impl):
+        if option != "--define":
+            arguments.append(f"{_PYTHON_NAMES[option]}={value!r}")
+    if isinstance(impl, BinningCudaFile) and impl.defines:
+        arguments.append(f"defines={dict(impl.defines)!r}")
+    code = ("import numpy as np; from histkit.conformance import check; "
+            f"print(check({', '.join(arguments)}))")
+    if spec is None:
+        return f"(in your own code) {code}"
+    return python_command(code)

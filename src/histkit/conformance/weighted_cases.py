@@ -1,0 +1,153 @@
+"""Named cases that judge a weighted histogram: each bin's sum of weights,
+exact and correctly rounded (``oracles.histogram(keys, num_bins, weights)``).
+
+A kernel is right on a case when every bin equals the oracle's sum as a
+float64 value (NaN equal to NaN; the sign of a zero is not judged). The
+cases set the traps where a plausible kernel parts from the exact sum:
+
+- ``cancel/``: weights that cancel, ``[1e16, 1.0, -1e16]`` and the like in
+  one bin, in orders where left-to-right addition (``np.bincount``), atomics
+  in any order, or pairwise sums lose the small ones;
+- ``overflow/``: partial sums that pass the largest float64 only in some
+  orders (the exact sum is finite);
+- ``range/``: huge and subnormal weights in one bin; float32 weights whose
+  exact sum needs more than float32 (2^24 + 1 ones);
+- ``ieee/``: NaN weights, +inf and -inf in one bin, infinities of one sign;
+- ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
+  weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
+- ``bad/``: a key outside ``[0, num_bins)``, which must be reported at its
+  index, as the histogram kind reports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SIZES = (0, 1, 33, 4097, 2**16 + 3)
+BINS = (1, 7, 256, 4097)
+
+
+@dataclass(frozen=True)
+class WeightedCase:
+    """One call of ``f(keys, weights, num_bins)``."""
+
+    name: str
+    keys: np.ndarray  # 1-d integers
+    weights: np.ndarray  # 1-d float32 or float64, one per key
+    num_bins: int
+    note: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+    @property
+    def dtype(self) -> str:
+        return f"{self.keys.dtype.name} keys, {self.weights.dtype.name} weights"
+
+    def describe_input(self, shown: int) -> str:
+        if self.n <= shown:
+            return (f"keys = {self.keys.tolist()} ({self.keys.dtype.name}), weights = "
+                    f"{self.weights.tolist()} ({self.weights.dtype.name}), "
+                    f"num_bins = {self.num_bins}")
+        return f"{self.n} keys and weights ({self.dtype}), num_bins = {self.num_bins}"
+
+
+def _one_bin(name: str, weights, dtype="float64", note: str = "", num_bins: int = 1,
+             key: int = 0) -> WeightedCase:
+    weights = np.asarray(weights, dtype=dtype)
+    keys = np.full(len(weights), key, dtype=np.int32)
+    return WeightedCase(name, keys, weights, num_bins, note)
+
+
+def _cancel_cases():
+    yield _one_bin("cancel/1e16-1-minus-1e16", [1e16, 1.0, -1e16],
+                   note="left to right: 0.0; the exact sum is 1.0")
+    yield _one_bin("cancel/minus-1e16-1e16-1", [-1e16, 1e16, 1.0],
+                   note="left to right is exact here; an order that adds 1.0 early is not")
+    yield _one_bin("cancel/ones-beside-2pow53", [2.0**53] + [1.0] * 10 + [-(2.0**53)],
+                   note="each 1.0 rounds away against 2^53: the exact sum is 10.0")
+    yield _one_bin("cancel/float32/1e8-ones", [1e8] + [1.0] * 7 + [-1e8], "float32",
+                   note="float32 addition loses each 1.0 against 1e8")
+    rng = np.random.default_rng(7)
+    big = rng.standard_normal(500) * 1e18
+    small = rng.standard_normal(500)
+    mixed = np.concatenate([big, small, -big])
+    rng.shuffle(mixed)
+    yield _one_bin("cancel/shuffled-1e18-pairs", mixed,
+                   note="500 pairs of +-1e18 around 500 normal weights, shuffled")
+    keys = np.tile(np.arange(4, dtype=np.int32), 3)
+    weights = np.repeat(np.array([1e16, 1.0, -1e16]), 4)
+    yield WeightedCase("cancel/four-bins-interleaved", keys, weights, 4,
+                       "every bin 1e16, 1.0, -1e16, the keys interleaved")
+
+
+def _overflow_cases():
+    top = np.finfo(np.float64).max
+    yield _one_bin("overflow/max-max-minus-max", [top, top, -top],
+                   note="left to right the partial sum is inf; the exact sum is max")
+    yield _one_bin("overflow/float32/max-max-minus-max",
+                   [np.finfo(np.float32).max] * 2 + [-np.finfo(np.float32).max], "float32",
+                   note="in float32 the partial sum overflows; in float64 it does not")
+    yield _one_bin("overflow/exact-sum-overflows", [top, top],
+                   note="the exact sum rounds past max: +inf")
+
+
+def _range_cases():
+    tiny = np.finfo(np.float64).smallest_subnormal
+    yield _one_bin("range/huge-and-subnormal", [1e308, tiny, -1e308, tiny],
+                   note="the exact sum is two subnormals")
+    yield _one_bin("range/subnormals-only", [tiny] * 9, note="nine smallest subnormals")
+    yield _one_bin("range/float32/2pow24-plus-one-ones", np.ones(2**24 + 1), "float32",
+                   note="a float32 accumulator stops at 2^24; the sum is 2^24 + 1")
+    yield _one_bin("range/half-ulp-ties", [1.0, 2.0**-53, 2.0**-53 * 1.0000001],
+                   note="the tail decides the rounding: sums that drop it round down")
+
+
+def _ieee_cases():
+    inf, nan = np.inf, np.nan
+    yield _one_bin("ieee/nan-weight", [1.0, nan, 2.0], num_bins=2,
+                   note="a NaN weight makes its bin NaN; bin 1 stays 0.0")
+    yield _one_bin("ieee/plus-and-minus-inf", [inf, 1.0, -inf], note="+inf + -inf: NaN")
+    yield _one_bin("ieee/infinities-of-one-sign", [inf, 5.0, inf], note="+inf")
+    yield _one_bin("ieee/inf-beside-overflow", [np.finfo(np.float64).max] * 2 + [-inf],
+                   note="-inf wins over a finite sum that would round to +inf")
+
+
+def _bulk_cases():
+    for dtype in ("float32", "float64"):
+        for n in SIZES:
+            for num_bins in BINS:
+                if n == 0 and num_bins != 7:
+                    continue
+                rng = np.random.default_rng(n * 31 + num_bins)
+                keys = rng.integers(0, num_bins, n, dtype=np.int32)
+                weights = (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 6, n)).astype(dtype)
+                yield WeightedCase(f"bulk/{dtype}/n={n}/K={num_bins}", keys, weights, num_bins,
+                                   "normal weights over eleven decades, uniform keys")
+        rng = np.random.default_rng(3)
+        keys = np.where(rng.random(4097) < 0.9, 3, rng.integers(0, 256, 4097)).astype(np.uint8)
+        weights = rng.standard_normal(4097).astype(dtype) * 1e6
+        yield WeightedCase(f"bulk/{dtype}/hot-bin/uint8-keys", keys, weights, 256,
+                           "nine keys in ten in bin 3, uint8 keys")
+
+
+def _bad_key_cases():
+    keys = np.array([0, 1, 2, 5, 1], dtype=np.int32)
+    yield WeightedCase("bad/key-equal-to-num-bins", keys, np.ones(5), 5, "key 5 at index 3")
+    yield WeightedCase("bad/negative-key", np.array([1, -1, 0], dtype=np.int64),
+                       np.ones(3, np.float32), 2, "key -1 at index 1")
+
+
+def weighted_cases() -> list[WeightedCase]:
+    """The named cases, in a fixed order (each call regenerates the same arrays)."""
+    cases = [case for group in (_cancel_cases, _overflow_cases, _range_cases, _ieee_cases,
+                                _bulk_cases, _bad_key_cases) for case in group()]
+    names = [case.name for case in cases]
+    if len(set(names)) != len(names):
+        raise ValueError("duplicate weighted case names")
+    for case in cases:
+        case.keys.flags.writeable = case.weights.flags.writeable = False
+    return cases

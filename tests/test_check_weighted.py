@@ -1,0 +1,106 @@
+"""histkit check --kind weighted-histogram: the exact-sum rule on callables
+(no GPU): an fsum implementation passes, left-to-right and float32 sums fail
+with a few-key reproducer that fails again, bad keys must be reported, and
+the cases' traps hold against independent references."""
+
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from histkit.conformance import check
+from histkit.conformance.loading import UsageError
+from histkit.conformance.weighted_cases import weighted_cases
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EXAMPLE = "examples.python_kernels:"
+
+
+def sums_ignoring_bad_keys(keys, weights, num_bins):
+    keep = (keys >= 0) & (keys < num_bins)
+    return np.bincount(keys[keep].astype(np.int64), weights[keep], minlength=num_bins)
+
+
+def test_exact_sums_pass_every_case():
+    report = check(EXAMPLE + "weighted_fsum", "weighted-histogram", in_process=True)
+    assert report.passed and report.counts()["pass"] == len(weighted_cases())
+
+
+def test_left_to_right_sums_fail_with_a_three_key_reproducer_that_fails_again():
+    report = check(EXAMPLE + "weighted_bincount", "weighted-histogram")
+    assert not report.passed
+    first = report.failures[0]
+    assert first.smallest.n <= 3 and "expected 1.0" in (first.shrunk_detail or first.detail)
+    done = subprocess.run(["bash", "-c", first.python_reproducer.replace(
+        "python -c", f"{sys.executable} -c", 1)], capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.startswith("FAIL"), done.stdout + done.stderr
+    argv = first.reproducer.split()[2:]
+    done = subprocess.run([sys.executable, "-m", "histkit", "check", *argv],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and "FAIL" in done.stdout, done.stdout + done.stderr
+
+
+def test_float32_results_fail_where_rounding_the_exact_sum_to_float32_changes_it():
+    report = check(EXAMPLE + "weighted_float32_sums", "weighted-histogram", in_process=True)
+    assert not report.passed
+    assert {g[0].symptom for g in report.groups()} == {"bins differ"}
+
+
+def test_a_bad_key_that_is_not_reported_fails_naming_it():
+    report = check(sums_ignoring_bad_keys, "weighted-histogram", in_process=True)
+    details = [f.detail for f in report.failures]
+    assert "key 5 at index 3 is outside [0, 5) and was not reported" in details
+
+
+def _in_order(weights: np.ndarray) -> float:
+    """Left-to-right addition in the weights' own dtype, as a kernel adding
+    float32 weights into float32 counters does."""
+    total = weights.dtype.type(0)
+    for w in weights:
+        total = weights.dtype.type(total + w)
+    return float(total)
+
+
+def test_every_cancellation_case_defeats_addition_in_one_order_or_its_reverse():
+    # the trap each cancel/ case sets, against fsum and exact rationals
+    for case in weighted_cases():
+        if not case.name.startswith("cancel/"):
+            continue
+        for b in range(case.num_bins):
+            weights = case.weights[case.keys == b]
+            exact = float(sum(Fraction(float(w)) for w in weights))
+            assert math.fsum(weights.tolist()) == exact
+            forward, backward = _in_order(weights), _in_order(weights[::-1])
+            assert forward != exact or backward != exact, case.name
+
+
+def test_the_overflow_cases_overflow_only_in_some_orders():
+    cases = {case.name: case for case in weighted_cases()}
+    weights = cases["overflow/max-max-minus-max"].weights.tolist()
+    assert float(sum(Fraction(w) for w in weights)) == np.finfo(np.float64).max
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.add.accumulate(np.array(weights))[1])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"keys": np.zeros(3, np.int32), "weights": np.ones(2), "num_bins": 2}, "one per key"),
+    ({"keys": np.zeros(3, np.int32), "weights": np.ones(3, np.int64), "num_bins": 2},
+     "float32 or float64"),
+    ({"keys": np.zeros(3), "weights": np.ones(3), "num_bins": 2}, "integers"),
+    ({"keys": np.zeros(3, np.int32), "weights": np.ones(3), "num_bins": 0}, "num_bins >= 1"),
+])
+def test_a_weighted_check_asked_wrongly_is_a_usage_error(arguments, message):
+    with pytest.raises(UsageError, match=message):
+        check(EXAMPLE + "weighted_fsum", "weighted-histogram", **arguments)
+
+
+def test_weights_for_another_kind_and_a_cuda_file_are_usage_errors():
+    with pytest.raises(UsageError, match="weights= is for kind weighted-histogram"):
+        check(EXAMPLE + "histogram", "histogram", weights=np.ones(3))
+    with pytest.raises(UsageError, match="no weighted-histogram kernels"):
+        check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "weighted-histogram")
