@@ -1,4 +1,5 @@
-"""What the bench scripts share: a median wall time and a dated results file."""
+"""What the bench scripts share: a median wall time and a results file named
+by date and short commit."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ def median_seconds(call, repeats: int, warm_up: int = 1) -> float:
 
 
 def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:
-    """data as JSON in out_dir/<stem>-<today>.json; says where."""
+    """data as JSON in out_dir/<stem>-<today>-<short commit>.json; says where."""
+    from histkit.bench.common import short_commit
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{stem}-{date.today().isoformat()}.json"
+    name = "-".join(part for part in (stem, date.today().isoformat(), short_commit()) if part)
+    path = out / f"{name}.json"
     path.write_text(json.dumps(data, indent=indent))
     print(f"wrote {path}")
     return path

@@ -577,3 +577,26 @@ def test_first_failing_sample_is_reported_whatever_the_chunks(idle_machine):
     samples[400_000] = 2e38
     with pytest.raises(ValueError, match="index 300000"):
         oracles.bin_histogram(samples, 4, (-3e38, 3e38))
+
+
+@pytest.mark.parametrize(("bins", "bounds", "takes_walk"), [
+    (256, (0.0, 1.0), True), (1000, (-1e10, 3e10), True), (126, (0.0, 126.0), True),
+    (3, (0.0, 1e-320), False), (9, (-1e307, 1.5e308), False)])
+def test_the_bracketing_walk_is_taken_only_where_bounded_and_equals_numpy(bins, bounds,
+                                                                            takes_walk):
+    # where oracles._estimate bounds both estimates within one bin, the oracle
+    # bins by a cheap estimate and two steps; elsewhere by numpy's own steps.
+    # Either way np.histogram decides: every edge, one ulp either side, and
+    # seeded samples over the span.
+    from histkit.oracles._bin_rule import even_rule
+    from histkit.oracles._estimate import bracket_per_unit
+
+    edges = np.histogram_bin_edges([], bins, bounds)
+    near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+    uniform = np.random.default_rng(bins).uniform(bounds[0], bounds[1], 20_000)
+    samples = np.concatenate([near, uniform])
+    rule = even_rule(samples, bins, bounds, lambda: None)
+    assert (bracket_per_unit(rule) > 0) == takes_walk
+    counts, got_edges = oracles.bin_histogram(samples, bins, bounds)
+    want, want_edges = np.histogram(samples, bins, bounds)
+    assert np.array_equal(counts, want) and np.array_equal(got_edges, want_edges)

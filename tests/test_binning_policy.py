@@ -1,6 +1,6 @@
 """The bound behind bin_histogram.cu's bracketing walk, on the CPU.
 
-Where policy.numpy_estimate_within_one_bin says numpy's even-bin estimate is
+Where oracles._estimate.numpy_estimate_within_one_bin says numpy's even-bin estimate is
 within one bin, the kernel places a sample in the bin whose edges bracket it
 (``edges[i] <= x < edges[i + 1]``, the last bin closed unless CUB's rule)
 instead of taking numpy's steps. Here that placement is modelled with
@@ -19,8 +19,8 @@ import pytest
 from histkit import oracles
 from histkit.conformance.binning_cases import bin_cases
 from histkit.gpu.binning import kernel_rule_for
-from histkit.gpu.policy import numpy_estimate_within_one_bin
 from histkit.oracles._bin_rule import as_sample_array, parse_bins
+from histkit.oracles._estimate import numpy_estimate_within_one_bin
 
 
 def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):

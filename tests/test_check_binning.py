@@ -180,3 +180,17 @@ def test_a_binning_command_line_asked_wrongly_exits_2_naming_the_problem(argv, s
         code = stop.code
     captured = capsys.readouterr()
     assert code == 2 and says in captured.out + captured.err
+
+
+def test_the_json_report_of_a_shrunk_binning_failure_names_its_input(tmp_path):
+    import json
+
+    from histkit.cli import main
+
+    out = tmp_path / "report.json"
+    code = main(["check", EXAMPLE + "bin_by_naive_estimate", "--kind", "bin-histogram",
+                 "--in-process", "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 1 and not report["passed"]
+    inputs = [f["smallest_input"] for f in report["failures"] if f["shrunk"]]
+    assert inputs and inputs[0].startswith("samples = [")

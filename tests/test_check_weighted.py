@@ -104,3 +104,16 @@ def test_weights_for_another_kind_and_a_cuda_file_are_usage_errors():
         check(EXAMPLE + "histogram", "histogram", weights=np.ones(3))
     with pytest.raises(UsageError, match="no weighted-histogram kernels"):
         check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "weighted-histogram")
+
+
+def test_the_json_report_of_a_weighted_failure_names_its_smallest_input(tmp_path):
+    import json
+
+    from histkit.cli import main
+
+    out = tmp_path / "report.json"
+    code = main(["check", EXAMPLE + "weighted_bincount", "--kind", "weighted-histogram",
+                 "--in-process", "--json", str(out)])
+    report = json.loads(out.read_text())
+    assert code == 1
+    assert report["failures"][0]["smallest_input"].startswith("keys = [0, 0, 0]")

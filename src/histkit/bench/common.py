@@ -119,9 +119,13 @@ def result_stem(kind: str, device_name: str, day: str) -> str:
     device, the date and the checkout's short commit when there is one
     ("binning-h200-2026-12-03-8e7fc29"), as bench/results names its files."""
     device = "h200" if "H200" in device_name else device_name.split()[-1].lower()
+    return "-".join(part for part in (kind, device, day, short_commit()) if part)
+
+
+def short_commit() -> str:
+    """The checkout's short commit, or "" outside a git checkout."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return "-".join(part for part in (kind, device, day, commit) if part)
+        return ""

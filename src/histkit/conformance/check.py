@@ -177,7 +177,10 @@ class CheckReport:
                 "failures": [{"case": f.case.name, "geometry": f.geometry, "detail": f.detail,
                               "symptom": f.symptom,
                               "shrunk": f.shrunk.name if f.shrunk else None,
-                              "shrunk_keys": list(f.shrunk.literal) if f.shrunk else None,
+                              "shrunk_keys": list(f.shrunk.literal)
+                              if f.shrunk is not None and hasattr(f.shrunk, "literal") else None,
+                              "smallest_input": f.smallest.describe_input(SHOWN_KEYS)
+                              if hasattr(f.smallest, "describe_input") else None,
                               "shrunk_detail": f.shrunk_detail or None,
                               "figures": f.figures,
                               "reproducer": f.reproducer,

@@ -37,6 +37,7 @@ from histkit.oracles._bin_rule import (
     search_edges,
 )
 from histkit.oracles._binning import edge_counts, even_counts, sample_span
+from histkit.oracles._estimate import bracket_per_unit
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
     BadKeyError,
@@ -302,7 +303,7 @@ def bin_histogram(
         counts, under, over, nan, failed = even_counts(
             view, half, np.ascontiguousarray(edges, dtype=np.float64), rule.lo, rule.width,
             rule.scale, rule.edge_bits, rule.diff_bits, rule.quot_bits, right_closed_last,
-            rule.keep, threads)
+            rule.keep, threads, bracket_per_unit(rule))
         if failed >= 0:
             raise numpy_fails_error(rule, failed, samples[failed].item())
     else:

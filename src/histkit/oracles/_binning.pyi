@@ -14,6 +14,7 @@ def even_counts(
     closed_last: bool,
     keep: tuple[bool, bool, float | int | None, float | int | None],
     max_threads: int,
+    per_unit: float = 0.0,
 ) -> tuple[npt.NDArray[np.int64], int, int, int, int]: ...
 def edge_counts(
     samples: npt.NDArray[np.integer | np.floating],

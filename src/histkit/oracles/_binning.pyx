@@ -224,12 +224,28 @@ cdef int64_t even_bin_outside(double xe, double f, const Even* r) noexcept nogil
     return b
 
 
+cdef inline int64_t bracket_bin(double x, const Even* r, double per_unit) noexcept nogil:
+    """The bin whose edges bracket in-range sample x (n for the top edge under
+    the open convention), from the estimate (x - lo) * per_unit, which
+    oracles._estimate has bounded within one bin of it: one step down or up."""
+    cdef double f = (x - r.lo) * per_unit
+    cdef int64_t b = <int64_t>f if f > 0 else 0
+    if b > r.n - 1:
+        b = r.n - 1
+    if x < r.edges[b]:
+        return b - 1
+    if (b != r.n - 1 or not r.closed_last) and x >= r.edges[b + 1]:
+        return b + 1
+    return b
+
+
 cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssize_t start,
                                   Py_ssize_t stop, bint half, const Keep* k, const Even* r,
                                   int64_t* row, int edge_bits, int diff_bits,
-                                  int quot_bits) noexcept nogil:
+                                  int quot_bits, double per_unit) noexcept nogil:
     """Count samples[start:stop] into row (bins, then the tallies); -1, or the
-    index of the first sample numpy fails on (counting stops there)."""
+    index of the first sample numpy fails on (counting stops there). A
+    per_unit above 0 bins by bracket_bin, where numpy's steps end alike."""
     cdef Py_ssize_t i
     cdef int where
     cdef int64_t b
@@ -247,7 +263,10 @@ cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssi
         if where != IN_RANGE:
             row[n + where - 1] += 1
             continue
-        b = even_bin(x, &rule, edge_bits, diff_bits, quot_bits)
+        if per_unit > 0:
+            b = bracket_bin(x, &rule, per_unit)
+        else:
+            b = even_bin(x, &rule, edge_bits, diff_bits, quot_bits)
         if b < 0:
             return i
         if b == n:
@@ -259,8 +278,13 @@ cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssi
 
 def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, double lo,
                 double width, double scale, int edge_bits, int diff_bits, int quot_bits,
-                bint closed_last, tuple keep, Py_ssize_t max_threads):
+                bint closed_last, tuple keep, Py_ssize_t max_threads, double per_unit=0.0):
     """Count samples into len(edges) - 1 even bins by numpy's estimate and correction.
+
+    per_unit > 0 (float64 edges and steps only): the caller has shown with
+    oracles._estimate that numpy's estimate and (x - lo) * per_unit are both
+    within one bin of the bracketing bin, so every sample is binned by the
+    cheaper one and two steps over the edges, to numpy's bin.
 
     keep is (any_low, any_high, low, high): the in-range samples as an
     interval of sample values. Returns (int64 counts, underflow, overflow,
@@ -293,14 +317,18 @@ def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, d
                     num_threads=threads_for(chunks, max_threads)):
         # float64 throughout (the common case) gets its own copy of the loop,
         # with no rounding steps in it.
-        if all_double:
+        if all_double and per_unit > 0:
             bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
                                   chunk_start(n, chunks, c + 1), half, &k, &r,
-                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE)
+                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, per_unit)
+        elif all_double:
+            bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
+                                  chunk_start(n, chunks, c + 1), half, &k, &r,
+                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, 0.0)
         else:
             bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
                                   chunk_start(n, chunks, c + 1), half, &k, &r,
-                                  &rows_v[c, 0], edge_bits, diff_bits, quot_bits)
+                                  &rows_v[c, 0], edge_bits, diff_bits, quot_bits, 0.0)
     return _split(fold_rows(rows, r.n + TALLIES), r.n) + (first_bad(bad_v),)
 
 

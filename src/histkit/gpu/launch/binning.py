@@ -15,13 +15,12 @@ from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import Keys, zero_counts
 from histkit.gpu.launch.histogram import fast_blocks, vector_head
-from histkit.gpu.policy import (
-    FastLayout,
+from histkit.gpu.policy import FastLayout, fast_layout
+from histkit.oracles._bin_rule import EvenRule
+from histkit.oracles._estimate import (
     bracket_estimate_within_one_bin,
-    fast_layout,
     numpy_estimate_within_one_bin,
 )
-from histkit.oracles._bin_rule import EvenRule
 
 # Counters after the bins: underflow, overflow, NaN (bin_histogram.cu's slots).
 TALLIES = 3

@@ -1,0 +1,93 @@
+"""When an even-bin estimate is within one bin of the bin whose edges bracket
+the sample: then numpy's own estimate-and-correct (and a cheap estimate with
+two steps over the edges) ends in that bin. The CPU oracle
+(oracles.bin_histogram) and the GPU kernel (bin_histogram.cu) both take the
+cheap way where these bounds hold, and numpy's steps elsewhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Unit roundoff and the smallest subnormal of the precisions numpy's even-bin
+# estimate is computed in (bits -> value).
+_ROUNDOFF = {16: 2.0**-11, 32: 2.0**-24, 64: 2.0**-53}
+_SMALLEST = {16: 2.0**-24, 32: 2.0**-149, 64: 2.0**-1074}
+_LARGEST = {16: 65504.0, 32: float(np.finfo(np.float32).max), 64: float(np.finfo(np.float64).max)}
+
+
+def numpy_estimate_within_one_bin(edges: np.ndarray, lo: float, width: float, scale: float,
+                                  diff_bits: int, quot_bits: int) -> bool:
+    """Whether numpy's even-bin estimate ``((x - lo) / width) * scale`` (x - lo
+    rounded to diff_bits, the rest to quot_bits) is within one bin of the bin
+    whose edges bracket x, for every kept sample x: then numpy's corrections
+    always end in that bin (bin_histogram.cu's ESTIMATE_WITHIN_ONE).
+
+    In bin units, the estimate's rounding error is at most scale x (u_diff +
+    2 u_quot) plus the subnormal steps, and each edge lies within D of its
+    place i on the estimate's grid (measured here). Both together must stay
+    below half a bin (half, not one: a margin over this analysis and over the
+    float64 arithmetic of the measurement). Spans whose x - lo could
+    overflow, or that are not finite, are never within one bin.
+    """
+    n = len(edges) - 1
+    if n < 1 or not (np.isfinite(lo) and np.isfinite(width) and np.isfinite(scale)):
+        return False
+    if width <= 0 or max(abs(float(edges[0])), abs(float(edges[-1])), abs(lo)) * 2 >= (
+            _LARGEST[diff_bits]):
+        return False
+    per_unit = scale / width
+    if not np.isfinite(per_unit):
+        return False
+    rounding = scale * (_ROUNDOFF[diff_bits] + 2 * _ROUNDOFF[quot_bits]) + (
+        _SMALLEST[diff_bits] * per_unit + _SMALLEST[quot_bits] * scale + _SMALLEST[quot_bits])
+    with np.errstate(all="ignore"):
+        places = (edges.astype(np.float64) - lo) * per_unit
+        drift = float(np.max(np.abs(places - np.arange(n + 1))))
+    return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5
+
+
+def bracket_estimate_within_one_bin(edges: np.ndarray, lo: float, per_unit: float) -> bool:
+    """Whether bin_histogram.cu's bracketing walk is exact for these edges:
+    its estimate ``(x - lo) * per_unit``, two roundings in the edges' own
+    precision (edges.dtype; lo and per_unit already in it), within one bin of
+    the bracketing bin for every x in [edges[0], edges[-1]].
+
+    Each rounding errs by at most n x u in bin units (|x - lo| x per_unit is
+    at most about n), and each edge lies within D of its place on the grid
+    (measured here in float64); together below half a bin, as for
+    numpy_estimate_within_one_bin.
+    """
+    bits = FLOAT_BITS_OF.get(np.dtype(edges.dtype))
+    n = len(edges) - 1
+    if bits is None or n < 1 or not (np.isfinite(lo) and np.isfinite(per_unit)):
+        return False
+    with np.errstate(all="ignore"):
+        wide = edges.astype(np.float64)
+        if not np.isfinite(wide).all() or max(abs(wide[0]), abs(wide[-1]), abs(lo)) * 2 >= (
+                _LARGEST[bits]):
+            return False
+        places = (wide - lo) * per_unit
+        drift = float(np.max(np.abs(places - np.arange(n + 1))))
+    rounding = 2 * n * _ROUNDOFF[bits] + _SMALLEST[bits] * (per_unit + 1)
+    return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5
+
+
+FLOAT_BITS_OF = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64}
+
+
+def bracket_per_unit(rule) -> float:
+    """The per_unit with which the oracle's even binning may take the
+    bracketing walk for this EvenRule (float64 edges and steps), or 0.0:
+    numpy's steps one by one. Both numpy's estimate and (x - lo) * per_unit
+    must be within one bin of the bracketing bin."""
+    if (rule.edge_bits, rule.diff_bits, rule.quot_bits) != (64, 64, 64):
+        return 0.0
+    edges = np.asarray(rule.edges, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        per_unit = float(rule.scale) / float(rule.width)
+    if not (np.isfinite(per_unit) and per_unit > 0):
+        return 0.0
+    if not numpy_estimate_within_one_bin(edges, rule.lo, rule.width, rule.scale, 64, 64):
+        return 0.0
+    return per_unit if bracket_estimate_within_one_bin(edges, rule.lo, per_unit) else 0.0
