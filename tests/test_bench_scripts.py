@@ -44,3 +44,13 @@ def test_dask_stream_bench_counts_every_key(tmp_path):
     row = run_bench("dask_stream.py", tmp_path, "--n-log2", "26", "--chunk-log2", "22",
                     "--repeats", "1", "--workers", "2")
     assert row["N"] == 1 << 26 and row["gpu"] is False
+
+
+def test_weighted_peers_bench_judges_np_bincount_and_repeats_its_calls(tmp_path):
+    results = run_bench("weighted_peers.py", tmp_path, "--n-log2", "10", "--calls", "2")
+    verdict = results["verdicts"]["np.bincount(weights=)"]
+    assert verdict["counts"]["FAIL"] > 0
+    assert verdict["smallest_failing_input"].startswith("keys = [0, 0, 0]")
+    numpy_rows = [row for row in results["repeats"] if row["peer"] == "np.bincount(weights=)"]
+    assert [row["K"] for row in numpy_rows] == [1, 256, 65536]
+    assert all(row["distinct_results"] == 1 for row in numpy_rows)  # left to right: the same
