@@ -1,7 +1,8 @@
 """Other libraries' histograms as callables for ``histkit check``: how to judge
 a library function you call rather than write. On a GPU host:
 
-    histkit check examples/peer_kernels.py:torch_bincount_weights --kind weighted-histogram --inputs torch
+    histkit check examples/peer_kernels.py:torch_bincount_weights \
+        --kind weighted-histogram --inputs torch
     histkit check examples/peer_kernels.py:cupy_histogram --kind bin-histogram --inputs cupy
 
 docs/check.md ("Judging a library's function") lists what each one gets.
