@@ -194,3 +194,18 @@ def test_the_json_report_of_a_shrunk_binning_failure_names_its_input(tmp_path):
     assert code == 1 and not report["passed"]
     inputs = [f["smallest_input"] for f in report["failures"] if f["shrunk"]]
     assert inputs and inputs[0].startswith("samples = [")
+
+
+def test_the_pytest_plugin_makes_one_item_per_binning_and_weighted_case():
+    from histkit.conformance.pytest_plugin import conformance_cases, judge_case
+
+    mark = conformance_cases("bin-histogram")
+    cases, ids = mark.args[1], mark.kwargs["ids"]
+    assert len(cases) == len(cases_for("bin-histogram")) == len(set(ids))
+    case = next(c for c in cases if c.name == "naive/float64/fast-histogram-63")
+    judge_case(EXAMPLE + "bin_by_edges", "bin-histogram", case)  # passes: returns
+    with pytest.raises(pytest.fail.Exception, match="bins differ"):
+        judge_case(EXAMPLE + "bin_by_naive_estimate", "bin-histogram", case)
+    weighted = conformance_cases("weighted-histogram").args[1]
+    with pytest.raises(pytest.fail.Exception, match="expected 1.0"):
+        judge_case(EXAMPLE + "weighted_bincount", "weighted-histogram", weighted[0])
