@@ -34,11 +34,10 @@ from histkit.conformance.foreign import (
 )
 from histkit.conformance.loading import UsageError
 from histkit.conformance.reproduce import python_command
-from histkit.conformance.shrinking import shrink_by
+from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
 
 KIND = "weighted-histogram"
-UNNAMED = "input"
 INLINE = 64  # keys and weights written out in a reproducer
 
 

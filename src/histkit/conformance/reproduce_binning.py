@@ -18,8 +18,9 @@ import shlex
 import numpy as np
 
 from histkit.conformance.binning_cases import BinCase
-from histkit.conformance.check_binning import ENTRY, UNNAMED, BinningCudaFile
+from histkit.conformance.check_binning import ENTRY, BinningCudaFile
 from histkit.conformance.reproduce import python_command
+from histkit.conformance.shrinking import UNNAMED
 
 INLINE_SAMPLES = 64  # samples (and edges) written out; more are named as their case
 _PYTHON_NAMES = {"--block": "block", "--grid": "grid", "--counts": "count_bits",

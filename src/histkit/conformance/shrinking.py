@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 SHRINK_ATTEMPTS = 80
+UNNAMED = "input"  # the name of a case made of the caller's own input, or shrunk from one
 
 
 def shrink_by(judge, case, smaller: Callable[[object], Iterator], attempts: int = SHRINK_ATTEMPTS):

@@ -180,14 +180,22 @@ def even_rule(samples: np.ndarray, num_bins: int, range,
                     bounds=(first, last), diff_dtype=diff_dtype, quot_dtype=quot_dtype)
 
 
-def numpy_fails_error(rule: EvenRule, index: int, value) -> ValueError:
+class NumpyFailsError(ValueError):
+    """A sample numpy's even-bin code fails on; ``.index`` is its index."""
+
+    def __init__(self, message: str, index: int):
+        super().__init__(message)
+        self.index = index
+
+
+def numpy_fails_error(rule: EvenRule, index: int, value) -> NumpyFailsError:
     """The error for a sample numpy's even-bin code fails on (its estimate
     overflows to an index past the edges)."""
-    return ValueError(
+    return NumpyFailsError(
         f"numpy's rule has no bin for the sample at index {index} ({value!r}): its estimate "
         f"((x - lo) / (hi - lo)) * bins, x - lo in {rule.diff_dtype} and the rest in "
         f"{rule.quot_dtype}, overflows for the span [{rule.bounds[0]}, {rule.bounds[1]}] "
-        f"(np.histogram raises here too)")
+        f"(np.histogram raises here too)", index)
 
 
 def _range_value(value, name: str):
