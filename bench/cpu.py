@@ -1,6 +1,9 @@
 """CPU oracle throughput against NumPy, measured in the same run.
 
 Rows: N = 2^24 int32 keys, K in {10, 256, 65536}, uniform and one-bin keys;
+weighted rows: the same uniform keys with float32 and float64 normal weights,
+oracles.histogram(keys, K, weights) (exact sums) against
+np.bincount(keys, weights) (sums in key order, rounding each step);
 binning rows: N = 2^24 float64 samples, uniform on [0, 1), into 256 even bins
 (range given, and the samples' min and max) against np.histogram, and
 fast-histogram's histogram1d (range given) where it is installed (it is fast,
@@ -127,6 +130,40 @@ def _fast_histogram_method(samples: np.ndarray, num_bins: int) -> dict:
     return {FAST_HISTOGRAM: lambda: histogram1d(samples, num_bins, (0.0, 1.0))}
 
 
+def weighted_row(keys: np.ndarray, weights: np.ndarray, num_bins: int, repeats: int) -> dict:
+    """Exact weighted sums against np.bincount(weights=), paired per round."""
+    methods = {
+        "np.bincount(weights=)": lambda: np.bincount(keys, weights, minlength=num_bins),
+        "histogram(weights=)": lambda: oracles.histogram(keys, num_bins, weights),
+    }
+    for call in methods.values():
+        call()
+    rounds = [{name: seconds(call) for name, call in methods.items()} for _ in range(repeats)]
+    return {
+        "seconds": {name: float(np.median([r[name] for r in rounds])) for name in methods},
+        "weighted_vs_bincount": float(np.median(
+            [r["np.bincount(weights=)"] / r["histogram(weights=)"] for r in rounds])),
+    }
+
+
+def run_weighted_rows(args) -> list[dict]:
+    n = 1 << args.n_log2
+    rows = []
+    for num_bins in (10, 256, 65536):
+        keys = make_keys("uniform", n, num_bins, seed=0, dtype=np.int32)
+        for dtype in ("float32", "float64"):
+            weights = np.random.default_rng(1).standard_normal(n).astype(dtype)
+            row = {"K": num_bins, "distribution": "uniform", "weights": dtype, "N": n,
+                   **weighted_row(keys, weights, num_bins, args.repeats)}
+            rows.append(row)
+            t = row["seconds"]
+            print(f"weighted K={num_bins:>6} {dtype}: np.bincount "
+                  f"{t['np.bincount(weights=)'] * 1e3:6.1f} ms  exact histogram "
+                  f"{t['histogram(weights=)'] * 1e3:6.1f} ms "
+                  f"({row['weighted_vs_bincount']:3.1f}x)", flush=True)
+    return rows
+
+
 def _spin(stop) -> None:
     while not stop.is_set():
         pass
@@ -164,13 +201,15 @@ def main() -> None:
 
     with BusyCore() if args.busy else contextlib.nullcontext():
         rows = run_rows(args)
+        weighted = run_weighted_rows(args)
         binning = run_binning_rows(args)
     busy = "-busy" if args.busy else ""
     meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
             "machine": platform.machine(), "processor": platform.processor(),
             "one_core_busy": args.busy}
     write_results(args.out, f"cpu-{os.cpu_count()}core{busy}",
-                  {"meta": meta, "rows": rows, "binning": binning}, indent=2)
+                  {"meta": meta, "rows": rows, "weighted": weighted, "binning": binning},
+                  indent=2)
 
 
 def run_binning_rows(args) -> list[dict]:

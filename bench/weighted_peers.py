@@ -1,6 +1,7 @@
 """Weighted histograms of the peers judged by the exact rule, and run twice.
 
-Two questions, in one run on a GPU host (np.bincount alone on a CPU host):
+Two questions, in one run on a GPU host (np.bincount alone on a CPU host),
+asked of the peers and of histkit's own GPU call:
 
 - the verdict of ``histkit check --kind weighted-histogram`` on each peer
   (examples/peer_kernels.py wraps them): cases passed and failed, and the
@@ -31,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 PEERS = {"np.bincount(weights=)": ("examples.python_kernels:weighted_bincount", "numpy"),
          "torch.bincount(weights=)": ("examples.peer_kernels:torch_bincount_weights", "torch"),
          "torch.Tensor.index_add_": ("examples.peer_kernels:torch_index_add", "torch"),
-         "cupy.bincount(weights=)": ("examples.peer_kernels:cupy_bincount_weights", "cupy")}
+         "cupy.bincount(weights=)": ("examples.peer_kernels:cupy_bincount_weights", "cupy"),
+         "histkit gpu.histogram(weights=)": ("examples.peer_kernels:histkit_weighted", "cupy")}
 
 
 def available(inputs: str) -> bool:
@@ -103,6 +105,11 @@ def peer_calls(keys, weights, num_bins) -> dict:
         ck, cw = cupy.asarray(keys), cupy.asarray(wide)
         calls["cupy.bincount(weights=)"] = lambda: cupy.bincount(ck, cw,
                                                                  minlength=num_bins).get()
+        from histkit import gpu
+
+        cf = cupy.asarray(weights)  # float32, as the peers' weights were before widening
+        calls["histkit gpu.histogram(weights=)"] = lambda: gpu.histogram(
+            ck, num_bins, weights=cf).get()
     return calls
 
 

@@ -43,6 +43,14 @@ def cupy_bincount_weights(keys, weights, num_bins):
                          minlength=num_bins)
 
 
+def histkit_weighted(keys, weights, num_bins):
+    """histkit's own gpu.histogram(keys, num_bins, weights=): exact sums, judged
+    as a peer is (it raises BadKeyError, a ValueError naming the index)."""
+    from histkit import gpu
+
+    return gpu.histogram(keys, num_bins, weights=weights)
+
+
 def cupy_histogram(samples, bins, range):
     """cupy.histogram, as np.histogram is called."""
     import cupy

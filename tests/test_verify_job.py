@@ -81,10 +81,10 @@ def test_gpu_on_without_a_gpu_fails_and_names_why(monkeypatch):
     assert "requested but unavailable: no GPU [here] (test)" in console.file.getvalue()
 
 
-def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
-    # the binning judge runs after the integer matrix; its FAIL is the job's
+def _integer_matrix_passes(monkeypatch):
+    """A GPU that is there, and an integer matrix that passes, without running it."""
     from histkit import gpu
-    from histkit.conformance import binning, runner
+    from histkit.conformance import runner
     from histkit.gpu import device
 
     class Passed:
@@ -96,10 +96,18 @@ def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     monkeypatch.setattr(gpu, "gpu_unavailable_reason", lambda: None)
     monkeypatch.setattr(runner, "run_conformance", lambda **kwargs: Passed())
     monkeypatch.setattr(device, "runtime", lambda: None)
+
+
+def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
+    # the binning judge runs after the integer matrix; its FAIL is the job's
+    from histkit.conformance import binning, weighted
+
+    _integer_matrix_passes(monkeypatch)
     judged = [binning.BinResult("edges/float32/on-edge", "bin-histogram", "pass"),
               binning.BinResult("edges/float32/on-edge", "bin-histogram/split", "FAIL",
                                 "1 counters differ; first bin 3: expected 2, got 1")]
     monkeypatch.setattr(binning, "judge", lambda rt, quick: judged)
+    monkeypatch.setattr(weighted, "judge", lambda rt: [])
     console = quiet()
     ok, summary = verify._gpu_conformance(console, "auto", quick=True, json_path=None)
     assert ok is False
@@ -108,4 +116,21 @@ def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     assert "FAIL edges/float32/on-edge bin-histogram/split: 1 counters differ" in (
         console.file.getvalue())
     monkeypatch.setattr(binning, "judge", lambda rt, quick: judged[:1])
+    assert verify._gpu_conformance(quiet(), "auto", quick=True, json_path=None)[0] is True
+
+
+def test_a_weighted_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
+    # the weighted judge runs after the binning one; its FAIL is the job's too
+    from histkit.conformance import binning, weighted
+
+    _integer_matrix_passes(monkeypatch)
+    monkeypatch.setattr(binning, "judge", lambda rt, quick: [])
+    judged = [weighted.WeightedResult("cancel/1e16-1-minus-1e16", "weighted", "FAIL",
+                                      "1 bins differ; first bin 0: expected 1.0, got 0.0")]
+    monkeypatch.setattr(weighted, "judge", lambda rt: judged)
+    console = quiet()
+    ok, summary = verify._gpu_conformance(console, "auto", quick=True, json_path=None)
+    assert ok is False and summary["weighted"]["cells"] == 1
+    assert "FAIL cancel/1e16-1-minus-1e16 weighted: 1 bins differ" in console.file.getvalue()
+    monkeypatch.setattr(weighted, "judge", lambda rt: [])
     assert verify._gpu_conformance(quiet(), "auto", quick=True, json_path=None)[0] is True

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(needs histkit[bench])")
     bench.add_argument("--out", default="bench/results", help="folder for the JSON and plot")
     bench.add_argument("--quick", action="store_true", help="2^24 keys instead of 2^28")
-    bench.add_argument("--only", choices=("histogram", "sort", "radix", "binning"),
+    bench.add_argument("--only", choices=("histogram", "sort", "radix", "binning", "weighted"),
                        help="run one part of the benchmark")
     bench.add_argument("--calls", action="store_true",
                        help="time whole public calls (what a user waits for) against the "

@@ -149,23 +149,38 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
     if progress:
         console.print(f"(results case by case in {progress}, until the JSON is written)")
     binning_ok, binning = _binning_conformance(console, quick=quick or large_only)
-    return report.passed and binning_ok, {"ran": True, "large_only": large_only,
-                                          "report": report.to_json(), "binning": binning}
+    weighted_ok, weighted = _weighted_conformance(console)
+    return report.passed and binning_ok and weighted_ok, {
+        "ran": True, "large_only": large_only, "report": report.to_json(), "binning": binning,
+        "weighted": weighted}
 
 
 def _binning_conformance(console: Console, quick: bool) -> tuple[bool, dict]:
     """The binning kernel's columns on the binning case set
     (histkit.conformance.binning): (passed, their summary for the JSON)."""
-    from dataclasses import asdict
-
     from histkit.conformance import binning
     from histkit.gpu.device import runtime
 
-    results = binning.judge(runtime(), quick=quick)
+    return _judged(console, "binning real-valued samples", binning.judge(runtime(), quick=quick))
+
+
+def _judged(console: Console, title: str, results: list) -> tuple[bool, dict]:
+    """A judge's columns summed up on the console: (passed, their JSON summary)."""
+    from dataclasses import asdict
+
     failures = [r for r in results if r.status == "FAIL"]
     verdict = "[bold green]PASS[/]" if not failures else "[bold red]FAIL[/]"
-    console.print(f"binning real-valued samples: {len(results)} cells "
-                  f"({len({r.case for r in results})} cases), {len(failures)} FAIL: {verdict}")
+    console.print(f"{title}: {len(results)} cells ({len({r.case for r in results})} cases), "
+                  f"{len(failures)} FAIL: {verdict}")
     for failure in failures[:10]:
         console.print(f"  FAIL {escape(failure.case)} {failure.column}: {escape(failure.detail)}")
     return not failures, {"cells": len(results), "failures": [asdict(r) for r in failures]}
+
+
+def _weighted_conformance(console: Console) -> tuple[bool, dict]:
+    """The weighted kernel's columns on the weighted case set
+    (histkit.conformance.weighted): (passed, their summary for the JSON)."""
+    from histkit.conformance import weighted
+    from histkit.gpu.device import runtime
+
+    return _judged(console, "weighted histograms (exact sums)", weighted.judge(runtime()))

@@ -30,6 +30,7 @@ from histkit.bench.common import (
     right_result,
     skip_note,
 )
+from histkit.bench.weighted import weighted_rows
 from histkit.conformance.cases import DISTRIBUTIONS
 from histkit.distributions import ZIPF_EXPONENT
 from histkit.gpu import errors, registry
@@ -417,11 +418,15 @@ def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
     for row in binning_rows(cupy, torch, timer, n, quick) if only in (None, "binning") else ():
         results["binning"].append(row)
         print(f"{row['rule']} {row['dtype']} " + _format_row(row), flush=True)
+    results["weighted"] = []
+    for row in weighted_rows(cupy, torch, timer, n, quick) if only in (None, "weighted") else ():
+        results["weighted"].append(row)
+        print(f"weighted {row['weights']} " + _format_row(row), flush=True)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = result_stem(only or "gpu", rt.device.name, results["date"])
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
-    if only != "binning":
+    if only not in ("binning", "weighted"):
         plot(results, out / f"{stem}.png")
     print(f"wrote {out / stem}.json (and .png)")
     return 0

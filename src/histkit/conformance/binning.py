@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from histkit import oracles
 from histkit.conformance.binning_cases import BinCase, bin_cases
+from histkit.conformance.checks import ColumnResult
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import Runtime
@@ -30,14 +30,7 @@ from histkit.oracles._bin_rule import NumpyFailsError, as_sample_array, parse_bi
 POISON = 0xA5  # the counts' bytes before the launch
 
 
-@dataclass(frozen=True)
-class BinResult:
-    case: str
-    column: str
-    status: str  # pass | FAIL
-    detail: str = ""
-    geometry: str = ""
-    seconds: float = 0.0
+BinResult = ColumnResult  # one binning column on one case
 
 
 def expected(case: BinCase) -> tuple[np.ndarray, int | None]:

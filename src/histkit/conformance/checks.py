@@ -127,6 +127,19 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
 NO_REPORT = None  # an implementation that reported no bad key
 
 
+@dataclass(frozen=True)
+class ColumnResult:
+    """One column of a kernel table judged on one case by a judge of its own
+    (the binning and weighted kernels): pass or FAIL, why, and its launches."""
+
+    case: str
+    column: str
+    status: str  # pass | FAIL
+    detail: str = ""
+    geometry: str = ""
+    seconds: float = 0.0
+
+
 @dataclass
 class Outcome:
     """What an implementation (ours or a user's) produced on one case.

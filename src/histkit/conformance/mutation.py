@@ -127,7 +127,8 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
 
     if is_host(mutant):
         return [] if mutant.file in TEST_JUDGED else [k.row for k in _host_rows(mutant.file)]
-    rows = registry.rows_reaching(mutant.file) + registry.binning_rows_reaching(mutant.file)
+    rows = (registry.rows_reaching(mutant.file) + registry.binning_rows_reaching(mutant.file)
+            + registry.weighted_rows_reaching(mutant.file))
     if mutant.line:
         from histkit.conformance import mutagen
 
@@ -289,7 +290,10 @@ def judge(needs: str, rows: list[str]) -> int:
     binning_rows = {k.row for k in registry.BINNING_KERNELS}
     if set(rows) & binning_rows and judge_binning(needs) == EXIT_CAUGHT:
         return EXIT_CAUGHT
-    rows = [row for row in rows if row not in binning_rows]
+    weighted_rows = {k.row for k in registry.WEIGHTED_KERNELS}
+    if set(rows) & weighted_rows and judge_weighted() == EXIT_CAUGHT:
+        return EXIT_CAUGHT
+    rows = [row for row in rows if row not in binning_rows | weighted_rows]
     if not rows:
         return EXIT_SURVIVED
     cases = huge_cases() if needs == "full" else all_cases(quick=True)
@@ -311,6 +315,21 @@ def judge_binning(needs: str) -> int:
 
     for case in bin_cases(quick=needs != "full"):
         failed = [r for r in binning.judge(runtime(), cases=[case]) if r.status == "FAIL"]
+        if failed:
+            print(f"FAIL {failed[0].case} {failed[0].column}: {failed[0].detail}", flush=True)
+            return EXIT_CAUGHT
+    return EXIT_SURVIVED
+
+
+def judge_weighted() -> int:
+    """The weighted kernel's judge (histkit.conformance.weighted) on the
+    weighted cases, stopping at the first FAIL."""
+    from histkit.conformance import weighted
+    from histkit.conformance.weighted_cases import weighted_cases
+    from histkit.gpu.device import runtime
+
+    for case in weighted_cases():
+        failed = [r for r in weighted.judge(runtime(), cases=[case]) if r.status == "FAIL"]
         if failed:
             print(f"FAIL {failed[0].case} {failed[0].column}: {failed[0].detail}", flush=True)
             return EXIT_CAUGHT

@@ -13,6 +13,9 @@ cases set the traps where a plausible kernel parts from the exact sum:
 - ``range/``: huge and subnormal weights in one bin; float32 weights whose
   exact sum needs more than float32 (2^24 + 1 ones);
 - ``ieee/``: NaN weights, +inf and -inf in one bin, infinities of one sign;
+- ``spread/``, ``carry/``: a weight of every binade in a few bins, and
+  70001 weights with every mantissa bit set in one (a kernel that splits
+  the sum into words must carry them all);
 - ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
   weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
 - ``bad/``: a key outside ``[0, num_bins)``, which must be reported at its
@@ -100,6 +103,9 @@ def _range_cases():
     yield _one_bin("range/huge-and-subnormal", [1e308, tiny, -1e308, tiny],
                    note="the exact sum is two subnormals")
     yield _one_bin("range/subnormals-only", [tiny] * 9, note="nine smallest subnormals")
+    yield _one_bin("range/float32/subnormals-only",
+                   [1.4e-45] * 5 + [1e-40, -3e-42, 1.1754942e-38], "float32",
+                   note="float32 subnormals alone (no normal weight hides their bits)")
     yield _one_bin("range/float32/2pow24-plus-one-ones", np.ones(2**24 + 1), "float32",
                    note="a float32 accumulator stops at 2^24; the sum is 2^24 + 1")
     yield _one_bin("range/half-ulp-ties", [1.0, 2.0**-53, 2.0**-53 * 1.0000001],
@@ -134,17 +140,44 @@ def _bulk_cases():
                            "nine keys in ten in bin 3, uint8 keys")
 
 
+def _spread_cases():
+    """Weights of every magnitude in a few bins: a GPU kernel that keeps some
+    chunks of its sums in shared memory sends the rest elsewhere; and
+    thousands of weights with every mantissa bit set, whose partial sums carry
+    out of every 32-bit word again and again."""
+    rng = np.random.default_rng(11)
+    # Up to 2^-3 of the largest finite value: the sums stay finite.
+    for dtype, low, high in (("float32", -149, 125), ("float64", -1074, 1021)):
+        exponents = np.arange(low, high)
+        magnitudes = np.ldexp(1.0 + rng.random(len(exponents)), exponents)
+        weights = (magnitudes * rng.choice([-1.0, 1.0], len(exponents))).astype(dtype)
+        keys = np.where(rng.random(len(weights)) < 0.5, 2,
+                        rng.integers(0, 7, len(weights))).astype(np.int32)
+        yield WeightedCase(f"spread/{dtype}/every-exponent", keys, weights, 7,
+                           "a weight of each binade, signs mixed; half the keys in bin 2")
+        below_one = np.nextafter(np.array(1.0, dtype), np.array(0.0, dtype))
+        weights = np.full(70_001, below_one, dtype=dtype)
+        weights[::7] = -weights[::7] * 3
+        yield _one_bin(f"carry/{dtype}/every-mantissa-bit", weights, dtype,
+                       note="70001 weights of +-(1 - ulp) and 3x that: words wrap often")
+
+
 def _bad_key_cases():
     keys = np.array([0, 1, 2, 5, 1], dtype=np.int32)
     yield WeightedCase("bad/key-equal-to-num-bins", keys, np.ones(5), 5, "key 5 at index 3")
     yield WeightedCase("bad/negative-key", np.array([1, -1, 0], dtype=np.int64),
                        np.ones(3, np.float32), 2, "key -1 at index 1")
+    keys = np.arange(5000, dtype=np.int64) % 9
+    keys[4500] = 9
+    yield WeightedCase("bad/late-key", keys, np.full(5000, 0.5), 9,
+                       "key 9 (num_bins) at index 4500, after many valid keys")
 
 
 def weighted_cases() -> list[WeightedCase]:
     """The named cases, in a fixed order (each call regenerates the same arrays)."""
     cases = [case for group in (_cancel_cases, _overflow_cases, _range_cases, _ieee_cases,
-                                _bulk_cases, _bad_key_cases) for case in group()]
+                                _bulk_cases, _spread_cases, _bad_key_cases)
+             for case in group()]
     names = [case.name for case in cases]
     if len(set(names)) != len(names):
         raise ValueError("duplicate weighted case names")

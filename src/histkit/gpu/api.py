@@ -52,8 +52,15 @@ from histkit.gpu.errors import DeviceMemoryError, UnsupportedShape
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.launch.histogram import VECTOR_BYTES, vector_head
 from histkit.gpu.launch.sort import VALUE_C_TYPES
+from histkit.gpu.launch.weighted import Weights, weight_kind
 from histkit.gpu.policy import check_index_dtype
-from histkit.oracles._inputs import MAX_BINS, as_key_array, bad_key_error, bin_count
+from histkit.oracles._inputs import (
+    MAX_BINS,
+    as_key_array,
+    as_weight_array,
+    bad_key_error,
+    bin_count,
+)
 
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
@@ -597,11 +604,14 @@ def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
 # --- the calls ---------------------------------------------------------------
 
 def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
-              out: AnyArray | None = None, stream: AnyStream = None, check: bool = True,
+              weights: AnyArray | None = None, out: AnyArray | None = None,
+              stream: AnyStream = None, check: bool = True,
               first_bad: AnyArray | None = None) -> AnyArray | tuple[AnyArray, AnyArray]:
-    """Histogram of keys on the GPU (int64 counts).
+    """Histogram of keys on the GPU (int64 counts, or float64 sums of weights).
 
-    Equals `histkit.oracles.histogram` for every exact method. Bad
+    Equals `histkit.oracles.histogram` for every exact method, with weights
+    too: each bin's sum is the exact sum of its weights rounded once to
+    float64 (``math.fsum``'s value), the same bits on every call. Bad
     arguments raise what the oracles raise, before a GPU is looked for; keys
     outside ``[0, num_bins)`` are found on the device.
 
@@ -617,9 +627,17 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
         "atomic" (one global atomicAdd per key), "privatized" (the chapter's
         shared-memory kernel), "partitioned" (two passes, for many bins: up
         to 2^22), "naive" (the chapter's racy non-atomic kernel: it LOSES
-        updates, on purpose) or "auto" (the fastest exact kernel).
+        updates, on purpose) or "auto" (the fastest exact kernel). With
+        `weights`, "auto" only.
+    weights : array, optional
+        One float32 or float64 weight per key (NumPy weights may be float16,
+        widened exactly), the same kind of array as the keys. Each bin gets
+        the exact sum of its keys' weights, correctly rounded to float64; a
+        NaN weight makes its bin NaN, +inf and -inf in one bin make it NaN, a
+        sum past the float64 range is +-inf.
     out : device array, optional
-        `num_bins` int64 on the device to write the counts into (returned as
+        `num_bins` int64 (float64 with `weights`) on the device to write the
+        counts into (returned as
         itself; with NumPy keys and ``check=False``, pass the stream you will
         read it on as `stream`). With `out` and `first_bad` given, the call
         allocates nothing, so it can be captured in a CUDA graph.
@@ -636,7 +654,8 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     Returns
     -------
     counts : array
-        int64 counts, of the keys' kind (NumPy keys: a NumPy array), or `out`.
+        int64 counts (float64 sums with `weights`), of the keys' kind (NumPy
+        keys: a NumPy array), or `out`.
     first_bad : array
         Only with ``check=False``: one uint64, the first bad key's index, or
         2**64 - 1 when there is none (see `raise_if_bad`). Bad keys are
@@ -663,6 +682,9 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     >>> gpu.histogram(np.array([0, 1, 1, 3]), 4)  # doctest: +SKIP
     array([1, 2, 0, 1])
     >>> counts, first_bad = gpu.histogram(np.array([0, 5]), 4, check=False)  # doctest: +SKIP
+    >>> gpu.histogram(np.array([0, 0, 0, 1]), 2, weights=np.array([1e16, 1.0, -1e16, 0.5]))
+    ... # doctest: +SKIP
+    array([1. , 0.5])
 
     Bad arguments are refused before a GPU is looked for:
 
@@ -671,6 +693,9 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     ...
     TypeError: keys must have an integer dtype (int8 ... uint64); got float64
     """
+    if weights is not None:
+        return _weighted_histogram(keys, weights, num_bins, method, out, stream, check,
+                                   first_bad)
     if (method == "auto" and (check is True or check is False) and out is None
             and stream is None and first_bad is None and _framework_of(keys) == "cupy"):
         lane = _lane(runtime())
@@ -694,6 +719,49 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     # A caller's out= comes back as itself, whatever kind the keys were.
     counts = out if out is not None else _hand_back(call, hist)
     return counts if check else (counts, _hand_back(call, slot))
+
+
+def _weighted_histogram(keys, weights, num_bins, method, out, stream, check, first_bad):
+    """gpu.histogram with weights: exact float64 sums (launch.weighted)."""
+    num_bins = bin_count(num_bins)
+    if method != "auto":
+        raise ValueError(f"with weights, method must be 'auto'; got {method!r}")
+    _check_options(check, first_bad)
+    on_device = is_device_array(keys)
+    if is_device_array(weights) != on_device:
+        raise TypeError("weights must be the same kind of array as keys (both NumPy, or both "
+                        f"on the device); got {type(keys).__name__} keys and "
+                        f"{type(weights).__name__} weights")
+    if not on_device:
+        keys = as_key_array(keys)
+        if np.asarray(weights).dtype.kind != "f":
+            raise TypeError(f"GPU weights must be float16, float32 or float64; got "
+                            f"{np.asarray(weights).dtype}")
+        weights = as_weight_array(weights, len(keys))  # float16 widens to float32
+    call = _begin(runtime(), keys, stream_handle(stream), on_device)
+    if on_device:
+        ptr, n, dtype = _device_view(call, weights, "weights", integer=False)
+        weight_kind(dtype)
+        if n != call.keys.n:
+            raise ValueError(f"weights must hold one weight per key: {call.keys.n} keys, "
+                             f"{n} weights")
+        owner = weights
+    else:
+        owner = call.rt.to_device(np.ascontiguousarray(weights))
+        ptr, dtype = owner.ptr, weights.dtype
+    sums = (_allocate(call, num_bins, np.float64, "num_bins={} (float64 sums)", num_bins)
+            if out is None else _borrow(call, out, num_bins, np.float64, "out"))
+    slot = _first_bad_word(call, check, first_bad)
+    if call.keys.n:
+        registry.weighted_kernel().run(call.rt, call.keys, Weights(ptr, dtype), num_bins,
+                                       sums, slot)
+    else:
+        _fill(call, sums, 0, num_bins * 8)
+    del owner  # freed stream-ordered: after the kernels that read it
+    if check:
+        _raise_if_bad(call.rt, slot, call.keys, num_bins)
+    result = out if out is not None else _hand_back(call, sums)
+    return result if check else (result, _hand_back(call, slot))
 
 
 def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,

@@ -139,6 +139,16 @@ def resident_tile_items(itemsize: int) -> int:
     return WIDE_KEY_TILE_ITEMS if itemsize == 8 else RESIDENT_TILE_ITEMS
 
 
+# Weighted histograms (weighted_histogram.cu): weights each thread loads before
+# its first add, and the most weights one launch adds. A weight adds less than
+# 2^33 in magnitude to any one int64 slot of a global row (a 32-bit part and
+# its carry), a block less than 2^32 when it merges its shared words, so 2^28
+# weights a launch keep every slot below 2^62 until carry_rows runs.
+WEIGHTS_PER_THREAD = 4
+MAX_LAUNCH_WEIGHTS = 2**28
+WEIGHTED_MIN_BLOCKS = 1  # blocks of FAST_BLOCK per SM its registers are budgeted for
+
+
 def _shared_defines() -> dict[str, int]:
     return {"HK_NO_BAD_KEY": NO_BAD_KEY}
 
@@ -157,6 +167,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                                  "AUTO_HOT_PER_MILLE": AUTO_HOT_PER_MILLE,
                                  "AUTO_FAST": AUTO_FAST, "AUTO_FAST_HOLD": AUTO_FAST_HOLD,
                                  "AUTO_PARTITIONED": AUTO_PARTITIONED},
+    "weighted_histogram.cu": {"WEIGHTS_PER_THREAD": WEIGHTS_PER_THREAD,
+                              "BLOCK_THREADS": FAST_BLOCK, "MIN_BLOCKS": WEIGHTED_MIN_BLOCKS},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
                          "DIGIT_BITS": DIGIT_BITS, "HIST_ITEMS": HIST_ITEMS,

@@ -34,7 +34,16 @@ from functools import cache
 import numpy as np
 
 from histkit.gpu import contract, policy
-from histkit.gpu.launch import binning, histogram, partitioned, rank, resident, scan, sort
+from histkit.gpu.launch import (
+    binning,
+    histogram,
+    partitioned,
+    rank,
+    resident,
+    scan,
+    sort,
+    weighted,
+)
 
 # The rule each kind is judged by (histkit.conformance.checks implements them).
 KINDS = {
@@ -420,6 +429,52 @@ def binning_kernel() -> Kernel:
     return BINNING_KERNELS[0]
 
 
+def _weighted_builds() -> tuple[dict[str, str], ...]:
+    """Each weight type in each shared-memory layout, with runs and one or
+    32 copies, and one build without runs; KEY_T is the compile tests'."""
+    builds = []
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        for layout, copies in (("rows", 32), ("rows", 1), ("window", 8), ("global", 1)):
+            plan = weighted.shared_plan(2**30, dtype, 1, layout, copies)
+            builds.append(weighted.defines(dtype, plan, True, np.dtype(np.int32)))
+    plan = weighted.shared_plan(2**30, np.dtype(np.float32), 1, "rows", 1)
+    builds.append(weighted.defines(np.dtype(np.float32), plan, False, np.dtype(np.int32)))
+    builds.append(weighted.defines(np.dtype(np.float32), plan, True, np.dtype(np.int32), 4096))
+    for build in builds:
+        build.pop("KEY_T")
+    return tuple(builds)
+
+
+# Weighted histograms with exact sums (gpu.histogram with weights=), judged by
+# oracles.histogram(keys, num_bins, weights) on
+# histkit.conformance.weighted_cases (their own judge,
+# histkit.conformance.weighted). Launch signature: run(rt, keys, weights,
+# num_bins, sums, first_bad, grid=None, **options) -> [Geometry]
+# (histkit.gpu.launch.weighted).
+WEIGHTED_KERNELS: tuple[Kernel, ...] = (
+    Kernel("weighted", WEIGHTED_KIND, weighted.SOURCE,
+           ("accumulate_weights", "carry_rows", "round_rows"), weighted.weighted_histogram,
+           builds=_weighted_builds(), serves=("weighted_histogram",), variants=(
+               DEFAULT,
+               Variant("window", {"layout": "window"},
+                       "a window of chunks in shared memory, the rest global"),
+               Variant("global", {"layout": "global"}, "every add to the global rows"),
+               Variant("no-runs", {"runs": False}, "every weight added on its own"),
+               Variant("one-copy", {"copies": 1}, "one shared copy: lanes of a bin collide"),
+               Variant("long-runs", {"min_span": 4096},
+                       "each warp walks 4096 weights or more: runs at small N"),
+               Variant("grid-1", {"grid": 1}, "one block adds every weight"),
+               Variant("launches", {"launch_weights": 4096},
+                       "4096 weights a launch: the rows carried between launches"),
+           )),
+)
+
+
+def weighted_kernel() -> Kernel:
+    """The row gpu.histogram(..., weights=) runs."""
+    return WEIGHTED_KERNELS[0]
+
+
 # Sources compiled by nothing the suite judges (the benchmark's roofline).
 BENCH_ONLY_SOURCES = ("roofline.cu",)
 HEADERS = ("common.cuh", "counting.cuh", "schedule_skew.cuh")
@@ -463,11 +518,18 @@ def binning_rows_reaching(source: str) -> list[Kernel]:
     return [k for k in BINNING_KERNELS if any(source in files_of(s) for s in k.sources)]
 
 
+def weighted_rows_reaching(source: str) -> list[Kernel]:
+    """Rows of the weighted table whose launches compile `source`."""
+    from histkit.gpu.compiler import files_of
+
+    return [k for k in WEIGHTED_KERNELS if any(source in files_of(s) for s in k.sources)]
+
+
 def builds_by_source() -> dict[str, list[dict[str, str]]]:
     """Every .cu source the kernels compile, with each define set their
     launchers build it with (a source only used by another row: its defaults)."""
     found: dict[str, list[dict[str, str]]] = {}
-    for kernel in KERNELS + BINNING_KERNELS:
+    for kernel in KERNELS + BINNING_KERNELS + WEIGHTED_KERNELS:
         for build in kernel.builds:
             if build not in found.setdefault(kernel.source, []):
                 found[kernel.source].append(build)
@@ -481,5 +543,6 @@ def builds_by_source() -> dict[str, list[dict[str, str]]]:
 
 def sources() -> list[str]:
     """Every file of cuda/ histkit ships: the kernels' sources, headers, bench-only ones."""
-    found = dict.fromkeys(s for k in KERNELS + BINNING_KERNELS for s in k.sources)
+    found = dict.fromkeys(s for k in KERNELS + BINNING_KERNELS + WEIGHTED_KERNELS
+                          for s in k.sources)
     return sorted(found) + list(BENCH_ONLY_SOURCES) + list(HEADERS)

@@ -7,3 +7,6 @@ def weighted_sums(
     num_bins: int,
     max_threads: int,
 ) -> tuple[npt.NDArray[np.float64] | None, int]: ...
+
+CHUNK_SPAN: dict[str, tuple[int, int]]
+SPECIAL_FLAGS: dict[str, int]

@@ -426,6 +426,12 @@ cdef void sum_runs(const char* grouped, const int64_t* starts, Py_ssize_t first_
                               <const uint64_t*>NULL)
 
 
+# The row layout the GPU kernel (cuda/weighted_histogram.cu) keeps too, as its
+# defines: each float weight kind's absolute chunk span (numpy's dtype.char ->
+# (first chunk, signed top chunk)) and the special flags.
+CHUNK_SPAN = {"d": (DOUBLE_LO, DOUBLE_TOP), "f": (FLOAT_LO, FLOAT_TOP)}
+SPECIAL_FLAGS = {"SAW_NAN": SAW_NAN, "SAW_POS_INF": SAW_POS_INF, "SAW_NEG_INF": SAW_NEG_INF}
+
 # int64 slots per bin of each weight kind (numpy's dtype.char): the chunks,
 # then the special flags.
 ROW_LEN = {

@@ -1,0 +1,165 @@
+"""Weighted histograms with exact sums (weighted_histogram.cu): the shared
+memory each block keeps, and the launches.
+
+A bin's sum is one integer in 32-bit chunks (oracles._weighted's rows, the
+layout defined there and passed as defines). Each block keeps, in shared
+memory, copies of the chunks of every bin that the weights it adds can reach
+(whole rows), else of a window of the chunks that weights between about
+2^-27 and 2^34 reach (the rest of a weight goes to the global row), else
+nothing (every add global); as many copies as fit, up to one per lane, so
+that lanes adding to one bin add to different words.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from histkit.gpu import contract
+from histkit.gpu.contract import FAST_BLOCK, MAX_LAUNCH_WEIGHTS, WARP
+from histkit.gpu.device import DeviceArray, Runtime
+from histkit.gpu.geometry import Geometry
+from histkit.gpu.launch.common import Keys, blocks_for
+from histkit.oracles._weighted import CHUNK_SPAN, ROW_LEN, SPECIAL_FLAGS
+
+SOURCE = "weighted_histogram.cu"
+# The window of chunks kept in shared memory when whole rows do not fit:
+# (first absolute chunk, chunks). A float32 of magnitude 2^e with -27 <= e < 5
+# starts in chunk 32, and up to e < 37 in chunk 33; its two parts stay within
+# 32 .. 34. A float64 with -30 <= e < 34 starts in chunk 31 or 32; its three
+# parts stay within 31 .. 34. One chunk above takes what a run sums there.
+WINDOWS = {"f": (32, 4), "d": (31, 5)}
+# The shared-memory layouts a launch may be forced to (the conformance
+# suite's variants reach each at small K).
+LAYOUTS = ("auto", "rows", "window", "global")
+# Whole rows are kept while at least this many copies of them fit (else a
+# window, of which more copies fit).
+MIN_ROW_COPIES = 8
+
+
+class Weights(NamedTuple):
+    """Weights on the device, one per key: a contiguous float32 or float64 array."""
+
+    ptr: int
+    dtype: np.dtype
+
+
+class SharedPlan(NamedTuple):
+    first_chunk: int  # absolute
+    chunks: int  # 0: every add goes to the global rows
+    copies: int  # a power of two, 1 ... 32
+    label: str
+
+    def bytes(self, num_bins: int) -> int:
+        """Shared memory: each copy's bins (chunks, then flags), padded to an
+        odd count of int64 slots (weighted_histogram.cu's copy_stride)."""
+        if not self.chunks:
+            return 0
+        return self.copies * ((num_bins * (self.chunks + 1)) | 1) * 8
+
+
+def weight_kind(dtype: np.dtype) -> str:
+    """The oracle's name of a weight dtype ("f" float32, "d" float64)."""
+    kind = np.dtype(dtype).char
+    if kind not in CHUNK_SPAN:
+        raise TypeError(f"GPU weights must be float32 or float64; got {np.dtype(dtype)}")
+    return kind
+
+
+def row_slots(dtype: np.dtype) -> int:
+    """int64 slots of a bin's global row (the oracle's row)."""
+    return ROW_LEN[weight_kind(dtype)]
+
+
+def _most_copies(plan: SharedPlan, num_bins: int, max_shared: int, cap: int) -> SharedPlan:
+    """plan with the most copies (a power of two up to cap) that fit, or 0."""
+    copies = cap
+    while copies and plan._replace(copies=copies).bytes(num_bins) > max_shared:
+        copies //= 2
+    return plan._replace(copies=copies)
+
+
+def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "auto",
+                copies: int = WARP) -> SharedPlan:
+    """Which chunks a block keeps in shared memory, in how many copies (the
+    module's docstring); copies caps them."""
+    kind = weight_kind(dtype)
+    lo, top = CHUNK_SPAN[kind]
+    rows = _most_copies(SharedPlan(lo, top - lo + 1, 1, "rows"), num_bins, max_shared, copies)
+    window = _most_copies(SharedPlan(*WINDOWS[kind], 1, "window"), num_bins, max_shared,
+                          copies)
+    none = SharedPlan(lo, 0, 1, "global")
+    if layout != "auto":
+        plan = {"rows": rows, "window": window, "global": none}[layout]
+        return plan if plan.copies else none
+    if rows.copies and (rows.copies >= min(MIN_ROW_COPIES, copies)
+                        or rows.copies >= window.copies):
+        return rows
+    return window if window.copies else none
+
+
+def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
+            min_span: int = 1) -> dict[str, str]:
+    kind = weight_kind(dtype)
+    lo, top = CHUNK_SPAN[kind]
+    return {**contract.key_defines(key_dtype), "WEIGHT_DOUBLE": str(int(kind == "d")),
+            "CHUNK_LO": str(lo), "CHUNK_TOP": str(top),
+            **{name: str(bit) for name, bit in SPECIAL_FLAGS.items()},
+            "SHARED_LO": str(plan.first_chunk), "SHARED_CHUNKS": str(plan.chunks),
+            "COPIES": str(plan.copies), **({} if runs else {"RUN_SLOTS": "0"}),
+            **({} if min_span == 1 else {"MIN_SPAN": str(min_span)})}
+
+
+def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
+                       sums: DeviceArray, first_bad: DeviceArray, grid: int | None = None,
+                       layout: str = "auto", runs: bool = True, copies: int = WARP,
+                       min_span: int = 1, launch_weights: int = MAX_LAUNCH_WEIGHTS
+                       ) -> list[Geometry]:
+    """sums[b] (float64 bits, num_bins of them) = the exact sum of the weights
+    of the keys equal to b, rounded once; keys outside [0, num_bins) are
+    skipped and the first is noted in first_bad. grid, layout, runs (False:
+    every weight added on its own), copies (at most this many), min_span
+    (each warp walks at least this many consecutive weights) and
+    launch_weights force the launch's shape (the conformance suite's
+    variants: every path at small K, long runs and several launches at
+    small N)."""
+    slots = row_slots(weights.dtype)
+
+    def build(max_shared: int):
+        plan = shared_plan(max_shared, weights.dtype, num_bins, layout, copies)
+        made = defines(weights.dtype, plan, runs, keys.dtype, min_span)
+        return plan, made, rt.kernel(SOURCE, "accumulate_weights", made)
+
+    plan, build_defines, accumulate = build(rt.max_shared_per_block)
+    if plan.bytes(num_bins) > rt.max_dynamic_shared(accumulate):
+        plan, build_defines, accumulate = build(rt.max_dynamic_shared(accumulate))
+    shared = plan.bytes(num_bins)
+    rows = rt.empty(num_bins * slots, np.int64)
+    rt.memset(rows.ptr, 0, num_bins * slots * 8)
+    geometries = []
+    per_launch = max(1, min(launch_weights, MAX_LAUNCH_WEIGHTS))
+    for start in range(0, keys.n, per_launch):
+        count = min(per_launch, keys.n - start)
+        if start:  # every slot back below 2^32 before the next launch adds
+            carry = rt.kernel(SOURCE, "carry_rows", build_defines)
+            shape = Geometry("carry_rows", blocks_for(num_bins, 256, rt.sm_count * 8), 256)
+            rt.launch(carry, shape, rows.ptr, np.uint64(num_bins))
+            geometries.append(shape)
+        if grid is None:
+            resident = rt.resident_blocks(accumulate, FAST_BLOCK, shared)
+            blocks = blocks_for(count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD,
+                                rt.sm_count * resident)
+        else:
+            blocks = grid
+        shape = Geometry(f"accumulate_weights[{plan.label}, COPIES={plan.copies}"
+                         f"{'' if runs else ', no runs'}]", blocks, FAST_BLOCK, shared)
+        rt.launch(accumulate, shape, keys.ptr + start * keys.dtype.itemsize,
+                  weights.ptr + start * weights.dtype.itemsize, np.int64(count),
+                  np.int64(start), np.uint64(num_bins), rows.ptr, first_bad.ptr)
+        geometries.append(shape)
+    round_rows = rt.kernel(SOURCE, "round_rows", build_defines)
+    shape = Geometry("round_rows", blocks_for(num_bins, 128, rt.sm_count * 8), 128)
+    rt.launch(round_rows, shape, rows.ptr, np.uint64(num_bins), sums.ptr)
+    geometries.append(shape)
+    return geometries  # rows is freed stream-ordered, after round_rows
