@@ -187,8 +187,8 @@ def test_every_bin_on_its_own_and_empty_bins_are_zero():
 @pytest.mark.parametrize("num_bins", [1, 7, 300, 1927, 1928, 20000])
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
 def test_seeded_cases_equal_fsum_per_bin(distribution, num_bins, weight_dtype):
-    # 1927 float64 bins are the last that each thread keeps rows for; past
-    # them (and past 10922 float32 bins) the weights are grouped by bin first.
+    # fewer weights than bins (here past 3000) are grouped by bin first;
+    # test_both_paths_meet_at_the_in_place_limit takes the rows' size limit.
     seed = 11 * num_bins + DISTRIBUTIONS.index(distribution)
     rng = np.random.default_rng(seed)
     n = 3000
@@ -212,9 +212,28 @@ def test_keys_of_every_width_and_strided_reversed_or_big_endian_weights(key_dtyp
     readonly = weights[::3].copy()
     readonly.flags.writeable = False
     assert_same_bits(oracles.histogram(keys, 100, readonly), want)
-    for num_bins in (3000, 30000):  # grouped by bin first
+    for num_bins in (3000, 30000):  # in place, then grouped by bin first (K > N)
         assert_same_bits(oracles.histogram(keys[::-1], num_bins, weights[::-3]),
                          reference(keys[::-1], weights[::-3], num_bins))
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+def test_both_paths_meet_at_the_in_place_limit(weight_dtype):
+    # the last K whose rows each thread keeps, then the first whose weights
+    # are grouped by bin first (N above both: only the rows' size decides)
+    from histkit.oracles._weighted import IN_PLACE_MAX_BINS
+
+    limit = IN_PLACE_MAX_BINS[np.dtype(weight_dtype).char]
+    rng = np.random.default_rng(limit)
+    n = limit + 5000
+    keys = rng.integers(0, limit + 1, n, dtype=np.int32)
+    keys[:2000] = limit  # the last bin, in both calls' range, takes many
+    weights = wide_weights(rng, n, weight_dtype)
+    for num_bins in (limit, limit + 1):
+        inside = keys < num_bins
+        assert_same_bits(oracles.histogram(keys[inside], num_bins, weights[inside]),
+                         reference(keys[inside], weights[inside].astype(np.float64),
+                                   num_bins), f"K={num_bins}")
 
 
 # --- integer and float16 weights ---------------------------------------------------

@@ -10,3 +10,5 @@ def weighted_sums(
 
 CHUNK_SPAN: dict[str, tuple[int, int]]
 SPECIAL_FLAGS: dict[str, int]
+IN_PLACE_MAX_BINS: dict[str, int]
+ROW_LEN: dict[str, int]
