@@ -2,42 +2,44 @@
 // weights=). Judged by oracles.histogram(keys, num_bins, weights): each bin
 // equal, bit for bit, to the exact sum of its weights rounded once to float64.
 //
-// The sum is kept as oracles._weighted keeps it: one integer in units of
-// 2^-1074 (every float32 and float64 is an integer multiple of it), in
-// 32-bit chunks; chunk j holds bits [32 j, 32 j + 32). A bin's row in global
-// memory is the oracle's row: chunks CHUNK_LO .. CHUNK_TOP in int64 slots
-// (the top one signed, the others brought into [0, 2^32) by carry), then a
-// slot of IEEE special flags. Integer addition is associative, so neither
-// the order of the adds nor the grid changes a bit of the result.
+// The sum is one integer in units of 2^-1074 (every float32 and float64 is
+// an integer multiple of it), as oracles._weighted keeps it. Here it is held
+// in 16-bit digits, each in a signed int64 slot: slot j weighs 2^(16 j). A
+// float32 weight is its 24-bit mantissa shifted by p mod 16, below 2^40: ONE
+// add into the slot of its digit, with 2^22 such adds of room before a slot
+// could overflow. A float64 weight is two adds below 2^37 (its mantissa
+// shifted, split at bit 32). Integer addition is associative, so neither the
+// order of the adds nor the grid changes a bit of the result.
 //
-// accumulate_weights: a weight is its 24- or 53-bit mantissa shifted within
-// a chunk, two or three parts below 2^32 each, added as signed int64s: no
-// carries until the end. Each block keeps, in shared memory, COPIES copies of
-// the chunks SHARED_LO .. SHARED_LO + SHARED_CHUNKS - 1 of every bin (every
-// chunk a weight can reach when the rows fit; else a window around the
-// magnitudes of everyday weights; else none), lane l adding to copy
-// l % COPIES, so lanes hitting one bin hit different words. Parts outside the
-// window go straight to the global rows. Each warp walks a span of its own,
-// 32 consecutive weights at a time, and each thread sums a run of weights of
-// one bin in registers (Run) until the bin changes: all-equal and sorted keys
-// cost a few atomics a thread, not one per weight. At the end the block adds
-// its copies into the global rows.
+// accumulate_weights: each block keeps, in shared memory, COPIES copies of
+// the slots SHARED_LO .. SHARED_LO + SHARED_SLOTS - 1 of every bin (the whole
+// row when it fits; else a window around the magnitudes of everyday weights;
+// else none), lane l adding to copy l % COPIES, so lanes hitting one bin hit
+// different words (64-bit shared atomics). Adds outside the window go to the
+// global rows, split into parts below 2^32. Each warp walks a span of its
+// own, 32 consecutive weights at a time, and each thread sums a run of
+// weights of one bin in registers (Run) until the bin changes: all-equal and
+// sorted keys cost a few atomics a thread, not one per weight. At the end
+// the block adds its copies into the global rows, carried into 16-bit digits.
 //
-// Bounds (the launcher keeps them): a launch adds at most MAX_LAUNCH_WEIGHTS
-// (2^28) weights, each less than 2^32 in magnitude to any one slot, so no
-// int64 slot (registers, shared or global) passes 2^62 before carry_rows
-// (run between launches) brings the global chunks back below 2^32.
+// Bounds (the launcher keeps them): no block adds more than BLOCK_WEIGHTS
+// (2^22) weights in a launch, each less than 2^40 to any one slot, so no
+// register or shared slot passes 2^62; a launch adds at most 2^28 weights,
+// each less than 2^32 to a global slot, and a block's merge adds a digit
+// below 2^16 (its carry out of the window below 2^46), so no global slot
+// passes 2^62 before carry_rows (run between launches) carries them again.
 //
-// round_rows: one thread a bin carries its row and rounds it to float64 in
-// integer arithmetic (round half to even), as oracles._weighted's
-// round_chunks does; NaN and infinite weights follow IEEE addition.
+// round_rows: one thread a bin carries its row into the oracle's 32-bit
+// chunks CHUNK_LO .. CHUNK_TOP and rounds it to float64 in integer arithmetic
+// (round half to even), as oracles._weighted's round_chunks does; NaN and
+// infinite weights follow IEEE addition.
 #include "common.cuh"
 
 #ifndef WEIGHT_DOUBLE
 #define WEIGHT_DOUBLE 0  // 1: float64 weights, else float32
 #endif
-// The row's chunks (absolute indices) and the special flags: oracles._weighted
-// defines them; the host passes them.
+// The oracle's row, in 32-bit chunks (absolute indices), and the special
+// flags: oracles._weighted defines them; the host passes them.
 #ifndef CHUNK_LO
 #define CHUNK_LO 28
 #endif
@@ -53,13 +55,18 @@
 #ifndef SAW_NEG_INF
 #define SAW_NEG_INF 4
 #endif
-// The chunks each block keeps in shared memory (absolute first, count: 0 for
+// A global row: 16-bit digit slots LO16 .. TOP16 (absolute), then the flags.
+#define LO16 (2 * CHUNK_LO)
+#define TOP16 (2 * CHUNK_TOP + 1)
+#define ROW16 (TOP16 - LO16 + 2)
+#define FLAGS16 (TOP16 - LO16 + 1)
+// The slots each block keeps in shared memory (absolute first, count: 0 for
 // none), and how many copies (a power of two up to 32).
 #ifndef SHARED_LO
-#define SHARED_LO CHUNK_LO
+#define SHARED_LO LO16
 #endif
-#ifndef SHARED_CHUNKS
-#define SHARED_CHUNKS (CHUNK_TOP - CHUNK_LO + 1)
+#ifndef SHARED_SLOTS
+#define SHARED_SLOTS (TOP16 - LO16 + 1)
 #endif
 #ifndef COPIES
 #define COPIES 1
@@ -79,32 +86,36 @@
 
 #if WEIGHT_DOUBLE
 typedef double hk_weight;
-#define PARTS 3  // a 53-bit mantissa shifted by up to 31 bits spans three chunks
+#define PARTS 2          // a float64: two adds, at digits d and d + 2
+#define PART_STEP 2
+#define RUN_DEFAULT 5    // digits d0 - 1 .. d0 + 3
 #else
 typedef float hk_weight;
-#define PARTS 2
+#define PARTS 1          // a float32: one add
+#define PART_STEP 0
+#define RUN_DEFAULT 3    // digits d0 - 1 .. d0 + 1
 #endif
 #ifndef RUN_SLOTS
-#define RUN_SLOTS (PARTS + 2)  // chunks of a thread's run held in registers (0: no runs)
+#define RUN_SLOTS RUN_DEFAULT  // digits of a thread's run held in registers (0: no runs)
 #endif
+// The digits a run's slots span past its first weight's digit, below and above.
+#define RUN_REACH (RUN_SLOTS - 1 - (PARTS - 1) * PART_STEP)
 
-#define ROW (CHUNK_TOP - CHUNK_LO + 2)  // int64 slots of a global row
-#define FLAGS_SLOT (CHUNK_TOP - CHUNK_LO + 1)
-#define SHARED_ROW (SHARED_CHUNKS + 1)  // int64 slots of a bin in shared memory: chunks, flags
-#define LOW32 0xffffffffULL
+#define SHARED_ROW (SHARED_SLOTS + 1)  // int64 slots of a bin in shared memory: digits, flags
+#define LOW16 0xffffLL
+#define LOW32 0xffffffffLL
 
-// Slots of one copy: its bins' rows, padded to an odd count so that the same
-// slot of different copies falls on different banks.
+// Slots of one copy: its bins, padded to an odd count so that the same slot
+// of different copies falls on different banks.
 __host__ __device__ constexpr u64 copy_stride(u64 num_bins) {
     return (num_bins * SHARED_ROW) | 1;
 }
 
-// One weight as the integer parts it adds: magnitude mantissa * 2^s at chunk
-// `chunk` (absolute), in 32-bit parts; or a special flag for NaN and infinities.
+// One weight as the adds it makes: part[k] (signed) at digit digit + k *
+// PART_STEP; or a special flag for NaN and infinities.
 struct WeightParts {
-    u64 part[PARTS];
-    unsigned chunk;
-    unsigned negative;
+    i64 part[PARTS];
+    unsigned digit;    // absolute
     unsigned special;  // SAW_* flag, or 0
 };
 
@@ -130,50 +141,53 @@ __device__ __forceinline__ WeightParts parts_of(hk_weight w) {
     const unsigned p = exponent - normal + (1074 - 149);
 #endif
     out.special = !special ? 0u : (fraction ? SAW_NAN : (sign ? SAW_NEG_INF : SAW_POS_INF));
-    const unsigned s = p & 31u;
-    out.chunk = p >> 5;
-    out.negative = sign;
-    // mantissa << s, as 32-bit parts (a float32's fits two, a float64's three).
-    const u64 high = mantissa >> (32 - s);
-    out.part[0] = special ? 0 : (mantissa << s) & LOW32;
-    out.part[1] = special ? 0 : high & LOW32;
+    const unsigned s = p & 15u;
+    out.digit = p >> 4;
 #if WEIGHT_DOUBLE
-    out.part[2] = special ? 0 : high >> 32;
+    // mantissa << s is below 2^69: its low 32 bits at digit d, the rest at d + 2.
+    const i64 low = (i64)((mantissa << s) & LOW32);
+    const i64 high = (i64)(mantissa >> (32 - s));
+    out.part[0] = special ? 0 : (sign ? -low : low);
+    out.part[1] = special ? 0 : (sign ? -high : high);
+#else
+    const i64 shifted = (i64)(mantissa << s);  // below 2^40
+    out.part[0] = special ? 0 : (sign ? -shifted : shifted);
 #endif
     return out;
 }
 
-__device__ __forceinline__ i64 signed_part(u64 part, unsigned negative) {
-    return negative ? -(i64)part : (i64)part;
-}
-
 // Where a thread's adds go: its copy of the block's shared slots for the
-// chunks of the window, the global rows for the rest.
+// digits of the window, the global rows for the rest.
 struct Sink {
     i64* slots;  // this thread's copy: SHARED_ROW per bin
-    i64* rows;   // ROW per bin
+    i64* rows;   // ROW16 per bin
 
-    // Adds v (|v| < 2^62) times 2^(32 j) to bin b (j: an absolute chunk).
+    // Adds v (|v| < 2^62) times 2^(16 j) to bin b (j: an absolute digit).
     __device__ __forceinline__ void add(u64 b, unsigned j, i64 v) const {
-        if (SHARED_CHUNKS > 0 && j - SHARED_LO < (unsigned)SHARED_CHUNKS) {
+        if (SHARED_SLOTS > 0 && j - SHARED_LO < (unsigned)SHARED_SLOTS) {
             atomicAdd((u64*)&slots[b * SHARED_ROW + (j - SHARED_LO)], (u64)v);
         } else {
-            atomicAdd((u64*)&rows[b * ROW + (j - CHUNK_LO)], (u64)v);
+            // Below 2^32 a part: its low 32 bits here, the rest two digits up
+            // (where v has any: a float32's add never reaches past TOP16).
+            i64* row = rows + b * ROW16 + (j - LO16);
+            const i64 high = v >> 32;  // floor
+            atomicAdd((u64*)row, (u64)(v & LOW32));
+            if (high) atomicAdd((u64*)(row + 2), (u64)high);
         }
     }
 
     __device__ __forceinline__ void flag(u64 b, unsigned special) const {
-        if (SHARED_CHUNKS > 0) {
-            atomicOr((u64*)&slots[b * SHARED_ROW + SHARED_CHUNKS], (u64)special);
+        if (SHARED_SLOTS > 0) {
+            atomicOr((u64*)&slots[b * SHARED_ROW + SHARED_SLOTS], (u64)special);
         } else {
-            atomicOr((u64*)&rows[b * ROW + FLAGS_SLOT], (u64)special);
+            atomicOr((u64*)&rows[b * ROW16 + FLAGS16], (u64)special);
         }
     }
 };
 
 // A thread's run: its consecutive weights of one bin summed in registers,
-// exactly: RUN_SLOTS int64 slots for chunks first .. first + RUN_SLOTS - 1.
-// Flushed into the sink when the bin changes or a weight's chunks fall
+// exactly: RUN_SLOTS int64 slots for digits first .. first + RUN_SLOTS - 1.
+// Flushed into the sink when the bin changes or a weight's digits fall
 // outside the slots, and at the end.
 struct Run {
     i64 slot[RUN_SLOTS > 0 ? RUN_SLOTS : 1];
@@ -190,30 +204,25 @@ struct Run {
 
     __device__ __forceinline__ void add(const Sink& sink, u64 b, const WeightParts& w) {
 #if RUN_SLOTS > 0
-        unsigned d = w.chunk - first;
-        if (b != bin || d > (unsigned)(RUN_SLOTS - PARTS)) {
+        unsigned d = w.digit - first;
+        if (b != bin || d > (unsigned)RUN_REACH) {
             flush(sink);
             bin = b;
-            first = w.chunk > 0 ? w.chunk - 1 : 0;  // room for a chunk below
-            d = w.chunk - first;
+            first = w.digit > 0 ? w.digit - 1 : 0;  // room for a digit below
+            d = w.digit - first;
         }
-        const i64 s0 = signed_part(w.part[0], w.negative);
-        const i64 s1 = signed_part(w.part[1], w.negative);
-#if WEIGHT_DOUBLE
-        const i64 s2 = signed_part(w.part[2], w.negative);
-#endif
 #pragma unroll
         for (int k = 0; k < RUN_SLOTS; ++k) {
-            i64 v = (k == (int)d) ? s0 : ((k == (int)d + 1) ? s1 : 0);
+            i64 v = (k == (int)d) ? w.part[0] : 0;
 #if WEIGHT_DOUBLE
-            v = (k == (int)d + 2) ? s2 : v;
+            v = (k == (int)d + PART_STEP) ? w.part[1] : v;
 #endif
             slot[k] += v;
         }
 #else
 #pragma unroll
         for (int k = 0; k < PARTS; ++k) {
-            if (w.part[k]) sink.add(b, w.chunk + k, signed_part(w.part[k], w.negative));
+            if (w.part[k]) sink.add(b, w.digit + k * PART_STEP, w.part[k]);
         }
 #endif
     }
@@ -226,7 +235,7 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
     extern __shared__ __align__(8) unsigned char shared_bytes[];
     i64* slots = (i64*)shared_bytes;
     const u64 stride = copy_stride(num_bins);
-    const u64 shared_count = SHARED_CHUNKS > 0 ? COPIES * stride : 0;
+    const u64 shared_count = SHARED_SLOTS > 0 ? COPIES * stride : 0;
     hk_require_dynamic_shared(shared_count * sizeof(i64));
     for (u64 j = threadIdx.x; j < shared_count; j += blockDim.x) slots[j] = 0;
     __syncthreads();
@@ -265,45 +274,62 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
             const WeightParts w = parts_of(weight[u]);
             if (w.special) {
                 sink.flag(b, w.special);
-            } else if (w.part[0] | w.part[1] | w.part[PARTS - 1]) {
+            } else if (w.part[0] | w.part[PARTS - 1]) {
                 run.add(sink, b, w);
             }
         }
     }
     run.flush(sink);
-    if (SHARED_CHUNKS == 0) return;
+    if (SHARED_SLOTS == 0) return;
     __syncthreads();
-    // The block's copies into the global rows, each add below 2^62 in magnitude.
-    for (u64 j = threadIdx.x; j < num_bins * SHARED_ROW; j += blockDim.x) {
-        i64 v = 0;
-        for (int c = 0; c < COPIES; ++c) {
-            v = (j % SHARED_ROW == SHARED_CHUNKS) ? (v | slots[c * stride + j])
-                                                  : v + slots[c * stride + j];
+    // The block's copies into the global rows, a bin a thread: each digit's
+    // sum over the copies, carried into 16-bit digits (the row's top digit
+    // kept whole, signed), so every add is below 2^16 but the carry out of
+    // the window, below 2^46.
+    for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) {
+        i64* row = rows + b * ROW16;
+        i64 carried = 0;
+        for (int k = 0; k < SHARED_SLOTS; ++k) {
+            i64 v = carried;
+            for (int c = 0; c < COPIES; ++c) v += slots[c * stride + b * SHARED_ROW + k];
+            const bool top = SHARED_LO + k == TOP16;
+            carried = top ? 0 : v >> 16;
+            v = top ? v : (v & LOW16);
+            if (v) atomicAdd((u64*)&row[SHARED_LO - LO16 + k], (u64)v);
         }
-        if (!v) continue;
-        const u64 b = j / SHARED_ROW;
-        const unsigned k = (unsigned)(j % SHARED_ROW);
-        if (k == SHARED_CHUNKS) {
-            atomicOr((u64*)&rows[b * ROW + FLAGS_SLOT], (u64)v);
-        } else {
-            atomicAdd((u64*)&rows[b * ROW + (SHARED_LO - CHUNK_LO) + k], (u64)v);
-        }
+        if (carried) atomicAdd((u64*)&row[SHARED_LO - LO16 + SHARED_SLOTS], (u64)carried);
+        u64 flags = 0;
+        for (int c = 0; c < COPIES; ++c) flags |= (u64)slots[c * stride + b * SHARED_ROW + SHARED_SLOTS];
+        if (flags) atomicOr((u64*)&row[FLAGS16], flags);
     }
 }
+
+// Digits lo .. top - 1 of a row brought into [0, 2^16), carried into the signed top.
+__device__ __forceinline__ void carry16(i64* digits, int lo, int top) {
+    for (int i = lo; i < top; ++i) {
+        const i64 up = digits[i] >> 16;  // floor division (arithmetic shift)
+        digits[i] &= LOW16;
+        digits[i + 1] += up;
+    }
+}
+
+// Between launches: every row's digits back below 2^16 (its value unchanged).
+extern "C" __global__ void carry_rows(i64* rows, u64 num_bins) {
+    for (i64 b = hk_thread_index(); b < (i64)num_bins; b += hk_thread_count()) {
+        carry16(rows + b * ROW16, 0, ROW16 - 2);
+    }
+}
+
+// The oracle's rows: 32-bit chunks in int64 slots, then the flags.
+#define ROW (CHUNK_TOP - CHUNK_LO + 2)
+#define FLAGS_SLOT (CHUNK_TOP - CHUNK_LO + 1)
 
 // Chunks lo .. top - 1 of a row brought into [0, 2^32), carried into the signed top.
 __device__ __forceinline__ void carry(i64* chunks, int lo, int top) {
     for (int i = lo; i < top; ++i) {
         const i64 up = chunks[i] >> 32;  // floor division (arithmetic shift)
-        chunks[i] &= (i64)LOW32;
+        chunks[i] &= LOW32;
         chunks[i + 1] += up;
-    }
-}
-
-// Between launches: every row's chunks back below 2^32 (its value unchanged).
-extern "C" __global__ void carry_rows(i64* rows, u64 num_bins) {
-    for (i64 b = hk_thread_index(); b < (i64)num_bins; b += hk_thread_count()) {
-        carry(rows + b * ROW, 0, ROW - 2);
     }
 }
 
@@ -372,8 +398,13 @@ __device__ u64 rounded_bits(i64* chunks, i64 specials) {
 
 extern "C" __global__ void round_rows(const i64* rows, u64 num_bins, u64* sums) {
     for (i64 b = hk_thread_index(); b < (i64)num_bins; b += hk_thread_count()) {
+        i64 digits[ROW16];
+        for (int k = 0; k < ROW16; ++k) digits[k] = rows[b * ROW16 + k];
+        carry16(digits, 0, ROW16 - 2);
+        // Two 16-bit digits a 32-bit chunk (the top chunk takes the signed top digit).
         i64 chunks[ROW];
-        for (int k = 0; k < ROW; ++k) chunks[k] = rows[b * ROW + k];
+        for (int k = 0; k < ROW - 1; ++k) chunks[k] = digits[2 * k] + digits[2 * k + 1] * 65536;
+        chunks[FLAGS_SLOT] = digits[FLAGS16];
         sums[b] = rounded_bits(chunks, chunks[FLAGS_SLOT]);
     }
 }

@@ -140,12 +140,13 @@ def resident_tile_items(itemsize: int) -> int:
 
 
 # Weighted histograms (weighted_histogram.cu): weights each thread loads before
-# its first add, and the most weights one launch adds. A weight adds less than
-# 2^33 in magnitude to any one int64 slot of a global row (a 32-bit part and
-# its carry), a block less than 2^32 when it merges its shared words, so 2^28
-# weights a launch keep every slot below 2^62 until carry_rows runs.
+# its first add; the most weights a launch adds, and a block in a launch. A
+# weight adds less than 2^40 to a register or shared int64 slot, so 2^22 a
+# block keep them below 2^62; less than 2^32 to a global slot, so 2^28 a
+# launch keep those below 2^62 until carry_rows runs.
 WEIGHTS_PER_THREAD = 4
 MAX_LAUNCH_WEIGHTS = 2**28
+BLOCK_WEIGHTS = 2**22
 WEIGHTED_MIN_BLOCKS = 1  # blocks of FAST_BLOCK per SM its registers are budgeted for
 
 

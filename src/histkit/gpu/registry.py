@@ -457,7 +457,7 @@ WEIGHTED_KERNELS: tuple[Kernel, ...] = (
            builds=_weighted_builds(), serves=("weighted_histogram",), variants=(
                DEFAULT,
                Variant("window", {"layout": "window"},
-                       "a window of chunks in shared memory, the rest global"),
+                       "a window of digits in shared memory, the rest global"),
                Variant("global", {"layout": "global"}, "every add to the global rows"),
                Variant("no-runs", {"runs": False}, "every weight added on its own"),
                Variant("one-copy", {"copies": 1}, "one shared copy: lanes of a bin collide"),

@@ -1,13 +1,14 @@
 """Weighted histograms with exact sums (weighted_histogram.cu): the shared
 memory each block keeps, and the launches.
 
-A bin's sum is one integer in 32-bit chunks (oracles._weighted's rows, the
-layout defined there and passed as defines). Each block keeps, in shared
-memory, copies of the chunks of every bin that the weights it adds can reach
-(whole rows), else of a window of the chunks that weights between about
-2^-27 and 2^34 reach (the rest of a weight goes to the global row), else
-nothing (every add global); as many copies as fit, up to one per lane, so
-that lanes adding to one bin add to different words.
+A bin's sum is one integer (oracles._weighted's, whose 32-bit chunk span is
+defined there and passed as defines), held by the kernel in 16-bit digits,
+each in an int64 slot: a float32 weight is one add, a float64 weight two.
+Each block keeps, in shared memory, copies of every digit of every bin (whole
+rows), else of a window of the digits that everyday weights reach (the rest
+of a weight goes to the global row), else nothing (every add global); as
+many copies as fit, up to one per lane, so that lanes adding to one bin add
+to different words.
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ from typing import NamedTuple
 import numpy as np
 
 from histkit.gpu import contract
-from histkit.gpu.contract import FAST_BLOCK, MAX_LAUNCH_WEIGHTS, WARP
+from histkit.gpu.contract import BLOCK_WEIGHTS, FAST_BLOCK, MAX_LAUNCH_WEIGHTS, WARP
 from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import Keys, blocks_for
-from histkit.oracles._weighted import CHUNK_SPAN, ROW_LEN, SPECIAL_FLAGS
+from histkit.oracles._weighted import CHUNK_SPAN, SPECIAL_FLAGS
 
 SOURCE = "weighted_histogram.cu"
-# The window of chunks kept in shared memory when whole rows do not fit:
-# (first absolute chunk, chunks). A float32 of magnitude 2^e with -27 <= e < 5
-# starts in chunk 32, and up to e < 37 in chunk 33; its two parts stay within
-# 32 .. 34. A float64 with -30 <= e < 34 starts in chunk 31 or 32; its three
-# parts stay within 31 .. 34. One chunk above takes what a run sums there.
-WINDOWS = {"f": (32, 4), "d": (31, 5)}
+# The window of 16-bit digits kept in shared memory when whole rows do not
+# fit: (first absolute digit, digits). A float32 weight of magnitude 2^e adds
+# to digit (e + 1051) >> 4 (its exponent field, less one if normal, plus 925,
+# over 16): digits 64 .. 67 take -27 <= e <= 36. A float64 weight adds to
+# digits d and d + 2 with d = (e + 1022) >> 4: 62 .. 67 take -30 <= e <= 33.
+WINDOWS = {"f": (64, 4), "d": (62, 6)}
 # The shared-memory layouts a launch may be forced to (the conformance
 # suite's variants reach each at small K).
 LAYOUTS = ("auto", "rows", "window", "global")
@@ -46,17 +47,17 @@ class Weights(NamedTuple):
 
 
 class SharedPlan(NamedTuple):
-    first_chunk: int  # absolute
-    chunks: int  # 0: every add goes to the global rows
+    first_digit: int  # absolute
+    digits: int  # 0: every add goes to the global rows
     copies: int  # a power of two, 1 ... 32
     label: str
 
     def bytes(self, num_bins: int) -> int:
-        """Shared memory: each copy's bins (chunks, then flags), padded to an
+        """Shared memory: each copy's bins (digits, then flags), padded to an
         odd count of int64 slots (weighted_histogram.cu's copy_stride)."""
-        if not self.chunks:
+        if not self.digits:
             return 0
-        return self.copies * ((num_bins * (self.chunks + 1)) | 1) * 8
+        return self.copies * ((num_bins * (self.digits + 1)) | 1) * 8
 
 
 def weight_kind(dtype: np.dtype) -> str:
@@ -67,9 +68,17 @@ def weight_kind(dtype: np.dtype) -> str:
     return kind
 
 
+def digit_span(kind: str) -> tuple[int, int]:
+    """(first, last) absolute 16-bit digit of a row: the oracle's 32-bit chunks,
+    two digits each."""
+    lo, top = CHUNK_SPAN[kind]
+    return 2 * lo, 2 * top + 1
+
+
 def row_slots(dtype: np.dtype) -> int:
-    """int64 slots of a bin's global row (the oracle's row)."""
-    return ROW_LEN[weight_kind(dtype)]
+    """int64 slots of a bin's global row: its digits, then the flags."""
+    lo, top = digit_span(weight_kind(dtype))
+    return top - lo + 2
 
 
 def _most_copies(plan: SharedPlan, num_bins: int, max_shared: int, cap: int) -> SharedPlan:
@@ -82,10 +91,10 @@ def _most_copies(plan: SharedPlan, num_bins: int, max_shared: int, cap: int) -> 
 
 def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "auto",
                 copies: int = WARP) -> SharedPlan:
-    """Which chunks a block keeps in shared memory, in how many copies (the
+    """Which digits a block keeps in shared memory, in how many copies (the
     module's docstring); copies caps them."""
     kind = weight_kind(dtype)
-    lo, top = CHUNK_SPAN[kind]
+    lo, top = digit_span(kind)
     rows = _most_copies(SharedPlan(lo, top - lo + 1, 1, "rows"), num_bins, max_shared, copies)
     window = _most_copies(SharedPlan(*WINDOWS[kind], 1, "window"), num_bins, max_shared,
                           copies)
@@ -106,7 +115,7 @@ def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
     return {**contract.key_defines(key_dtype), "WEIGHT_DOUBLE": str(int(kind == "d")),
             "CHUNK_LO": str(lo), "CHUNK_TOP": str(top),
             **{name: str(bit) for name, bit in SPECIAL_FLAGS.items()},
-            "SHARED_LO": str(plan.first_chunk), "SHARED_CHUNKS": str(plan.chunks),
+            "SHARED_LO": str(plan.first_digit), "SHARED_SLOTS": str(plan.digits),
             "COPIES": str(plan.copies), **({} if runs else {"RUN_SLOTS": "0"}),
             **({} if min_span == 1 else {"MIN_SPAN": str(min_span)})}
 
@@ -138,7 +147,14 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
     rows = rt.empty(num_bins * slots, np.int64)
     rt.memset(rows.ptr, 0, num_bins * slots * 8)
     geometries = []
-    per_launch = max(1, min(launch_weights, MAX_LAUNCH_WEIGHTS))
+    resident = rt.resident_blocks(accumulate, FAST_BLOCK, shared)
+    if grid is None:
+        full = blocks_for(keys.n, FAST_BLOCK * contract.WEIGHTS_PER_THREAD,
+                          rt.sm_count * resident)
+    else:
+        full = grid
+    # No block adds more than BLOCK_WEIGHTS weights a launch (its slots' room).
+    per_launch = max(1, min(launch_weights, MAX_LAUNCH_WEIGHTS, full * BLOCK_WEIGHTS))
     for start in range(0, keys.n, per_launch):
         count = min(per_launch, keys.n - start)
         if start:  # every slot back below 2^32 before the next launch adds
@@ -146,12 +162,8 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
             shape = Geometry("carry_rows", blocks_for(num_bins, 256, rt.sm_count * 8), 256)
             rt.launch(carry, shape, rows.ptr, np.uint64(num_bins))
             geometries.append(shape)
-        if grid is None:
-            resident = rt.resident_blocks(accumulate, FAST_BLOCK, shared)
-            blocks = blocks_for(count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD,
-                                rt.sm_count * resident)
-        else:
-            blocks = grid
+        blocks = grid if grid is not None else blocks_for(
+            count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD, rt.sm_count * resident)
         shape = Geometry(f"accumulate_weights[{plan.label}, COPIES={plan.copies}"
                          f"{'' if runs else ', no runs'}]", blocks, FAST_BLOCK, shared)
         rt.launch(accumulate, shape, keys.ptr + start * keys.dtype.itemsize,
