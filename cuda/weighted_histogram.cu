@@ -24,7 +24,7 @@
 //
 // Bounds (the launcher keeps them): no block adds more than BLOCK_WEIGHTS
 // (2^22) weights in a launch, each less than 2^40 to any one slot, so no
-// register or shared slot passes 2^62; a launch adds at most 2^28 weights,
+// register or shared slot passes 2^62, nor a warp's sum of its runs; a launch adds at most 2^28 weights,
 // each less than 2^32 to a global slot, and a block's merge adds a digit
 // below 2^16 (its carry out of the window below 2^46), so no global slot
 // passes 2^62 before carry_rows (run between launches) carries them again.
@@ -84,17 +84,20 @@
 #define MIN_BLOCKS 1  // blocks per SM the registers are budgeted for
 #endif
 
+// A run keeps the digits of weights within 2^32 either way of its first
+// (d0 - 2 .. d0 + 2): everyday weights of one bin never leave it.
 #if WEIGHT_DOUBLE
 typedef double hk_weight;
 #define PARTS 2          // a float64: two adds, at digits d and d + 2
 #define PART_STEP 2
-#define RUN_DEFAULT 5    // digits d0 - 1 .. d0 + 3
+#define RUN_DEFAULT 7    // digits d0 - 2 .. d0 + 4
 #else
 typedef float hk_weight;
 #define PARTS 1          // a float32: one add
 #define PART_STEP 0
-#define RUN_DEFAULT 3    // digits d0 - 1 .. d0 + 1
+#define RUN_DEFAULT 5    // digits d0 - 2 .. d0 + 2
 #endif
+#define RUN_BELOW 2      // digits a run keeps below its first weight's
 #ifndef RUN_SLOTS
 #define RUN_SLOTS RUN_DEFAULT  // digits of a thread's run held in registers (0: no runs)
 #endif
@@ -208,7 +211,7 @@ struct Run {
         if (b != bin || d > (unsigned)RUN_REACH) {
             flush(sink);
             bin = b;
-            first = w.digit > 0 ? w.digit - 1 : 0;  // room for a digit below
+            first = w.digit > RUN_BELOW ? w.digit - RUN_BELOW : 0;  // room below
             d = w.digit - first;
         }
 #pragma unroll
@@ -277,6 +280,19 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
             } else if (w.part[0] | w.part[PARTS - 1]) {
                 run.add(sink, b, w);
             }
+        }
+    }
+    // A warp whose lanes all end in a run of one bin over the same digits
+    // (all-equal keys) sums the runs first: one flush, not 32 on one address.
+    const u64 bin0 = __shfl_sync(0xffffffffu, run.bin, 0);
+    const unsigned first0 = __shfl_sync(0xffffffffu, run.first, 0);
+    if (RUN_SLOTS > 0 && __all_sync(0xffffffffu, run.bin == bin0 && run.first == first0)) {
+#pragma unroll
+        for (int k = 0; k < (RUN_SLOTS > 0 ? RUN_SLOTS : 1); ++k) {
+            for (int step = 16; step > 0; step /= 2) {
+                run.slot[k] += __shfl_xor_sync(0xffffffffu, run.slot[k], step);
+            }
+            if (lane != 0) run.slot[k] = 0;
         }
     }
     run.flush(sink);
