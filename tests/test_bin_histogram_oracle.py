@@ -600,3 +600,79 @@ def test_the_bracketing_walk_is_taken_only_where_bounded_and_equals_numpy(bins, 
     counts, got_edges = oracles.bin_histogram(samples, bins, bounds)
     want, want_edges = np.histogram(samples, bins, bounds)
     assert np.array_equal(counts, want) and np.array_equal(got_edges, want_edges)
+
+
+# --- weights: each bin's exact sum ---------------------------------------------
+
+
+def _numpy_bin_of_each(samples, bins, range):
+    """Each sample's bin as np.histogram places it alone (range given or
+    edges: its rule does not depend on the other samples), or None."""
+    placed = []
+    for x in samples:
+        counts, _ = numpy_histogram(np.array([x], dtype=samples.dtype), bins, range)
+        hit = np.flatnonzero(counts)
+        placed.append(int(hit[0]) if len(hit) else None)
+    return placed
+
+
+def test_weights_of_one_sum_to_the_counts_on_every_quick_binning_case():
+    # the weighted path writes each sample's counter out instead of counting:
+    # every rule's branch must put each sample where the counting path does
+    from histkit.conformance.binning_cases import bin_cases
+    from histkit.oracles._bin_rule import NumpyFailsError
+
+    checked = 0
+    for case in bin_cases(quick=True):
+        kwargs = dict(right_closed_last=case.right_closed_last, flow=True)
+        try:
+            counts, edges, flow = oracles.bin_histogram(case.samples, case.bins, case.range,
+                                                        **kwargs)
+        except NumpyFailsError:
+            continue
+        ones = np.ones(np.shape(case.samples), dtype=np.float32)
+        sums, same_edges, sum_flow = oracles.bin_histogram(case.samples, case.bins,
+                                                           case.range, weights=ones, **kwargs)
+        assert sums.dtype == np.float64 and np.array_equal(sums, counts), case.name
+        assert same_edges.tobytes() == edges.tobytes() and sum_flow == flow, case.name
+        checked += 1
+    assert checked > 300
+
+
+def test_weights_sum_exactly_in_the_bin_numpy_gives_each_sample():
+    # bins from np.histogram one sample at a time, sums from math.fsum
+    import math
+
+    from histkit.conformance.binning_cases import bin_cases
+
+    rng = np.random.default_rng(5)
+    checked = 0
+    for case in bin_cases(quick=True):
+        samples = np.ravel(case.samples)
+        if not case.right_closed_last or len(samples) > 100 or not len(samples):
+            continue
+        if case.range is None and np.ndim(case.bins) == 0:
+            continue  # its bins follow the samples' min and max
+        try:
+            placed = _numpy_bin_of_each(samples, case.bins, case.range)
+            want_counts, _ = numpy_histogram(samples, case.bins, case.range)
+        except (ValueError, IndexError):
+            continue  # numpy's own code fails here
+        weights = rng.standard_normal(len(samples)) * 10.0 ** rng.integers(-12, 13, len(samples))
+        weights[::3] *= -1e15
+        sums, _ = oracles.bin_histogram(samples, case.bins, case.range, weights=weights)
+        want = [math.fsum(w for w, b in zip(weights, placed, strict=True) if b == k)
+                for k in range(len(want_counts))]
+        assert sums.tolist() == want, case.name
+        checked += 1
+    assert checked > 100
+
+
+def test_weights_follow_the_samples_shape_and_are_refused_before_any_work():
+    samples = np.array([[0.1, 0.6], [0.7, 0.2]])
+    sums, _ = oracles.bin_histogram(samples, 2, (0, 1), weights=[[1.0, 2.0], [4.0, 8.0]])
+    assert sums.tolist() == [9.0, 6.0]
+    with pytest.raises(ValueError, match=r"weights must have the samples' shape \(2, 2\)"):
+        oracles.bin_histogram(samples, 2, (0, 1), weights=[1.0, 2.0, 4.0, 8.0])
+    with pytest.raises(TypeError, match="weights must be float16, float32, float64 or integer"):
+        oracles.bin_histogram(samples.ravel(), 2, (0, 1), weights=np.ones(4, dtype=bool))

@@ -197,7 +197,8 @@ def bin_histogram(
     *,
     right_closed_last: bool = True,
     flow: bool = False,
-) -> tuple[NDArray[np.int64], NDArray] | tuple[NDArray[np.int64], NDArray, Flow]:
+    weights: ArrayLike | None = None,
+) -> tuple[NDArray, NDArray] | tuple[NDArray, NDArray, Flow]:
     """Histogram of real-valued samples, bin-exactly as ``np.histogram`` gives it.
 
     NumPy equivalent: ``np.histogram(samples, bins, range)``; the counts and the
@@ -233,16 +234,24 @@ def bin_histogram(
         Also return the samples no bin holds, as ``Flow(underflow, overflow,
         nan)``: below the first edge, above the last (or on it when
         `right_closed_last` is False), NaN.
+    weights : array_like, optional
+        One weight per sample, of the samples' shape (float16, float32,
+        float64 or integer). Each bin then gets the exact sum of its samples'
+        weights rounded once to float64, as `histogram` sums them (numpy adds
+        them in float64 in its own order, which rounds: ``[1e16, 1.0,
+        -1e16]`` in one bin gives 0.0 there, 1.0 here); the bins are the
+        same as without weights.
 
     Returns
     -------
     counts : numpy.ndarray
-        int64, one per bin.
+        int64, one per bin; with `weights`, float64 sums.
     edges : numpy.ndarray
         The bin edges, one more than the bins, in numpy's dtype (the `bins`
         array itself when edges are given).
     flow : Flow
-        Only with ``flow=True``: ``(underflow, overflow, nan)`` counts.
+        Only with ``flow=True``: ``(underflow, overflow, nan)`` counts (with
+        `weights`, the exact sums of those samples' weights).
 
     Raises
     ------
@@ -290,9 +299,25 @@ def bin_histogram(
     Traceback (most recent call last):
     ...
     ValueError: range=None takes the samples' min and max, [nan, nan], which are not finite ...
+
+    Weights, summed exactly:
+
+    >>> oracles.bin_histogram([0.1, 0.2, 0.3, 0.9], 2, range=(0, 1),
+    ...                       weights=[1e16, 1.0, -1e16, 0.5])[0]
+    array([1. , 0.5])
     """
+    shape = np.shape(samples)
     samples = as_sample_array(samples)
     num_bins, edges = parse_bins(bins)
+    if weights is not None:
+        if np.shape(weights) != shape:
+            raise ValueError(f"weights must have the samples' shape {shape}; got "
+                             f"{np.shape(weights)}")
+        weights = as_weight_array(np.ravel(weights), len(samples))
+        require_memory(8 * len(samples), f"{len(samples)} samples' bins (weights)")
+    # With weights, each sample's counter (a bin, then the three tallies) is
+    # written out, and its weight summed into it as `histogram` sums them.
+    slots = None if weights is None else np.empty(len(samples), dtype=np.int64)
     half = samples.dtype == np.float16
     view = samples.view(np.uint16) if half else samples
     threads = idle_cpus(len(samples))
@@ -303,14 +328,18 @@ def bin_histogram(
         counts, under, over, nan, failed = even_counts(
             view, half, np.ascontiguousarray(edges, dtype=np.float64), rule.lo, rule.width,
             rule.scale, rule.edge_bits, rule.diff_bits, rule.quot_bits, right_closed_last,
-            rule.keep, threads, bracket_per_unit(rule))
+            rule.keep, threads, bracket_per_unit(rule), slots)
         if failed >= 0:
             raise numpy_fails_error(rule, failed, samples[failed].item())
     else:
         edges = checked_edges(edges)
         require_memory(8 * 2 * len(edges), f"{len(edges)} edges (int64 counts)")
         counts, under, over, nan = edge_counts(view, half, search_edges(samples.dtype, edges),
-                                               right_closed_last, threads)
+                                               right_closed_last, threads, slots)
+    if weights is not None:
+        n = len(edges) - 1 if len(edges) else 0
+        sums, _ = weighted_sums(slots, weights, n + len(Flow._fields), threads)
+        counts, under, over, nan = sums[:n], *(float(v) for v in sums[n:])
     if flow:
         return counts, edges, Flow(under, over, nan)
     return counts, edges

@@ -15,6 +15,7 @@ def even_counts(
     keep: tuple[bool, bool, float | int | None, float | int | None],
     max_threads: int,
     per_unit: float = 0.0,
+    slots: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], int, int, int, int]: ...
 def edge_counts(
     samples: npt.NDArray[np.integer | np.floating],
@@ -22,6 +23,7 @@ def edge_counts(
     edges: npt.NDArray[np.float64 | np.int64 | np.uint64],
     closed_last: bool,
     max_threads: int,
+    slots: npt.NDArray[np.int64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], int, int, int]: ...
 def sample_span(
     samples: npt.NDArray[np.integer | np.floating], half: bool, max_threads: int

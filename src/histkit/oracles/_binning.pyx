@@ -239,13 +239,25 @@ cdef inline int64_t bracket_bin(double x, const Even* r, double per_unit) noexce
     return b
 
 
+cdef inline void put(int64_t* row, int64_t* slots, Py_ssize_t i, int64_t slot) noexcept nogil:
+    """Sample i goes to counter `slot` (a bin, or n + a tally - 1): counted in
+    row, or, where the caller wants every sample's place (weights), written
+    to slots[i]."""
+    if slots != NULL:
+        slots[i] = slot
+    else:
+        row[slot] += 1
+
+
 cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssize_t start,
                                   Py_ssize_t stop, bint half, const Keep* k, const Even* r,
                                   int64_t* row, int edge_bits, int diff_bits,
-                                  int quot_bits, double per_unit) noexcept nogil:
-    """Count samples[start:stop] into row (bins, then the tallies); -1, or the
-    index of the first sample numpy fails on (counting stops there). A
-    per_unit above 0 bins by bracket_bin, where numpy's steps end alike."""
+                                  int quot_bits, double per_unit,
+                                  int64_t* slots) noexcept nogil:
+    """Count samples[start:stop] into row (bins, then the tallies), or write
+    each one's counter to slots (put); -1, or the index of the first sample
+    numpy fails on (counting stops there). A per_unit above 0 bins by
+    bracket_bin, where numpy's steps end alike."""
     cdef Py_ssize_t i
     cdef int where
     cdef int64_t b
@@ -261,7 +273,7 @@ cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssi
         where = place((<const sample_t*>at)[0], half, &keep, &x)
         at += step
         if where != IN_RANGE:
-            row[n + where - 1] += 1
+            put(row, slots, i, n + where - 1)
             continue
         if per_unit > 0:
             b = bracket_bin(x, &rule, per_unit)
@@ -269,16 +281,14 @@ cdef inline Py_ssize_t even_chunk(const sample_t* first, Py_ssize_t step, Py_ssi
             b = even_bin(x, &rule, edge_bits, diff_bits, quot_bits)
         if b < 0:
             return i
-        if b == n:
-            row[n + OVER - 1] += 1
-        else:
-            row[b] += 1
+        put(row, slots, i, n + OVER - 1 if b == n else b)
     return -1
 
 
 def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, double lo,
                 double width, double scale, int edge_bits, int diff_bits, int quot_bits,
-                bint closed_last, tuple keep, Py_ssize_t max_threads, double per_unit=0.0):
+                bint closed_last, tuple keep, Py_ssize_t max_threads, double per_unit=0.0,
+                int64_t[::1] slots=None):
     """Count samples into len(edges) - 1 even bins by numpy's estimate and correction.
 
     per_unit > 0 (float64 edges and steps only): the caller has shown with
@@ -289,7 +299,9 @@ def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, d
     keep is (any_low, any_high, low, high): the in-range samples as an
     interval of sample values. Returns (int64 counts, underflow, overflow,
     NaN count, index of the first sample numpy fails on or -1); the counts
-    are only meaningful when that index is -1.
+    are only meaningful when that index is -1. With slots (int64, one per
+    sample), each sample's counter is written there instead, and the counts
+    come back zero.
     """
     cdef Even r
     cdef Keep k = _keep(keep, half or sample_t is float or sample_t is double)
@@ -309,6 +321,7 @@ def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, d
     cdef Py_ssize_t step = samples.strides[0]
     cdef Py_ssize_t c
     cdef bint all_double = edge_bits == DOUBLE and diff_bits == DOUBLE and quot_bits == DOUBLE
+    cdef int64_t* slots_at = &slots[0] if slots is not None and n else NULL
     rows = np.empty((chunks, padded_row(r.n + TALLIES)), dtype=np.int64)
     cdef int64_t[:, ::1] rows_v = rows
     bad = np.full(chunks, -1, dtype=np.intp)
@@ -320,15 +333,16 @@ def even_counts(const sample_t[:] samples, bint half, const double[::1] edges, d
         if all_double and per_unit > 0:
             bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
                                   chunk_start(n, chunks, c + 1), half, &k, &r,
-                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, per_unit)
+                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, per_unit, slots_at)
         elif all_double:
             bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
                                   chunk_start(n, chunks, c + 1), half, &k, &r,
-                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, 0.0)
+                                  &rows_v[c, 0], DOUBLE, DOUBLE, DOUBLE, 0.0, slots_at)
         else:
             bad_v[c] = even_chunk(first, step, chunk_start(n, chunks, c),
                                   chunk_start(n, chunks, c + 1), half, &k, &r,
-                                  &rows_v[c, 0], edge_bits, diff_bits, quot_bits, 0.0)
+                                  &rows_v[c, 0], edge_bits, diff_bits, quot_bits, 0.0,
+                                  slots_at)
     return _split(fold_rows(rows, r.n + TALLIES), r.n) + (first_bad(bad_v),)
 
 
@@ -407,28 +421,30 @@ cdef inline edge_t edge_value(const char* at, bint half, const edge_t* typed,
 
 
 cdef inline void tally(edge_t x, Py_ssize_t above, const edge_t* edges, Py_ssize_t m,
-                       bint closed_last, int64_t* row) noexcept nogil:
-    """Count sample x, of which `above` edges are <= x, into row."""
+                       bint closed_last, int64_t* row, int64_t* slots,
+                       Py_ssize_t i) noexcept nogil:
+    """Count sample i, x, of which `above` edges are <= x (put)."""
     cdef Py_ssize_t n = m - 1 if m else 0
     if edge_t is double:
         if x != x:
-            row[n + NOT_A_NUMBER - 1] += 1
+            put(row, slots, i, n + NOT_A_NUMBER - 1)
             return
     if above == 0:
-        row[n + UNDER - 1] += 1
+        put(row, slots, i, n + UNDER - 1)
     elif above < m:
-        row[above - 1] += 1
+        put(row, slots, i, above - 1)
     elif closed_last and n > 0 and x <= edges[n]:
-        row[n - 1] += 1
+        put(row, slots, i, n - 1)
     else:
-        row[n + OVER - 1] += 1
+        put(row, slots, i, n + OVER - 1)
 
 
 cdef inline Py_ssize_t edges_chunk(const sample_t* first, Py_ssize_t step, Py_ssize_t start,
                                    Py_ssize_t stop, bint half, const edge_t* edges,
-                                   Py_ssize_t m, bint closed_last,
-                                   int64_t* row) noexcept nogil:
-    """Count samples[start:stop] into row (m - 1 bins, then the tallies)."""
+                                   Py_ssize_t m, bint closed_last, int64_t* row,
+                                   int64_t* slots) noexcept nogil:
+    """Count samples[start:stop] into row (m - 1 bins, then the tallies), or
+    write each one's counter to slots (put)."""
     cdef Py_ssize_t i = start, j, _i
     cdef Py_ssize_t n = m - 1 if m else 0
     cdef edge_t x[GROUP]
@@ -441,23 +457,26 @@ cdef inline Py_ssize_t edges_chunk(const sample_t* first, Py_ssize_t step, Py_ss
                 x[j] = edge_value(at + j * step, half, edges, first)
             count_at_most_group(edges, m, x, above)
             for j in range(GROUP):
-                tally(x[j], above[j], edges, m, closed_last, row)
+                tally(x[j], above[j], edges, m, closed_last, row, slots, i + j)
             at += GROUP * step
             i += GROUP
     for _i in range(i, stop):
         x[0] = edge_value(at, half, edges, first)
         at += step
-        tally(x[0], count_at_most(edges, m, x[0]) if m else 0, edges, m, closed_last, row)
+        tally(x[0], count_at_most(edges, m, x[0]) if m else 0, edges, m, closed_last, row,
+              slots, _i)
     return -1
 
 
 def edge_counts(const sample_t[:] samples, bint half, const edge_t[::1] edges,
-                bint closed_last, Py_ssize_t max_threads):
+                bint closed_last, Py_ssize_t max_threads, int64_t[::1] slots=None):
     """Count samples into len(edges) - 1 bins between explicit ascending edges.
 
     Samples are converted to the edges' type (numpy's common dtype of samples
     and edges, widened to float64, int64 or uint64 without changing any
-    value). Returns (int64 counts, underflow, overflow, NaN count).
+    value). Returns (int64 counts, underflow, overflow, NaN count). With
+    slots (int64, one per sample), each sample's counter is written there
+    instead, and the counts come back zero.
     """
     cdef Py_ssize_t m = edges.shape[0]
     cdef Py_ssize_t n_bins = m - 1 if m else 0
@@ -467,12 +486,13 @@ def edge_counts(const sample_t[:] samples, bint half, const edge_t[::1] edges,
     cdef const edge_t* edges_p = &edges[0] if m else NULL
     cdef Py_ssize_t step = samples.strides[0]
     cdef Py_ssize_t c
+    cdef int64_t* slots_at = &slots[0] if slots is not None and n else NULL
     rows = np.empty((chunks, padded_row(n_bins + TALLIES)), dtype=np.int64)
     cdef int64_t[:, ::1] rows_v = rows
     for c in prange(chunks, nogil=True, schedule="dynamic", chunksize=1,
                     num_threads=threads_for(chunks, max_threads)):
         edges_chunk(first, step, chunk_start(n, chunks, c), chunk_start(n, chunks, c + 1),
-                    half, edges_p, m, closed_last, &rows_v[c, 0])
+                    half, edges_p, m, closed_last, &rows_v[c, 0], slots_at)
     return _split(fold_rows(rows, n_bins + TALLIES), n_bins)
 
 
