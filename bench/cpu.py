@@ -8,6 +8,8 @@ binning rows: N = 2^24 float64 samples, uniform on [0, 1), into 256 even bins
 (range given, and the samples' min and max) against np.histogram, and
 fast-histogram's histogram1d (range given) where it is installed (it is fast,
 and not bin-exact: docs/binning-peers.md).
+The read floor reads the keys once on every core (the histogram's roofline
+here, measured in the same rounds).
 Each repeat times every method once, back to back, so a ratio is taken
 between calls made moments apart: the shared 2-core machine this runs on
 changes speed by tens of percent from minute to minute, and paired ratios
@@ -57,10 +59,27 @@ def output_floor(n: int):
     return write_outputs
 
 
+def read_floor(keys: np.ndarray):
+    """Read every byte of keys once, on every core: each thread sums its part
+    as uint64 words (numpy's reductions release the GIL). The histogram's
+    roofline on this machine, measured beside it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = keys.view(np.uint8)[: keys.nbytes // 8 * 8].view(np.uint64)
+    parts = np.array_split(words, os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(len(parts))
+
+    def read_all():
+        list(pool.map(np.add.reduce, parts))
+
+    return read_all
+
+
 def bench_row(keys: np.ndarray, num_bins: int, repeats: int) -> dict:
     methods = {
         "np.bincount": lambda: np.bincount(keys, minlength=num_bins),
         "histogram": lambda: oracles.histogram(keys, num_bins),
+        "read floor": read_floor(keys),
         "naive_wave_histogram": lambda: oracles.naive_wave_histogram(keys, num_bins),
         "counting_sort": lambda: oracles.counting_sort(keys, num_bins),
         "counting_sort, fresh pages": lambda: (oracles.release_pages(),
@@ -86,6 +105,7 @@ def bench_row(keys: np.ndarray, num_bins: int, repeats: int) -> dict:
         "seconds": {name: float(np.median([r[name] for r in rounds if name in r]))
                     for name in names},
         "histogram_vs_bincount": paired("np.bincount", "histogram"),
+        "histogram_share_of_read_floor": paired("read floor", "histogram"),
         "wave_over_histogram": paired("naive_wave_histogram", "histogram"),
         "sort_vs_argsort": paired("np.argsort(stable)", "counting_sort"),
         "fresh_sort_vs_argsort": paired("np.argsort(stable)", "counting_sort, fresh pages"),
@@ -243,7 +263,8 @@ def run_rows(args) -> list[dict]:
             print(f"K={num_bins:>6} {distribution:<8} "
                   f"bincount {t['np.bincount'] * 1e3:7.1f} ms  "
                   f"histogram {t['histogram'] * 1e3:6.1f} ms "
-                  f"({row['histogram_vs_bincount']:4.1f}x)  "
+                  f"({row['histogram_vs_bincount']:4.1f}x; "
+                  f"{row['histogram_share_of_read_floor']:4.0%} of the read floor)  "
                   f"wave {t['naive_wave_histogram'] * 1e3:6.1f} ms "
                   f"({row['wave_over_histogram']:3.1f}x hist)  "
                   f"sort {t['counting_sort'] * 1e3:6.1f} ms vs argsort "
