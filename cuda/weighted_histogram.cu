@@ -236,6 +236,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
 accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 first,
                    u64 num_bins, i64* rows, u64* first_bad) {
     extern __shared__ __align__(8) unsigned char shared_bytes[];
+    hk_skew_warps();
     i64* slots = (i64*)shared_bytes;
     const u64 stride = copy_stride(num_bins);
     const u64 shared_count = SHARED_SLOTS > 0 ? COPIES * stride : 0;

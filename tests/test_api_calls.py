@@ -650,6 +650,16 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                 rt, Keys(0x700000, 100_000, np.dtype(np.float32)), rule,
                 FakeArray(0x6000, rule.num_bins + 3, np.uint64), rt._slot,
                 FakeArray(0x9000, rule.num_bins + 1, rule.edges.dtype), **variant.options)
+    # the weighted row, with each weight type, at each shared-memory layout
+    from histkit.gpu.launch.weighted import Weights
+
+    for weight_dtype in (np.float32, np.float64):
+        for num_bins in (7, 4096, 70_000):
+            for _, variant in registry.weighted_kernel().columns():
+                registry.weighted_kernel().run(
+                    rt, Keys(0x700000, 100_000, np.dtype(dtype)),
+                    Weights(0xA000, np.dtype(weight_dtype)), num_bins,
+                    FakeArray(0xB000, num_bins, np.uint64), rt._slot, **variant.options)
     ran = {name for name, _ in rt.launches}
     assert ran >= set(signatures) - {"read_roofline"}, sorted(ran)  # roofline: bench only
     assert mismatches(rt.launches, signatures) == []

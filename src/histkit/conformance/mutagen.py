@@ -278,8 +278,8 @@ SLIP_NAMES = frozenset(s.name for s in (*SLIPS, *PYTHON_SLIPS, *CYTHON_SLIPS)) |
 # Files of the histkit package whose code sizes and picks the launches.
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
               "gpu/launch/rank.py", "gpu/launch/resident.py", "gpu/launch/scan.py",
-              "gpu/launch/sort.py", "gpu/launch/binning.py", "gpu/policy.py", "gpu/registry.py",
-              "gpu/api.py", "gpu/binning.py")
+              "gpu/launch/sort.py", "gpu/launch/binning.py", "gpu/launch/weighted.py",
+              "gpu/policy.py", "gpu/registry.py", "gpu/api.py", "gpu/binning.py")
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 

@@ -103,7 +103,9 @@ TEST_JUDGED = {"gpu/api.py": ("tests/test_new_user.py", "tests/test_bad_input.py
                               "tests/test_gpu.py"),
                # The binning launches: their GPU tests run the binning judge.
                "gpu/launch/binning.py": ("tests/test_gpu_binning.py",),
-               "gpu/binning.py": ("tests/test_gpu_binning.py",)}
+               "gpu/binning.py": ("tests/test_gpu_binning.py",),
+               # The weighted launches: their GPU tests run the weighted judge.
+               "gpu/launch/weighted.py": ("tests/test_gpu_weighted.py",)}
 
 
 def host_tests_fail() -> bool:
