@@ -145,8 +145,8 @@ def histogram(keys: ArrayLike, num_bins: int,
     bin's integer is held in 32-bit chunks, one per int64 slot, as many as
     its weights can reach (67 for float64, 11 for float32, 4 for 64-bit
     integers), plus a slot of NaN and infinity flags: a row of 544, 96 or 40
-    bytes per bin. While one thread's rows of every bin fit in 16 MiB (up to
-    30840 bins of float64 weights, 174762 of float32, 419430 of integers), each
+    bytes per bin. Up to 131072 bins (123361 with float64 weights: 64 MiB of
+    rows a thread), and with at least as many weights as bins, each
     thread adds into its own rows and the rows are summed at the end. Past
     that, the weights are first grouped by bin, which costs a copy of the
     weights and two int64 per bin, and each bin's run is summed in a single

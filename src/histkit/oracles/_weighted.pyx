@@ -83,14 +83,16 @@ cdef enum:
     SAW_NAN = 1
     SAW_POS_INF = 2
     SAW_NEG_INF = 4
-    # Per-thread rows of every bin are used up to this many bytes per thread:
-    # scattered adds into rows that stay in the last-level cache beat grouping
-    # the weights first (2^24 weights on 2 cores: float32 at 65536 bins, 6 MB
-    # of rows, 28 ms in place against 95 grouped; past about 16 MB of rows
-    # grouping wins: 131072 bins in place 53 ms, 262144 grouped 93 against
-    # 133 in place). Fewer weights than bins are grouped too: zeroing and
-    # merging rows would cost more than adding them.
-    IN_PLACE_MAX_BYTES = 1 << 24
+    # Per-thread rows of every bin are used up to IN_PLACE_BINS bins and
+    # IN_PLACE_MAX_BYTES of rows a thread; past either, and with fewer
+    # weights than bins, the weights are grouped by bin first. A weight
+    # touches one or two cache lines of its row, so what must stay in the
+    # last-level cache grows with the bins, not the row: on the 2-core
+    # machine (2^24 uniform weights) float32 in place took 31 ms at 131072
+    # bins and 132 at 262144, float64 53 ms at 65536 bins (34 MiB of rows a
+    # thread), where grouping took 94-122 ms at any of these.
+    IN_PLACE_BINS = 1 << 17
+    IN_PLACE_MAX_BYTES = 1 << 26
     # Below this many weights per worker (or per handed-out chunk of work),
     # starting threads costs more than it saves.
     MIN_WEIGHTS_PER_WORKER = 1 << 16
@@ -446,7 +448,8 @@ ROW_LEN = {
 }
 # The most bins each thread keeps rows for, by weight kind (past them, or with
 # fewer weights than bins, the weights are grouped by bin first).
-IN_PLACE_MAX_BINS = {kind: IN_PLACE_MAX_BYTES // (8 * row) for kind, row in ROW_LEN.items()}
+IN_PLACE_MAX_BINS = {kind: min(IN_PLACE_BINS, IN_PLACE_MAX_BYTES // (8 * row))
+                     for kind, row in ROW_LEN.items()}
 
 
 def weighted_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t max_threads):
@@ -473,7 +476,7 @@ def weighted_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t 
     cdef char* grouped_at
     cdef Py_ssize_t itemsize = weights.itemsize
 
-    if num_bins <= IN_PLACE_MAX_BYTES // (8 * row) and n >= num_bins:
+    if num_bins <= IN_PLACE_MAX_BINS[chr(kind)] and n >= num_bins:
         # Every worker keeps a row per bin; a worker must have enough weights to
         # pay for zeroing and merging its rows.
         workers = max(1, min(most, n // max(MIN_WEIGHTS_PER_WORKER, num_bins * row)))
