@@ -728,15 +728,13 @@ def _weighted_histogram(keys, weights, num_bins, method, out, stream, check, fir
         raise ValueError(f"with weights, method must be 'auto'; got {method!r}")
     _check_options(check, first_bad)
     on_device = is_device_array(keys)
-    if is_device_array(weights) != on_device:
-        raise TypeError("weights must be the same kind of array as keys (both NumPy, or both "
-                        f"on the device); got {type(keys).__name__} keys and "
-                        f"{type(weights).__name__} weights")
+    _check_same_kind(keys, weights, on_device, "weights")
     if not on_device:
         keys = as_key_array(keys)
-        if np.asarray(weights).dtype.kind != "f":
+        weights = np.asarray(weights)
+        if weights.dtype.kind != "f":
             raise TypeError(f"GPU weights must be float16, float32 or float64; got "
-                            f"{np.asarray(weights).dtype}")
+                            f"{weights.dtype}")
         weights = as_weight_array(weights, len(keys))  # float16 widens to float32
     call = _begin(runtime(), keys, stream_handle(stream), on_device)
     if on_device:
@@ -1043,6 +1041,14 @@ def _index_dtype(index_dtype, n: int) -> np.dtype:
         raise ValueError(str(error)) from None
 
 
+def _check_same_kind(keys, array, keys_on_device: bool, name: str) -> None:
+    """array (values, weights) the same kind as keys: both NumPy, or both on the device."""
+    if is_device_array(array) != keys_on_device:
+        raise TypeError(f"{name} must be the same kind of array as keys (both NumPy, or both "
+                        f"on the device); got {type(keys).__name__} keys and "
+                        f"{type(array).__name__} {name}")
+
+
 def _check_value_dtype(dtype: np.dtype, name: str = "values") -> None:
     """Values move as raw bits: any fixed-size dtype of 1, 2, 4 or 8 bytes."""
     if dtype.kind in "OVSUMm" or dtype.itemsize not in VALUE_C_TYPES:
@@ -1056,10 +1062,7 @@ def _open_radix(keys, values, stream) -> tuple[_Call, _Out | None]:
     on_device = is_device_array(keys)
     keys = keys if on_device else as_key_array(keys)
     if values is not None:
-        if is_device_array(values) != on_device:
-            raise TypeError("values must be the same kind of array as keys (both NumPy, or "
-                            f"both on the device); got {type(keys).__name__} keys and "
-                            f"{type(values).__name__} values")
+        _check_same_kind(keys, values, on_device, "values")
         if not on_device:
             values = np.ascontiguousarray(values)
             if values.ndim != 1:

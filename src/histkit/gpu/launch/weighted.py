@@ -31,9 +31,6 @@ SOURCE = "weighted_histogram.cu"
 # over 16): digits 64 .. 67 take -27 <= e <= 36. A float64 weight adds to
 # digits d and d + 2 with d = (e + 1022) >> 4: 62 .. 67 take -30 <= e <= 33.
 WINDOWS = {"f": (64, 4), "d": (62, 6)}
-# The shared-memory layouts a launch may be forced to (the conformance
-# suite's variants reach each at small K).
-LAYOUTS = ("auto", "rows", "window", "global")
 # Whole rows are kept while at least this many copies of them fit (else a
 # window, of which more copies fit).
 MIN_ROW_COPIES = 8
@@ -92,7 +89,8 @@ def _most_copies(plan: SharedPlan, num_bins: int, max_shared: int, cap: int) -> 
 def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "auto",
                 copies: int = WARP) -> SharedPlan:
     """Which digits a block keeps in shared memory, in how many copies (the
-    module's docstring); copies caps them."""
+    module's docstring); copies caps them, and layout ("rows", "window" or
+    "global": the conformance suite's variants) forces one where it fits."""
     kind = weight_kind(dtype)
     lo, top = digit_span(kind)
     rows = _most_copies(SharedPlan(lo, top - lo + 1, 1, "rows"), num_bins, max_shared, copies)
