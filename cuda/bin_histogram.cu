@@ -23,8 +23,15 @@
 //   integer samples against integer edges), of which the count of edges
 //   <= x gives the bin.
 //
+// Before either rule, the estimate alone gives most samples their bin
+// (FAST_ESTIMATE): where the launcher has measured how far the estimate at
+// every edge, and at the value just below it, lies from the edge's index
+// (oracles._estimate.estimate_margin), a sample whose estimate's fractional part keeps
+// further than that from both integers lies between the edges its integer
+// part names; no edge is read. The rest take their rule's path.
+//
 // The edges live in shared memory after the counters when the launcher found
-// room (EDGES_IN_SHARED flag), else they are read through the read-only cache.
+// room (EDGES_SHARED), else they are read through the read-only cache.
 #include "counting.cuh"
 
 #ifndef BIN_RULE
@@ -57,6 +64,15 @@
 #ifndef EDGES_NEAR_EVEN
 #define EDGES_NEAR_EVEN 0  // 1: explicit edges the launcher found strictly increasing and near an even grid
 #endif
+#ifndef FAST_ESTIMATE
+#define FAST_ESTIMATE 0  // 1: the launcher's margin admits the estimate alone (fast_low, fast_high)
+#endif
+#if FAST_ESTIMATE && !(BIN_RULE == 0 ? ESTIMATE_WITHIN_ONE : EDGES_NEAR_EVEN)
+#error "the estimate alone needs the bracketing walk's bound (ESTIMATE_WITHIN_ONE, EDGES_NEAR_EVEN)"
+#endif
+#ifndef EDGES_SHARED
+#define EDGES_SHARED 0  // 1: the edges are copied to shared memory after the counters
+#endif
 #ifndef BLOCK_THREADS
 #define BLOCK_THREADS 1024  // the launch's block (contract.FAST_BLOCK): registers are budgeted for it
 #endif
@@ -73,7 +89,6 @@
 #define CLOSED_LAST 1u       // the last bin includes its top edge (numpy); else CUB's rule
 #define ANY_LOW 2u           // some sample value passes numpy's x >= lo
 #define ANY_HIGH 4u          // some sample value passes numpy's x <= hi
-#define EDGES_IN_SHARED 8u   // the edges are copied to shared memory after the counters
 
 // A sample's value for the keep test: floats in their own precision (float16
 // widened to float, exactly), integers as themselves.
@@ -180,8 +195,20 @@ __device__ __forceinline__ sample_value bound(u64 bits) {
 #endif
 }
 
+// (x - lo) * per_unit, each step rounded to nearest in E: the explicit
+// roundings keep the compiler from fusing the product into a later
+// subtraction, which the host's margin (oracles._estimate.estimate_margin) assumes.
+__device__ __forceinline__ float estimate_of(float x, float lo, float per_unit) {
+    return __fmul_rn(__fsub_rn(x, lo), per_unit);
+}
+__device__ __forceinline__ double estimate_of(double x, double lo, double per_unit) {
+    return __dmul_rn(__dsub_rn(x, lo), per_unit);
+}
+__device__ __forceinline__ unsigned truncated(float t) { return __float2uint_rz(t); }
+__device__ __forceinline__ unsigned truncated(double t) { return __double2uint_rz(t); }
+
 // The bin whose edges bracket x, from a cheap estimate (x - lo) * per_unit
-// that the launcher has proven within one bin of it (policy.
+// that the launcher has proven within one bin of it (oracles._estimate.
 // bracket_estimate_within_one_bin): two branch-free steps, one down and one
 // up, each reading one edge. 0 when x < edges[0]; last when x >= edges[last + 1].
 template <typename E>
@@ -191,9 +218,24 @@ struct Bracket {
     E lo;           // the estimate's origin and scale, in the edges' type
     E per_unit;
     E last_e;       // last, in the edges' type
+    // FAST_ESTIMATE: the estimate t of every x in [edges[i], edges[i + 1])
+    // lies within margin of [i, i + 1] (the launcher measured it at each edge
+    // and at the value below it; t is monotone in x). So where
+    // fast_low < t - trunc(t) < fast_high (fast_low >= margin, fast_high <=
+    // 1 - margin) and t < last + 1, x lies in bin trunc(t). NaN and negative
+    // estimates truncate to 0 and fail the first test.
+    E fast_low;
+    E fast_high;
+
+    __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
+        const E t = estimate_of(x, lo, per_unit);
+        b = truncated(t);
+        const E fraction = t - (E)b;  // exact: t and its integer part share a binade
+        return fraction > fast_low && fraction < fast_high && t < last_e + (E)1;
+    }
 
     __device__ __forceinline__ u64 operator()(E x) const {
-        const E estimate = (x - lo) * per_unit;
+        const E estimate = estimate_of(x, lo, per_unit);
         // 32-bit conversion and index arithmetic: a 64-bit float-to-integer
         // conversion costs several times more issue slots on sm_90.
         unsigned b = !(estimate >= (E)1) ? 0u
@@ -240,6 +282,12 @@ struct EvenBins {
 
     __device__ __forceinline__ u64 operator()(hk_key raw) const {
         const sample_value v = value_of(raw);
+#if FAST_ESTIMATE
+        // The launcher enables it only for samples of the edges' type, whose
+        // kept interval holds [edges[0], edges[num_bins]).
+        unsigned fast_bin;
+        if (bracket.estimate_alone(v, fast_bin)) return fast_bin;
+#endif
         const int slot = keep.slot(v);
         if (slot >= 0) return num_bins + slot;
         const bool closed_last = keep.flags & CLOSED_LAST;
@@ -312,6 +360,10 @@ struct EdgeBins {
         const SEARCH_T x = (SEARCH_T)raw;
 #endif
 #if EDGES_NEAR_EVEN
+#if FAST_ESTIMATE
+        unsigned fast_bin;
+        if (bracket.estimate_alone(x, fast_bin)) return fast_bin;
+#endif
         // Strictly increasing edges close to an even grid (the launcher's
         // check): the bracketing bin from an estimate, no search.
         if (x < first_edge) return num_bins + UNDER_SLOT;
@@ -339,27 +391,31 @@ struct EdgeBins {
 
 // samples[0, n) into hist[0, num_bins + 3). The arguments after first_bad are
 // the rule: the edges (num_bins + 1 of them), the flags above, numpy's lo,
-// width and scale as doubles (even bins), and the kept sample values' bounds
-// (double bits for float samples, the integer's bits otherwise).
+// width and scale as doubles (even bins), the kept sample values' bounds
+// (double bits for float samples, the integer's bits otherwise), and the
+// bounds of the estimate's fractional part that FAST_ESTIMATE trusts (values
+// of the edges' type, as doubles).
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_bins, u64* hist,
               u64* first_bad, const stored_edge* edges, unsigned flags, double lo, double width,
-              double scale, u64 keep_low, u64 keep_high) {
+              double scale, u64 keep_low, u64 keep_high, double fast_low, double fast_high) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
     const u64 stride = hk_copy_stride(shared_bins);
     // The edges follow the counters, 8-byte aligned.
     const u64 counter_words = (COPIES * stride + 1) & ~(u64)1;
     const u64 edge_count = num_bins + 1;
-    const bool edges_shared = flags & EDGES_IN_SHARED;
     hk_require_dynamic_shared(counter_words * sizeof(unsigned) +
-                              (edges_shared ? edge_count * sizeof(stored_edge) : 0));
+                              (EDGES_SHARED ? edge_count * sizeof(stored_edge) : 0));
+#if EDGES_SHARED
+    // Known at compile time, so every edge read is a shared-memory load.
+    stored_edge* shared_edges = (stored_edge*)(counters + counter_words);
+    for (u64 j = threadIdx.x; j < edge_count; j += blockDim.x) shared_edges[j] = edges[j];
+    const stored_edge* rule_edges = shared_edges;
+#else
+    (void)edge_count;
     const stored_edge* rule_edges = edges;
-    if (edges_shared) {
-        stored_edge* shared_edges = (stored_edge*)(counters + counter_words);
-        for (u64 j = threadIdx.x; j < edge_count; j += blockDim.x) shared_edges[j] = edges[j];
-        rule_edges = shared_edges;
-    }
+#endif
     hk_zero_counters(counters, stride);
     const unsigned copy = (threadIdx.x & 31) / (32 / COPIES);
     const u64 counters_total = num_bins + 3;
@@ -368,18 +424,21 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
 #if BIN_RULE == 0
     const Keep keep{bound(keep_low), bound(keep_high), flags};
     const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
-                                      (edge_value)(scale / width), (edge_value)(num_bins - 1)};
+                                      (edge_value)(scale / width), (edge_value)(num_bins - 1),
+                                      (edge_value)fast_low, (edge_value)fast_high};
     const EvenBins bin{rule_edges, num_bins, keep, lo, width, scale,
                        (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
                        rule_edges[0], rule_edges[num_bins]};
 #elif EDGES_NEAR_EVEN
     (void)keep_low, (void)keep_high;
     const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
-                                    (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1)};
+                                    (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1),
+                                    (SEARCH_T)fast_low, (SEARCH_T)fast_high};
     const EdgeBins bin{rule_edges, num_bins, flags, bracket, rule_edges[0],
                        rule_edges[num_bins]};
 #else
-    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high;
+    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high, (void)fast_low,
+        (void)fast_high;
     const EdgeBins bin{rule_edges, num_bins, flags};
 #endif
 #if COALESCED

@@ -37,15 +37,37 @@ def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
         kept = (values >= low) & (values <= high)
     placed = samples[kept].astype(returned.dtype).astype(np.float64)
     n = len(returned) - 1
-    found = np.searchsorted(returned.astype(np.float64), placed, "right") - 1
+    with np.errstate(invalid="ignore"):
+        found_all = np.searchsorted(returned.astype(np.float64),
+                                    samples.astype(returned.dtype).astype(np.float64),
+                                    "right") - 1
+    found = found_all[kept]
     assert (found >= 0).all(), "a kept sample below the first edge: numpy fails there"
     # the kernel's walk: two steps from its cheap estimate, in the edges' type
     np.testing.assert_array_equal(
         two_step_walk(rule.edges, samples[kept].astype(rule.edges.dtype), rule.lo,
                       rule.scale / rule.width), np.minimum(found, n - 1))
+    if rule.fast is not None:
+        # every sample the estimate alone places, kept or not, must be kept
+        # and land in its bracketing bin
+        admitted, fast_bins = estimate_alone(rule.edges, samples.astype(rule.edges.dtype),
+                                             rule.lo, rule.scale / rule.width, rule.fast)
+        assert kept[admitted].all(), "the estimate alone placed a sample numpy drops"
+        np.testing.assert_array_equal(fast_bins[admitted], found_all[admitted])
     on_top = found >= n
     found = np.minimum(found, n - 1) if closed_last else found[~on_top]
     return np.bincount(found, minlength=n)
+
+
+def estimate_alone(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float, fast):
+    """bin_histogram.cu's Bracket.estimate_alone, in numpy: (admitted, bin)."""
+    kind = edges.dtype.type
+    with np.errstate(all="ignore"):
+        t = (x - kind(lo)) * kind(per_unit)
+        whole = np.where(np.isfinite(t) & (t > 0), np.trunc(t), 0)
+        fraction = t - whole.astype(kind)
+    admitted = (fraction > kind(fast[0])) & (fraction < kind(fast[1])) & (t < len(edges) - 1)
+    return admitted, whole.astype(np.int64)
 
 
 def two_step_walk(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float):
@@ -76,6 +98,9 @@ def test_the_walk_over_explicit_edges_near_an_even_grid_finds_the_bracketing_bin
         x = x[(x >= edges[0]) & (x < edges[-1])]
         want = np.searchsorted(edges, x, "right") - 1
         np.testing.assert_array_equal(two_step_walk(edges, x, rule.lo, rule.scale), want)
+        admitted, fast_bins = estimate_alone(edges, x, rule.lo, rule.scale, rule.fast)
+        assert admitted[-1000:].mean() > 0.5, n  # the uniform samples, mostly far from edges
+        np.testing.assert_array_equal(fast_bins[admitted], want[admitted])
     # uneven edges keep the search
     assert "EDGES_NEAR_EVEN" not in edges_kernel_rule(np.array([0.0, 1, 10, 100]), True).defines
 
@@ -153,3 +178,20 @@ def test_every_case_of_the_case_set_gets_a_kernel_rule_or_numpys_own_error():
         rule = kernel_rule_for(samples, *parse_bins(case.bins), case.range,
                                case.right_closed_last)[0]
         assert len(rule.edges) == rule.num_bins + 1, case.name
+
+
+def test_the_estimate_alone_is_refused_where_its_margin_cannot_be_trusted():
+    from histkit.oracles._estimate import estimate_margin
+
+    edges = np.linspace(0, 1, 11)
+    assert estimate_margin(edges, 0.0, 10.0) is not None
+    assert estimate_margin(edges[::-1].copy(), 0.0, 10.0) is None  # decreasing
+    assert estimate_margin(np.array([0.0, 1.0, 1.0, 2.0]), 0.0, 1.5) is None  # repeated edge
+    assert estimate_margin(edges, 0.0, -10.0) is None
+    assert estimate_margin(np.array([0.0, 1.0, 10.0, 100.0]), 0.0, 0.03) is None  # uneven
+    # float32 cannot tell 2^24 bins' fractions apart
+    assert estimate_margin(np.arange(2**24 + 1, dtype=np.float32), 0.0, 1.0) is None
+    # the margin is a bound: a slightly wrong per_unit widens it
+    low, high = estimate_margin(edges, 0.0, 10.0)
+    wider_low, wider_high = estimate_margin(edges, 0.0, 10.0 * (1 + 1e-6))
+    assert wider_low > low and wider_high < high

@@ -374,13 +374,17 @@ def _binning_builds() -> tuple[dict[str, str], ...]:
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "32"},
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "64",
          "ESTIMATE_WITHIN_ONE": "1"},
+        {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "64",
+         "ESTIMATE_WITHIN_ONE": "1", "FAST_ESTIMATE": "1", "EDGES_SHARED": "1"},
         {**even, **f64, "ESTIMATE_WITHIN_ONE": "1"},
+        {**even, **f64, "ESTIMATE_WITHIN_ONE": "1", "FAST_ESTIMATE": "1"},
         {**even, **f64},
         {**even, **f16, "EDGE_BITS": "16", "DIFF_BITS": "16", "QUOT_BITS": "16"},
         {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "64", "QUOT_BITS": "64"},
         {**even, "SAMPLE_FLOAT": "0"},
         {**edges, **f32},
         {**edges, **f64, "EDGES_NEAR_EVEN": "1"},
+        {**edges, **f32, "EDGES_NEAR_EVEN": "1", "FAST_ESTIMATE": "1", "EDGES_SHARED": "1"},
         {**edges, "SAMPLE_FLOAT": "0", "SEARCH_T": "long long"},
         {**edges, "KEY_T": "unsigned long long", "SAMPLE_FLOAT": "0", "SAMPLE_SIGNED": "0",
          "SEARCH_T": "unsigned long long"},
@@ -420,6 +424,9 @@ BINNING_KERNELS: tuple[Kernel, ...] = (
                Variant("grid-1", {"grid": 1}, "one block walks every sample"),
                Variant("numpy-steps", {"numpy_steps": True},
                        "numpy's steps even where the bracketing walk gives its bins"),
+               Variant("edges-read", {"estimate_alone": False},
+                       "the bracketing walk reads the edges even where the estimate "
+                       "alone names the bin"),
            )),
 )
 
