@@ -35,7 +35,6 @@ def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
     values = samples.astype(np.float64) if samples.dtype.kind == "f" else samples
     with np.errstate(invalid="ignore"):
         kept = (values >= low) & (values <= high)
-    placed = samples[kept].astype(returned.dtype).astype(np.float64)
     n = len(returned) - 1
     with np.errstate(invalid="ignore"):
         found_all = np.searchsorted(returned.astype(np.float64),
