@@ -4,7 +4,10 @@ torch.histc and cupy.histogram, in one process.
 
 Samples (N = 2^28 unless --quick) are drawn on the device: uniform on [0, 1),
 normal (mean 0.5, sd 0.15, so some fall outside), every sample equal, and
-sorted uniform. Effective bandwidth = bytes of samples / time. histkit's
+sorted uniform. They are binned over two ranges: (0, 1), whose edges are
+dyadic, so the kernel's estimate is exact, and (-0.1, 1.3), whose edges and
+estimate round, so samples near an edge take the kernel's slower path that
+reads the edges (--quick: the first only). Effective bandwidth = bytes of samples / time. histkit's
 result is checked against oracles.bin_histogram before it is timed. A peer
 whose counts differ from numpy's rule is timed anyway (binning by its own
 rule is what it does) and the difference is noted beside its figure.
@@ -25,7 +28,7 @@ EVEN_BINS = (16, 256, 4096, 65536)
 EDGE_BINS = (64, 4096)
 DTYPES = ("float32", "float64")
 DISTRIBUTIONS = ("uniform", "normal", "onebin", "sorted")
-RANGE = (0.0, 1.0)
+RANGES = ((0.0, 1.0), (-0.1, 1.3))
 
 
 def _device_samples(cupy, distribution: str, n: int, dtype: str, seed: int = 0):
@@ -41,13 +44,13 @@ def _device_samples(cupy, distribution: str, n: int, dtype: str, seed: int = 0):
     raise ValueError(distribution)
 
 
-def _cub_even(cupy, samples, num_bins: int):
+def _cub_even(cupy, samples, num_bins: int, span: tuple[float, float]):
     from cuda.compute import make_histogram_even
 
     hist = cupy.zeros(num_bins, dtype=cupy.int32)
     levels = np.array([num_bins + 1], dtype=np.int32)
-    lower = np.array([RANGE[0]], samples.dtype)
-    upper = np.array([RANGE[1]], samples.dtype)
+    lower = np.array([span[0]], samples.dtype)
+    upper = np.array([span[1]], samples.dtype)
     args = dict(d_samples=samples, d_histogram=hist, h_num_output_levels=levels,
                 h_lower_level=lower, h_upper_level=upper, num_samples=samples.size)
     algorithm = make_histogram_even(**args)
@@ -76,19 +79,19 @@ def _peer(row: dict, name: str, time_with, call, exact, to_host, nbytes: int) ->
 
 
 def binning_row(cupy, torch, timer: Timer, n: int, dtype: str, num_bins: int, rule: str,
-                distribution: str) -> dict:
+                distribution: str, span: tuple[float, float] = RANGES[0]) -> dict:
     """One configuration: histkit's kernel and call, then the peers."""
     from histkit import gpu
 
     rt = runtime()
     samples = _device_samples(cupy, distribution, n, dtype)
     host = cupy.asnumpy(samples)
-    bins = num_bins if rule == "even" else np.linspace(*RANGE, num_bins + 1)
-    range_ = RANGE if rule == "even" else None
+    bins = num_bins if rule == "even" else np.linspace(*span, num_bins + 1)
+    range_ = span if rule == "even" else None
     exact = oracles.bin_histogram(host, bins, range_)[0]
     nbytes = samples.nbytes
-    row = {"rule": rule, "K": num_bins, "dtype": dtype, "distribution": distribution, "N": n,
-           "TBps": {}, "notes": {}, "geometry": {}}
+    row = {"rule": rule, "K": num_bins, "range": list(span), "dtype": dtype,
+           "distribution": distribution, "N": n, "TBps": {}, "notes": {}, "geometry": {}}
     kernel_rule, _, _ = kernel_rule_for(host[:1], num_bins if rule == "even" else None,
                                         None if rule == "even" else bins, range_, True)
     hist = rt.empty(num_bins + TALLIES, np.uint64)
@@ -111,7 +114,7 @@ def binning_row(cupy, torch, timer: Timer, n: int, dtype: str, num_bins: int, ru
           lambda: gpu.bin_histogram(samples, bins, range_)[0], exact, cupy.asnumpy, nbytes)
     if rule == "even":
         try:
-            cub = _cub_even(cupy, samples, num_bins)
+            cub = _cub_even(cupy, samples, num_bins, span)
         except Exception as error:
             row["notes"]["CUB HistogramEven"] = skip_note(error)
         else:
@@ -126,7 +129,7 @@ def binning_row(cupy, torch, timer: Timer, n: int, dtype: str, num_bins: int, ru
     elif rule == "even":
         tsamples = torch.as_tensor(samples, device="cuda")
         _peer(row, "torch.histc", timer.torch_call,
-              lambda: torch.histc(tsamples, bins=num_bins, min=RANGE[0], max=RANGE[1]), exact,
+              lambda: torch.histc(tsamples, bins=num_bins, min=span[0], max=span[1]), exact,
               lambda t: t.cpu().numpy(), nbytes)
     return row
 
@@ -136,6 +139,8 @@ def binning_rows(cupy, torch, timer: Timer, n: int, quick: bool = False):
     each is printed as it comes)."""
     configs = [("even", k) for k in EVEN_BINS] + [("edges", k) for k in EDGE_BINS]
     for dtype in DTYPES:
-        for rule, num_bins in configs:
-            for distribution in DISTRIBUTIONS[:2] if quick else DISTRIBUTIONS:
-                yield binning_row(cupy, torch, timer, n, dtype, num_bins, rule, distribution)
+        for span in RANGES[:1] if quick else RANGES:
+            for rule, num_bins in configs:
+                for distribution in DISTRIBUTIONS[:2] if quick else DISTRIBUTIONS:
+                    yield binning_row(cupy, torch, timer, n, dtype, num_bins, rule,
+                                      distribution, span)

@@ -417,7 +417,8 @@ def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
     results["binning"] = []
     for row in binning_rows(cupy, torch, timer, n, quick) if only in (None, "binning") else ():
         results["binning"].append(row)
-        print(f"{row['rule']} {row['dtype']} " + _format_row(row), flush=True)
+        print(f"{row['rule']} {row['dtype']} range {tuple(row['range'])} " + _format_row(row),
+              flush=True)
     results["weighted"] = []
     for row in weighted_rows(cupy, torch, timer, n, quick) if only in (None, "weighted") else ():
         results["weighted"].append(row)
