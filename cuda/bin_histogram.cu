@@ -26,9 +26,9 @@
 // Before either rule, the estimate alone gives most samples their bin
 // (FAST_ESTIMATE): where the launcher has measured how far the estimate at
 // every edge, and at the value just below it, lies from the edge's index
-// (oracles._estimate.estimate_margin), a sample whose estimate's fractional part keeps
-// further than that from both integers lies between the edges its integer
-// part names; no edge is read. The rest take their rule's path.
+// (oracles._estimate.estimate_margin), a sample whose estimate lies further
+// than that from its nearest integer lies between the edges its integer part
+// names; no edge is read. The rest take their rule's path.
 //
 // The edges live in shared memory after the counters when the launcher found
 // room (EDGES_SHARED), else they are read through the read-only cache.
@@ -65,7 +65,7 @@
 #define EDGES_NEAR_EVEN 0  // 1: explicit edges the launcher found strictly increasing and near an even grid
 #endif
 #ifndef FAST_ESTIMATE
-#define FAST_ESTIMATE 0  // 1: the launcher's margin admits the estimate alone (fast_low, fast_high)
+#define FAST_ESTIMATE 0  // 1: the launcher's margin admits the estimate alone (the margin argument)
 #endif
 #if FAST_ESTIMATE && !(BIN_RULE == 0 ? ESTIMATE_WITHIN_ONE : EDGES_NEAR_EVEN)
 #error "the estimate alone needs the bracketing walk's bound (ESTIMATE_WITHIN_ONE, EDGES_NEAR_EVEN)"
@@ -81,9 +81,12 @@
 #define UNDER_SLOT 0
 #define OVER_SLOT 1
 #define NAN_SLOT 2
+// A counter's index: the launcher keeps num_bins + 3 below 2^32 - 1, so 32
+// bits hold every counter and NUMPY_FAILS.
+typedef unsigned counter_index;
 // A sample numpy's even-bin code fails on: past every counter, so counting.cuh
 // reports it as a bad key.
-#define NUMPY_FAILS 0xffffffffffffffffULL
+#define NUMPY_FAILS 0xffffffffu
 
 // The launcher's flags argument.
 #define CLOSED_LAST 1u       // the last bin includes its top edge (numpy); else CUB's rule
@@ -204,8 +207,22 @@ __device__ __forceinline__ float estimate_of(float x, float lo, float per_unit) 
 __device__ __forceinline__ double estimate_of(double x, double lo, double per_unit) {
     return __dmul_rn(__dsub_rn(x, lo), per_unit);
 }
-__device__ __forceinline__ unsigned truncated(float t) { return __float2uint_rz(t); }
-__device__ __forceinline__ unsigned truncated(double t) { return __double2uint_rz(t); }
+// The bin an estimate t names on its own: floor(t) from t's nearest integer,
+// found by adding 1.5 x 2^23 (2^52 for double), which rounds t to an integer
+// in the sum's low mantissa bits (no conversion instruction: those issue at a
+// quarter of the rate of adds on sm_90), and offset = t - nearest, exact. Any
+// t outside [0, 2^22) (2^51) gives a floor past every bin: the sum's bits are
+// monotone in t, and negative t wraps.
+__device__ __forceinline__ u64 floor_of(float t, float& offset) {
+    const float shifted = __fadd_rn(t, 12582912.0f);
+    offset = __fsub_rn(t, __fsub_rn(shifted, 12582912.0f));
+    return (unsigned)(__float_as_uint(shifted) - 0x4B400000u - (offset < 0.0f));
+}
+__device__ __forceinline__ u64 floor_of(double t, double& offset) {
+    const double shifted = __dadd_rn(t, 6755399441055744.0);
+    offset = __dsub_rn(t, __dsub_rn(shifted, 6755399441055744.0));
+    return (u64)__double_as_longlong(shifted) - 0x4338000000000000ULL - (offset < 0.0);
+}
 
 // The bin whose edges bracket x, from a cheap estimate (x - lo) * per_unit
 // that the launcher has proven within one bin of it (oracles._estimate.
@@ -219,22 +236,20 @@ struct Bracket {
     E per_unit;
     E last_e;       // last, in the edges' type
     // FAST_ESTIMATE: the estimate t of every x in [edges[i], edges[i + 1])
-    // lies within margin of [i, i + 1] (the launcher measured it at each edge
-    // and at the value below it; t is monotone in x). So where
-    // fast_low < t - trunc(t) < fast_high (fast_low >= margin, fast_high <=
-    // 1 - margin) and t < last + 1, x lies in bin trunc(t). NaN and negative
-    // estimates truncate to 0 and fail the first test.
-    E fast_low;
-    E fast_high;
+    // lies in [i - margin, i + 1 + margin] (the launcher measured it at each
+    // edge and at the value below it; t is monotone in x). So where t is
+    // further than margin from its nearest integer and floor(t) is a bin, x
+    // lies in bin floor(t). NaN fails the first test.
+    E margin;
 
     __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
-        const E t = estimate_of(x, lo, per_unit);
-        b = truncated(t);
-        const E fraction = t - (E)b;  // exact: t and its integer part share a binade
-        return fraction > fast_low && fraction < fast_high && t < last_e + (E)1;
+        E offset;
+        const u64 whole = floor_of(estimate_of(x, lo, per_unit), offset);
+        b = (unsigned)whole;
+        return fabs(offset) > margin && whole <= last;
     }
 
-    __device__ __forceinline__ u64 operator()(E x) const {
+    __device__ __forceinline__ counter_index operator()(E x) const {
         const E estimate = estimate_of(x, lo, per_unit);
         // 32-bit conversion and index arithmetic: a 64-bit float-to-integer
         // conversion costs several times more issue slots on sm_90.
@@ -280,7 +295,7 @@ struct EvenBins {
         return b < 0 ? NUMPY_FAILS : (u64)b;
     }
 
-    __device__ __forceinline__ u64 operator()(hk_key raw) const {
+    __device__ __forceinline__ counter_index operator()(hk_key raw) const {
         const sample_value v = value_of(raw);
 #if FAST_ESTIMATE
         // The launcher enables it only for samples of the edges' type, whose
@@ -302,9 +317,9 @@ struct EvenBins {
     // error below one bin (policy.numpy_estimate_within_one_bin): numpy's two
     // corrections then always end in the bin whose edges bracket the sample,
     // which a cheap estimate finds (bracket).
-    __device__ __forceinline__ u64 bracketed(sample_value v, bool closed_last) const {
+    __device__ __forceinline__ counter_index bracketed(sample_value v, bool closed_last) const {
         const edge_value xe = to_edge(v);
-        const u64 b = bracket(xe);
+        const counter_index b = bracket(xe);
         if (xe < first_edge) return NUMPY_FAILS;  // numpy's index would be -1
         if (b == bracket.last && xe >= top_edge) return closed_last ? b : num_bins + OVER_SLOT;
         return b;
@@ -312,7 +327,7 @@ struct EvenBins {
 
     // numpy's own steps: its estimate in its precisions, truncated, then its
     // one correction down and one up.
-    __device__ __forceinline__ u64 numpy_steps(sample_value v, bool closed_last) const {
+    __device__ __forceinline__ counter_index numpy_steps(sample_value v, bool closed_last) const {
         u64 b;
 #if EDGE_BITS == 32 && DIFF_BITS == 32 && QUOT_BITS == 32
         // float32 throughout: the float operations round as numpy's loops do.
@@ -339,7 +354,7 @@ struct EvenBins {
                 b += 1;
             }
         }
-        return b == num_bins ? num_bins + OVER_SLOT : b;
+        return (counter_index)(b == num_bins ? num_bins + OVER_SLOT : b);
     }
 };
 
@@ -352,7 +367,7 @@ struct EdgeBins {
     SEARCH_T first_edge, top_edge;
 #endif
 
-    __device__ __forceinline__ u64 operator()(hk_key raw) const {
+    __device__ __forceinline__ counter_index operator()(hk_key raw) const {
 #if SAMPLE_FLOAT
         const SEARCH_T x = (SEARCH_T)as_double(value_of(raw));
         if (x != x) return num_bins + NAN_SLOT;
@@ -389,16 +404,47 @@ struct EdgeBins {
     }
 };
 
+#if BIN_RULE == 0
+typedef EvenBins BinRule;
+#else
+typedef EdgeBins BinRule;
+#endif
+
+// The call's rule over rule_edges (in shared or global memory), from the
+// kernels' arguments (bin_histogram's comment below).
+__device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 num_bins,
+                                             unsigned flags, double lo, double width,
+                                             double scale, u64 keep_low, u64 keep_high,
+                                             double margin) {
+#if BIN_RULE == 0
+    const Keep keep{bound(keep_low), bound(keep_high), flags};
+    const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
+                                      (edge_value)(scale / width), (edge_value)(num_bins - 1),
+                                      (edge_value)margin};
+    return EvenBins{rule_edges, num_bins, keep, lo, width, scale,
+                    (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
+                       rule_edges[0], rule_edges[num_bins]};
+#elif EDGES_NEAR_EVEN
+    (void)keep_low, (void)keep_high;
+    const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
+                                    (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1),
+                                    (SEARCH_T)margin};
+    return EdgeBins{rule_edges, num_bins, flags, bracket, rule_edges[0], rule_edges[num_bins]};
+#else
+    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high, (void)margin;
+    return EdgeBins{rule_edges, num_bins, flags};
+#endif
+}
+
 // samples[0, n) into hist[0, num_bins + 3). The arguments after first_bad are
 // the rule: the edges (num_bins + 1 of them), the flags above, numpy's lo,
 // width and scale as doubles (even bins), the kept sample values' bounds
 // (double bits for float samples, the integer's bits otherwise), and the
-// bounds of the estimate's fractional part that FAST_ESTIMATE trusts (values
-// of the edges' type, as doubles).
+// margin FAST_ESTIMATE trusts (a value of the edges' type, as a double).
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_bins, u64* hist,
               u64* first_bad, const stored_edge* edges, unsigned flags, double lo, double width,
-              double scale, u64 keep_low, u64 keep_high, double fast_low, double fast_high) {
+              double scale, u64 keep_low, u64 keep_high, double margin) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
     const u64 stride = hk_copy_stride(shared_bins);
@@ -421,26 +467,8 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
     const u64 counters_total = num_bins + 3;
     Counters add{counters + copy * stride, shared_bins, hk_low_bins(shared_bins), hist,
                  counters_total, first_bad};
-#if BIN_RULE == 0
-    const Keep keep{bound(keep_low), bound(keep_high), flags};
-    const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
-                                      (edge_value)(scale / width), (edge_value)(num_bins - 1),
-                                      (edge_value)fast_low, (edge_value)fast_high};
-    const EvenBins bin{rule_edges, num_bins, keep, lo, width, scale,
-                       (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
-                       rule_edges[0], rule_edges[num_bins]};
-#elif EDGES_NEAR_EVEN
-    (void)keep_low, (void)keep_high;
-    const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
-                                    (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1),
-                                    (SEARCH_T)fast_low, (SEARCH_T)fast_high};
-    const EdgeBins bin{rule_edges, num_bins, flags, bracket, rule_edges[0],
-                       rule_edges[num_bins]};
-#else
-    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high, (void)fast_low,
-        (void)fast_high;
-    const EdgeBins bin{rule_edges, num_bins, flags};
-#endif
+    const BinRule bin = make_rule(rule_edges, num_bins, flags, lo, width, scale, keep_low,
+                                  keep_high, margin);
 #if COALESCED
     (void)head;
     for_each_key_coalesced(samples, n, bin, add);
@@ -449,4 +477,23 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
 #endif
     add.flush();
     hk_merge_counters(counters, shared_bins, stride, hist, 0u);
+}
+
+// Each sample's counter, for the weighted histogram of real-valued samples
+// (gpu.bin_histogram with weights): bins[i] = the bin, or num_bins + the
+// tally's slot, of samples[i]; 0xffffffff where numpy's own code fails (the
+// weighted kernel then names the first such index as a bad key). The
+// arguments after bins are bin_histogram's; the edges are read from global
+// memory.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+bin_indices(const hk_key* samples, i64 n, u64 num_bins, unsigned* bins, const stored_edge* edges,
+            unsigned flags, double lo, double width, double scale, u64 keep_low, u64 keep_high,
+            double margin) {
+    const BinRule bin = make_rule(edges, num_bins, flags, lo, width, scale, keep_low, keep_high,
+                                  margin);
+    const u64 counters = num_bins + 3;
+    for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
+        const u64 b = bin(samples[i]);
+        bins[i] = b < counters ? (unsigned)b : 0xffffffffu;
+    }
 }

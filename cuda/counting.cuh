@@ -96,11 +96,11 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
 #pragma unroll
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) {
             const i64 first = head + (v + k * stride) * PER_VECTOR;
-            u64 run_bin = bin(batch[k].key[0]);
+            auto run_bin = bin(batch[k].key[0]);
             unsigned run = 1;
 #pragma unroll
             for (int j = 1; j < PER_VECTOR; ++j) {
-                const u64 b = bin(batch[k].key[j]);
+                const auto b = bin(batch[k].key[j]);
                 if (b == run_bin) {
                     ++run;
                 } else {
@@ -136,7 +136,7 @@ __device__ __forceinline__ void for_each_key_coalesced(const hk_key* keys, i64 n
     const i64 stride = hk_thread_count();
     i64 i = hk_thread_index();
     for (; i + 3 * stride < n; i += 4 * stride) {
-        u64 b[4];
+        decltype(bin(keys[i])) b[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) b[k] = bin(keys[i + k * stride]);
         if (b[0] == b[1] && b[1] == b[2] && b[2] == b[3]) {
@@ -162,12 +162,16 @@ struct Counters {
     u64 held_bin = NOT_HELD;
     u64 held = 0;
 
-    __device__ __forceinline__ void operator()(u64 b, unsigned count, i64 first_index) {
-        if (b < shared_bins) {
+    // B: the bin functor's type, u64 or a narrower unsigned type when every
+    // counter index fits it (the compares and the address then take fewer
+    // instructions).
+    template <typename B>
+    __device__ __forceinline__ void operator()(B b, unsigned count, i64 first_index) {
+        if (b < (B)shared_bins) {
             add_shared(b, count);
             return;
         }
-        if (b >= num_bins) {
+        if (b >= (B)num_bins) {
             hk_note_bad_key(first_bad, first_index);
             return;
         }
@@ -175,17 +179,19 @@ struct Counters {
     }
 
 #if NARROW_COUNTERS
-    __device__ __forceinline__ void add_shared(u64 b, unsigned count) {
-        const bool high = b >= low_bins;
+    template <typename B>
+    __device__ __forceinline__ void add_shared(B b, unsigned count) {
+        const bool high = b >= (B)low_bins;
         const unsigned shift = high ? 16 : 0;
-        unsigned* word = &shared[high ? b - low_bins : b];
+        unsigned* word = &shared[high ? b - (B)low_bins : b];
         const unsigned spill_bit = (unsigned)NARROW_SPILL << shift;
         if ((atomicAdd(word, count << shift) + (count << shift)) & spill_bit) {
             if (atomicAnd(word, ~spill_bit) & spill_bit) atomicAdd(&hist[b], (u64)NARROW_SPILL);
         }
     }
 #else
-    __device__ __forceinline__ void add_shared(u64 b, unsigned count) { atomicAdd(&shared[b], count); }
+    template <typename B>
+    __device__ __forceinline__ void add_shared(B b, unsigned count) { atomicAdd(&shared[b], count); }
 #endif
 
     // Lanes reach this together only when their keys fall past shared_bins;

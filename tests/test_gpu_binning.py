@@ -41,6 +41,91 @@ def test_bool_and_complex_samples_raise_type_error_before_a_gpu_is_looked_for():
             gpu.bin_histogram(samples, 3, (0, 1))
 
 
+def test_bad_weights_raise_before_a_gpu_is_looked_for():
+    samples = np.float32([0.5, 1.5])
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
+        gpu.bin_histogram(samples, 3, (0, 2), weights=np.array([1, 2]))
+    with pytest.raises(ValueError, match="the samples' shape"):
+        gpu.bin_histogram(samples, 3, (0, 2), weights=np.float32([1.0]))
+    with pytest.raises(TypeError, match="same kind of array"):
+        gpu.bin_histogram(samples, 3, (0, 2), weights=_DeviceLike())
+
+
+class _DeviceLike:
+    """Looks like a device array (it speaks __cuda_array_interface__)."""
+
+    __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False),
+                                "version": 3}
+
+
+def _same_bits(got, want):
+    """Float64 sums equal bit for bit (NaN and -0.0 included)."""
+    got = np.asarray(got, dtype=np.float64)
+    assert got.tobytes() == np.asarray(want, dtype=np.float64).tobytes(), (got, want)
+
+
+def _weights_for(case, rng, dtype):
+    shape = np.shape(case.samples)
+    magnitude = 10.0 ** rng.integers(-20, 20, shape)
+    return (rng.standard_normal(shape) * magnitude).astype(dtype)
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", bin_cases(quick=True)[::5], ids=lambda c: k_safe_id(c.name))
+def test_weighted_sums_equal_the_oracle_with_the_same_weights(case):
+    rng = np.random.default_rng(len(case.name))
+    for dtype in (np.float32, np.float64):
+        weights = _weights_for(case, rng, dtype)
+        want = oracles.bin_histogram(case.samples, case.bins, case.range, weights=weights,
+                                     right_closed_last=case.right_closed_last, flow=True)
+        got = gpu.bin_histogram(case.samples, case.bins, case.range, weights=weights,
+                                right_closed_last=case.right_closed_last, flow=True)
+        _same_bits(got[0], want[0])
+        _same_bits(list(got[2]), list(want[2]))
+        assert got[1].tobytes() == want[1].tobytes()
+
+
+@needs_gpu
+def test_weighted_sums_are_exact_where_a_float64_running_sum_loses_them():
+    samples = np.float32([0.1, 0.2, 0.3, 0.9, 2.0])
+    weights = np.float64([1e16, 1.0, -1e16, 0.5, 7.0])
+    sums, _, flow = gpu.bin_histogram(samples, 2, (0, 1), weights=weights, flow=True)
+    np.testing.assert_array_equal(sums, [1.0, 0.5])  # np.histogram's weights: [0.0, 0.5]
+    assert flow.overflow == 7.0
+
+
+@needs_gpu
+@pytest.mark.parametrize("framework", ["cupy", "torch"])
+def test_device_weights_give_sums_of_their_kind_equal_to_the_oracle(framework):
+    lib = pytest.importorskip(framework)
+    rng = np.random.default_rng(11)
+    host = (rng.normal(size=100_003) * 40).astype(np.float32)
+    weights = rng.normal(size=host.size).astype(np.float32)
+
+    def device(a):
+        return lib.asarray(a) if framework == "cupy" else lib.from_numpy(a).cuda()
+
+    for bins, range in ((37, (-50, 50)), (np.linspace(-60, 60, 65), None)):
+        want = oracles.bin_histogram(host, bins, range, weights=weights, flow=True)
+        sums, _, flow = gpu.bin_histogram(device(host), bins, range, weights=device(weights),
+                                          flow=True)
+        assert type(sums).__module__.split(".")[0] == framework
+        _same_bits(sums.get() if framework == "cupy" else sums.cpu().numpy(), want[0])
+        _same_bits(list(flow), list(want[2]))
+    with pytest.raises(ValueError, match="one weight per sample"):
+        gpu.bin_histogram(device(host), 37, (-50, 50), weights=device(weights[:-1]))
+
+
+@needs_gpu
+def test_weighted_binning_names_the_sample_numpy_fails_on():
+    samples = np.float32([0, 1, 3e38, -3e38])
+    with pytest.raises(ValueError) as want:
+        oracles.bin_histogram(samples, 4, (-3.4e38, 3.4e38), weights=np.ones(4))
+    with pytest.raises(ValueError) as got:
+        gpu.bin_histogram(samples, 4, (-3.4e38, 3.4e38), weights=np.ones(4))
+    assert str(got.value) == str(want.value)
+
+
 @needs_gpu
 def test_every_binning_column_equals_the_oracle_on_every_quick_case():
     from histkit.conformance import binning

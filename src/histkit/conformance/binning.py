@@ -5,6 +5,8 @@ oracles.bin_histogram.
 The rule (kind ``bin-histogram``): the counts and the underflow, overflow and
 NaN tallies equal the oracle's, bit for bit; where numpy's own code fails on a
 sample (the oracle raises), the kernel reports exactly that sample's index.
+One more column judges gpu.bin_histogram's weighted path (bin_indices, then
+the weighted histogram) with every weight 1.0, whose sums are the counts.
 Samples go to the device at the case's own alignment (a misaligned view
 stays misaligned there), and the counts start poisoned, so a counter the
 kernel never writes shows.
@@ -23,11 +25,14 @@ from histkit.conformance.checks import ColumnResult
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import Runtime
-from histkit.gpu.launch.binning import TALLIES
+from histkit.gpu.launch.binning import TALLIES, weighted_bin_histogram
 from histkit.gpu.launch.common import Keys
+from histkit.gpu.launch.weighted import Weights
 from histkit.oracles._bin_rule import NumpyFailsError, as_sample_array, parse_bins
 
 POISON = 0xA5  # the counts' bytes before the launch
+# The column of gpu.bin_histogram's weighted path, judged with weights of one.
+WEIGHTS_OF_ONE = "weights-of-one"
 
 
 BinResult = ColumnResult  # one binning column on one case
@@ -89,7 +94,33 @@ def judge_case(rt: Runtime, case: BinCase, columns) -> list[BinResult]:
                                   rule.num_bins)
         results.append(BinResult(case.name, column, status, detail, geometry,
                                  time.perf_counter() - start))
+    if samples.n:
+        results.append(_judge_weights_of_one(rt, case.name, samples, rule, edges, want,
+                                             fails_at))
     return results
+
+
+def _judge_weights_of_one(rt: Runtime, name: str, samples: Keys, rule, edges, want,
+                          fails_at: int | None) -> BinResult:
+    """The weighted path of gpu.bin_histogram (each sample's counter written
+    out, then summed by the weighted histogram), with every weight 1.0: its
+    sums must be the counts."""
+    start = time.perf_counter()
+    total = rule.num_bins + TALLIES
+    ones = rt.to_device(np.ones(samples.n, np.float32))
+    sums = rt.empty(total, np.float64)
+    rt.memset(sums.ptr, POISON, total * 8)
+    first_bad = rt.empty(1, np.uint64)
+    rt.memset(first_bad.ptr, 0xFF, 8)
+    geometry = "; ".join(str(g) for g in weighted_bin_histogram(
+        rt, samples, rule, Weights(ones.ptr, np.dtype(np.float32)), sums, first_bad, edges))
+    got = rt.copy_to_host(sums.ptr, np.empty(total, np.float64))
+    whole = np.isfinite(got) & (got == np.round(got)) & (np.abs(got) < 2**62)
+    counts = np.where(whole, got, -1).astype(np.int64)
+    bad = rt.read_word(first_bad.ptr)
+    status, detail = _compare(counts, want, None if bad == NO_BAD_KEY else bad, fails_at,
+                              rule.num_bins)
+    return BinResult(name, WEIGHTS_OF_ONE, status, detail, geometry, time.perf_counter() - start)
 
 
 def _compare(got, want, bad: int | None, fails_at: int | None, num_bins: int):

@@ -731,28 +731,14 @@ def _weighted_histogram(keys, weights, num_bins, method, out, stream, check, fir
     _check_same_kind(keys, weights, on_device, "weights")
     if not on_device:
         keys = as_key_array(keys)
-        weights = np.asarray(weights)
-        if weights.dtype.kind != "f":
-            raise TypeError(f"GPU weights must be float16, float32 or float64; got "
-                            f"{weights.dtype}")
-        weights = as_weight_array(weights, len(keys))  # float16 widens to float32
+        weights = host_gpu_weights(weights, len(keys))
     call = _begin(runtime(), keys, stream_handle(stream), on_device)
-    if on_device:
-        ptr, n, dtype = _device_view(call, weights, "weights", integer=False)
-        weight_kind(dtype)
-        if n != call.keys.n:
-            raise ValueError(f"weights must hold one weight per key: {call.keys.n} keys, "
-                             f"{n} weights")
-        owner = weights
-    else:
-        owner = call.rt.to_device(np.ascontiguousarray(weights))
-        ptr, dtype = owner.ptr, weights.dtype
+    device_weights, owner = weights_on_device(call, weights, on_device)
     sums = (_allocate(call, num_bins, np.float64, "num_bins={} (float64 sums)", num_bins)
             if out is None else _borrow(call, out, num_bins, np.float64, "out"))
     slot = _first_bad_word(call, check, first_bad)
     if call.keys.n:
-        registry.weighted_kernel().run(call.rt, call.keys, Weights(ptr, dtype), num_bins,
-                                       sums, slot)
+        registry.weighted_kernel().run(call.rt, call.keys, device_weights, num_bins, sums, slot)
     else:
         _fill(call, sums, 0, num_bins * 8)
     del owner  # freed stream-ordered: after the kernels that read it
@@ -760,6 +746,29 @@ def _weighted_histogram(keys, weights, num_bins, method, out, stream, check, fir
         _raise_if_bad(call.rt, slot, call.keys, num_bins)
     result = out if out is not None else _hand_back(call, sums)
     return result if check else (result, _hand_back(call, slot))
+
+
+def host_gpu_weights(weights, n: int, per: str = "key") -> np.ndarray:
+    """NumPy weights for a GPU call, checked before any GPU work: floats
+    (float16 widens to float32, exactly), one-dimensional, one per `per`."""
+    weights = np.asarray(weights)
+    if weights.dtype.kind != "f":
+        raise TypeError(f"GPU weights must be float16, float32 or float64; got {weights.dtype}")
+    return as_weight_array(weights, n, per=per)
+
+
+def weights_on_device(call: _Call, weights, on_device: bool, per: str = "key"):
+    """(Weights, the object keeping them alive): device weights read in place
+    (float32 or float64, one per key of the call), host weights copied over."""
+    if not on_device:
+        owner = call.rt.to_device(np.ascontiguousarray(weights))
+        return Weights(owner.ptr, weights.dtype), owner
+    ptr, n, dtype = _device_view(call, weights, "weights", integer=False)
+    weight_kind(dtype)
+    if n != call.keys.n:
+        raise ValueError(f"weights must hold one weight per {per}: {call.keys.n} {per}s, "
+                         f"{n} weights")
+    return Weights(ptr, dtype), weights
 
 
 def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,

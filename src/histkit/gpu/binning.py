@@ -14,10 +14,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from histkit.gpu import registry
-from histkit.gpu.api import _allocate, _begin, is_device_array, stream_handle
+from histkit.gpu.api import (
+    _allocate,
+    _begin,
+    _check_same_kind,
+    host_gpu_weights,
+    is_device_array,
+    stream_handle,
+    weights_on_device,
+)
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import runtime
-from histkit.gpu.launch.binning import TALLIES, KernelRule, edges_kernel_rule, even_kernel_rule
+from histkit.gpu.launch.binning import (
+    TALLIES,
+    KernelRule,
+    edges_kernel_rule,
+    even_kernel_rule,
+    weighted_bin_histogram,
+)
 from histkit.oracles._bin_rule import (
     FLOAT_BITS,
     Flow,
@@ -115,8 +129,8 @@ def kernel_rule_for(samples: np.ndarray, num_bins: int | None, edges, range,
 
 
 def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | None = None, *,
-                  right_closed_last: bool = True, flow: bool = False, stream: Any = None,
-                  ) -> tuple[Any, NDArray] | tuple[Any, NDArray, Flow]:
+                  right_closed_last: bool = True, flow: bool = False, weights: Any = None,
+                  stream: Any = None) -> tuple[Any, NDArray] | tuple[Any, NDArray, Flow]:
     """Histogram of real-valued samples on the GPU, bin-exactly as ``np.histogram``.
 
     Equals `histkit.oracles.bin_histogram` (and so ``np.histogram``) bit for
@@ -143,6 +157,15 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         top edge is not counted.
     flow : bool, default False
         Also return ``Flow(underflow, overflow, nan)``.
+    weights : array, optional
+        One float16, float32 or float64 weight per sample, the same kind of
+        array as the samples (NumPy: of their shape; on the device: one
+        contiguous vector as long). Each bin then holds the exact sum of its
+        samples' weights rounded once to float64, equal bit for bit to
+        `histkit.oracles.bin_histogram` with the same weights; the flow
+        tallies are the sums of theirs. It costs a pass more than counting:
+        each sample's bin is written out (4 bytes a sample, on the device),
+        then the weighted histogram sums into it.
     stream : stream, optional
         The stream to run on; default: the samples' framework's current
         stream, else histkit's own.
@@ -150,7 +173,8 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     Returns
     -------
     counts : array
-        int64, one per bin, of the samples' kind (NumPy samples: NumPy).
+        int64, one per bin, of the samples' kind (NumPy samples: NumPy);
+        with `weights`, float64 sums.
     edges : numpy.ndarray
         The bin edges, as ``np.histogram`` returns them.
     flow : Flow
@@ -184,7 +208,10 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
             raise TypeError(f"{name} must be True or False; got {value!r}")
     num_bins, edges = parse_bins(bins)
     handle = stream_handle(stream)
-    if is_device_array(samples):
+    on_device = is_device_array(samples)
+    if weights is not None:
+        _check_same_kind(samples, weights, on_device, "weights")
+    if on_device:
         # Device samples: their layout and dtype are read (no work queued)
         # before the rule is derived.
         call = _begin(runtime(), samples, handle, True, "samples", integer=False)
@@ -193,19 +220,28 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         rule, returned_edges, even = _kernel_rule(samples, dtype, n, num_bins, edges, range,
                                                   right_closed_last, span)
     else:
+        shape = np.shape(samples)
         samples = as_sample_array(samples)
+        if weights is not None:
+            if np.shape(weights) != shape:
+                raise ValueError(f"weights must have the samples' shape {shape}; got "
+                                 f"{np.shape(weights)}")
+            weights = host_gpu_weights(np.ravel(weights), len(samples), per="sample")
         dtype = samples.dtype
         rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
                                                      right_closed_last)
         call = _begin(runtime(), np.ascontiguousarray(samples), handle, False, "samples")
     total = rule.num_bins + TALLIES
-    hist = _allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
     slot = call.rt.bad_key_slot()
-    if call.keys.n:
-        edges_on_device = call.rt.to_device(rule.edges)
-        registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot, edges_on_device)
+    if weights is None:
+        hist = _allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
+        if call.keys.n:
+            edges_on_device = call.rt.to_device(rule.edges)
+            registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot, edges_on_device)
+        else:
+            call.rt.memset(hist.ptr, 0, total * 8)
     else:
-        call.rt.memset(hist.ptr, 0, total * 8)
+        hist = _weighted_sums(call, rule, weights, on_device, slot)
     failed = call.rt.read_bad_key(slot)
     if failed != NO_BAD_KEY:
         value = call.rt.copy_to_host(call.keys.ptr + failed * dtype.itemsize,
@@ -215,15 +251,31 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     return _results(call, hist, rule, np.array(returned_edges), flow)
 
 
+def _weighted_sums(call, rule: KernelRule, weights, on_device: bool, slot):
+    """The bins' and tallies' exact weight sums (float64, num_bins + 3;
+    launch.binning.weighted_bin_histogram)."""
+    device_weights, owner = weights_on_device(call, weights, on_device, per="sample")
+    total = rule.num_bins + TALLIES
+    sums = _allocate(call, total, np.float64, "bins={} (float64 sums)", rule.num_bins)
+    if not call.keys.n:
+        call.rt.memset(sums.ptr, 0, total * 8)
+        return sums
+    weighted_bin_histogram(call.rt, call.keys, rule, device_weights, sums, slot,
+                           call.rt.to_device(rule.edges))
+    del owner  # freed stream-ordered: after the kernels that read them
+    return sums
+
+
 def _results(call, hist, rule: KernelRule, edges: np.ndarray, flow: bool):
-    """(counts, edges[, flow]): counts of the samples' kind."""
+    """(counts, edges[, flow]): counts (or weight sums) of the samples' kind."""
+    dtype = hist.dtype
     if call.framework == "numpy":
-        every = call.rt.copy_to_host(hist.ptr, np.empty(rule.num_bins + TALLIES, np.int64))
+        every = call.rt.copy_to_host(hist.ptr, np.empty(rule.num_bins + TALLIES, dtype))
         counts, tallies = every[:rule.num_bins], every[rule.num_bins:]
     else:
         counts = hist.handed[:rule.num_bins]
-        tallies = (call.rt.copy_to_host(hist.ptr + rule.num_bins * 8, np.empty(TALLIES, np.int64))
+        tallies = (call.rt.copy_to_host(hist.ptr + rule.num_bins * 8, np.empty(TALLIES, dtype))
                    if flow else None)
     if flow:
-        return counts, edges, Flow(*(int(t) for t in tallies))
+        return counts, edges, Flow(*(t.item() for t in tallies))
     return counts, edges

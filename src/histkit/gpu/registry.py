@@ -414,7 +414,7 @@ WEIGHTED_KINDS = {WEIGHTED_KIND: "each bin equal to oracles.histogram(keys, num_
 # Every rule histkit check judges by.
 CHECK_KINDS = {**KINDS, **BINNING_KINDS, **WEIGHTED_KINDS}
 BINNING_KERNELS: tuple[Kernel, ...] = (
-    Kernel("bin-histogram", BINNING_KIND, "bin_histogram.cu", ("bin_histogram",),
+    Kernel("bin-histogram", BINNING_KIND, "bin_histogram.cu", ("bin_histogram", "bin_indices"),
            binning.bin_histogram, builds=_binning_builds(), serves=("bin_histogram",),
            variants=(
                DEFAULT,

@@ -75,36 +75,33 @@ def bracket_estimate_within_one_bin(edges: np.ndarray, lo: float, per_unit: floa
     return bool(np.isfinite(drift)) and rounding + drift + 1e-9 * n < 0.5
 
 
-def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> tuple[float, float] | None:
+def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> float | None:
     """Where bin_histogram.cu may take a sample's bin from its estimate alone
-    (FAST_ESTIMATE): ``(fast_low, fast_high)``, values of edges.dtype, or None.
+    (FAST_ESTIMATE): the margin, a value of edges.dtype, or None.
 
     The estimate ``t = (x - lo) * per_unit`` (each step rounded to nearest in
     edges.dtype, lo and per_unit already in it) is monotone in x. It is
     computed here, as the kernel computes it, at every edge and at the value
-    just below each edge; margin is the largest distance of those from the
-    edge's index. Every x in ``[edges[i], edges[i + 1])`` then has ``t`` in
-    ``[i - margin, i + 1 + margin]``, so a t whose fractional part lies
-    strictly between margin and 1 - margin (and below the bin count) names
-    x's bin by its integer part. fast_low is margin rounded up into the
-    dtype, fast_high 1 - margin rounded down. None where the edges are not
-    strictly increasing and finite, per_unit is not positive, the bins are
-    too many for the dtype's integers, or margin reaches a quarter bin (few
-    samples would be spared an edge read).
+    just below each edge; the margin is their largest distance from the
+    edge's index, rounded up into the dtype. Every x in ``[edges[i],
+    edges[i + 1])`` then has ``t`` in ``[i - margin, i + 1 + margin]``, so a t
+    further than the margin from its nearest integer names x's bin by its
+    integer part. None where the edges are not strictly increasing and
+    finite, per_unit is not positive, the bins are too many for the kernel's
+    rounding of t (2^22 for float32), or the margin reaches a quarter bin
+    (few samples would be spared an edge read).
 
     Examples
     --------
     >>> edges = np.linspace(0, 1, 17, dtype=np.float32)
-    >>> low, high = estimate_margin(edges, 0.0, 16.0)
-    >>> low == 2.0**-20 and high == 1 - 2.0**-20  # the float below 1.0, times 16
+    >>> estimate_margin(edges, 0.0, 16.0) == 2.0**-20  # the float below 1.0, times 16
     True
-    >>> low, high = estimate_margin(np.linspace(0.9, 1.1, 11), 0.9, 10 / 0.2)
-    >>> 0 < low < 1e-12 and 1 - 1e-12 < high < 1
+    >>> 0 < estimate_margin(np.linspace(0.9, 1.1, 11), 0.9, 10 / 0.2) < 1e-12
     True
     """
     kind = edges.dtype.type
     n = len(edges) - 1
-    if kind not in (np.float32, np.float64) or n < 1 or n >= _EXACT_INTEGERS[kind]:
+    if kind not in (np.float32, np.float64) or n < 1 or n > _ROUNDED_BINS[kind]:
         return None
     if not (np.isfinite(lo) and np.isfinite(per_unit) and per_unit > 0):
         return None
@@ -123,17 +120,15 @@ def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> tuple[floa
                  float(np.max(np.abs(below.astype(np.float64) - places))))
     if not margin < 0.25:
         return None
-    fast_low = kind(margin)
-    while Fraction(float(fast_low)) < Fraction(margin):
-        fast_low = np.nextafter(fast_low, kind(np.inf))
-    fast_high = kind(1 - margin)
-    while Fraction(float(fast_high)) > 1 - Fraction(margin):
-        fast_high = np.nextafter(fast_high, kind(-np.inf))
-    return float(fast_low), float(fast_high)
+    rounded = kind(margin)
+    while Fraction(float(rounded)) < Fraction(margin):
+        rounded = np.nextafter(rounded, kind(np.inf))
+    return float(rounded)
 
 
-# Bin counts below which every integer, and every index plus one, is exact in the dtype.
-_EXACT_INTEGERS = {np.float32: 2**24 - 1, np.float64: 2**32 - 3}
+# The most bins whose estimates bin_histogram.cu rounds to integers by adding
+# 1.5 x 2^23 (float32) or 1.5 x 2^52 (float64), within 32-bit counters.
+_ROUNDED_BINS = {np.float32: 2**22, np.float64: 2**32 - 4}
 
 FLOAT_BITS_OF = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64}
 

@@ -44,7 +44,8 @@ def _refuse_python_ints_no_dtype_holds(values, name: str) -> None:
                      f"keys must lie in [0, num_bins)")
 
 
-def as_weight_array(weights, num_keys: int, name: str = "weights") -> np.ndarray:
+def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "key"
+                    ) -> np.ndarray:
     """Return weights as a 1-d native-endian array of float32, float64, int64 or
     uint64, one per key, for the exact weighted sums.
 
@@ -58,7 +59,7 @@ def as_weight_array(weights, num_keys: int, name: str = "weights") -> np.ndarray
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     if len(arr) != num_keys:
-        raise ValueError(f"{name} must hold one weight per key: {num_keys} keys, "
+        raise ValueError(f"{name} must hold one weight per {per}: {num_keys} {per}s, "
                          f"{len(arr)} {name}")
     wide = {"f": np.float32, "i": np.int64, "u": np.uint64}[arr.dtype.kind]
     if arr.dtype.kind == "f" and arr.itemsize >= 4:

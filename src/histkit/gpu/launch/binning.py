@@ -13,8 +13,9 @@ from histkit.gpu.contract import FAST_BLOCK
 from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.geometry import Geometry
-from histkit.gpu.launch.common import Keys, zero_counts
+from histkit.gpu.launch.common import Keys, blocks_for, zero_counts
 from histkit.gpu.launch.histogram import fast_blocks, vector_head
+from histkit.gpu.launch.weighted import Weights, weighted_histogram
 from histkit.gpu.policy import FastLayout, fast_layout
 from histkit.oracles._bin_rule import EvenRule
 from histkit.oracles._estimate import (
@@ -52,9 +53,9 @@ class KernelRule:
     scale: float = 0.0
     keep_low: int = 0  # bits of the lowest kept sample value (a double for float samples)
     keep_high: int = 0
-    # The estimate alone names the bin where its fractional part lies strictly
-    # between these (oracles._estimate.estimate_margin; FAST_ESTIMATE=1).
-    fast: tuple[float, float] | None = None
+    # The estimate alone names the bin where it lies further than this from
+    # its nearest integer (oracles._estimate.estimate_margin; FAST_ESTIMATE=1).
+    fast: float | None = None
 
 
 def _double_bits(value: float) -> int:
@@ -162,16 +163,8 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     the same bins, so the suite judges both ways on every case;
     estimate_alone=False reads the edges for every sample even where the
     estimate alone names its bin (rule.fast)."""
-    counters = rule.num_bins + TALLIES
-    if counters >= MAX_COUNTERS:
-        raise UnsupportedShape(f"bin_histogram counts up to {MAX_COUNTERS - TALLIES - 1} bins; "
-                               f"got {rule.num_bins}")
-    defines = {**contract.sample_defines(samples.dtype), **rule.defines}
-    if numpy_steps:  # the search, or numpy's own steps, everywhere
-        defines.update({"ESTIMATE_WITHIN_ONE": "0", "EDGES_NEAR_EVEN": "0"})
-    fast = rule.fast if estimate_alone and not numpy_steps else None
-    defines["FAST_ESTIMATE"] = str(int(fast is not None))
-    fast_low, fast_high = fast or (0.0, 0.0)
+    counters = _counters(rule)
+    defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
 
     def build(max_shared: int):
         layout, edge_bytes = counters_layout(max_shared, rule)
@@ -203,7 +196,66 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
               np.int64(vector_head(samples.ptr, samples.n, samples.dtype.itemsize)),
               np.uint64(layout.shared_bins), hist.ptr, first_bad.ptr, edges.ptr,
-              np.uint32(rule.flags), np.float64(rule.lo), np.float64(rule.width),
-              np.float64(rule.scale), np.uint64(rule.keep_low), np.uint64(rule.keep_high),
-              np.float64(fast_low), np.float64(fast_high))
+              *_rule_args(rule, fast))
     return geometry
+
+
+def _counters(rule: KernelRule) -> int:
+    """The bins and the tallies, refused past the 32-bit counter indices."""
+    if rule.num_bins + TALLIES >= MAX_COUNTERS:
+        raise UnsupportedShape(f"bin_histogram counts up to {MAX_COUNTERS - TALLIES - 1} bins; "
+                               f"got {rule.num_bins}")
+    return rule.num_bins + TALLIES
+
+
+def _rule_defines(samples: Keys, rule: KernelRule, numpy_steps: bool, estimate_alone: bool):
+    """(the rule's defines for bin_histogram.cu, the estimate-alone bounds or None)."""
+    defines = {**contract.sample_defines(samples.dtype), **rule.defines}
+    if numpy_steps:  # the search, or numpy's own steps, everywhere
+        defines.update({"ESTIMATE_WITHIN_ONE": "0", "EDGES_NEAR_EVEN": "0"})
+    fast = rule.fast if estimate_alone and not numpy_steps else None
+    defines["FAST_ESTIMATE"] = str(int(fast is not None))
+    return defines, fast
+
+
+def _rule_args(rule: KernelRule, fast: float | None) -> tuple:
+    """The rule's kernel arguments after the edges (bin_histogram.cu's order)."""
+    return (np.uint32(rule.flags), np.float64(rule.lo), np.float64(rule.width),
+            np.float64(rule.scale), np.uint64(rule.keep_low), np.uint64(rule.keep_high),
+            np.float64(fast or 0.0))
+
+
+def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArray,
+                edges: DeviceArray, grid: int | None = None, numpy_steps: bool = False,
+                estimate_alone: bool = True) -> Geometry:
+    """indices[i] (uint32) = the counter of samples[i]: its bin, or num_bins +
+    the tally's slot (underflow, overflow, NaN); 0xffffffff where numpy's own
+    code fails. The weighted histogram of the samples then sums each weight
+    into its counter (gpu.bin_histogram with weights). grid, numpy_steps and
+    estimate_alone as for bin_histogram."""
+    _counters(rule)
+    defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
+    kernel = rt.kernel("bin_histogram.cu", "bin_indices", defines)
+    blocks = grid if grid is not None else blocks_for(
+        samples.n, FAST_BLOCK * 16, rt.sm_count * rt.resident_blocks(kernel, FAST_BLOCK, 0))
+    geometry = Geometry(f"bin_indices[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
+                        f"{', estimate alone' if fast else ''}]", blocks, FAST_BLOCK, 0)
+    rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
+              indices.ptr, edges.ptr, *_rule_args(rule, fast))
+    return geometry
+
+
+def weighted_bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, weights: Weights,
+                           sums: DeviceArray, first_bad: DeviceArray, edges: DeviceArray
+                           ) -> list[Geometry]:
+    """sums (float64, num_bins + 3: the bins, then the tallies) = the exact sum
+    of each counter's weights, rounded once: each sample's counter written
+    out (bin_indices), then the weighted histogram over the counters. The
+    first sample numpy's code fails on is noted in first_bad (its counter is
+    past every bin)."""
+    indices = rt.empty(samples.n, np.uint32)
+    geometries = [bin_indices(rt, samples, rule, indices, edges)]
+    counters = Keys(indices.ptr, samples.n, np.dtype(np.uint32))
+    geometries += weighted_histogram(rt, counters, weights, _counters(rule), sums, first_bad)
+    del indices  # freed stream-ordered: after the kernels that read it
+    return geometries
