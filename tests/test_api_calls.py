@@ -639,6 +639,8 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                                rt._slot, **options)
     # the binning row, with an even rule and with each kind of explicit edges
     from histkit.gpu.binning import kernel_rule_for
+    from histkit.gpu.launch.binning import weighted_bin_histogram
+    from histkit.gpu.launch.weighted import Weights
 
     samples = np.zeros(3, np.float32)
     for bins, range_ in ((100, (0.0, 1.0)), (np.linspace(0, 1, 65), None),
@@ -650,8 +652,12 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                 rt, Keys(0x700000, 100_000, np.dtype(np.float32)), rule,
                 FakeArray(0x6000, rule.num_bins + 3, np.uint64), rt._slot,
                 FakeArray(0x9000, rule.num_bins + 1, rule.edges.dtype), **variant.options)
+        # gpu.bin_histogram's weighted path: each sample's counter, then the sums
+        weighted_bin_histogram(
+            rt, Keys(0x700000, 100_000, np.dtype(np.float32)), rule,
+            Weights(0xA000, np.dtype(np.float32)), FakeArray(0xB000, rule.num_bins + 3, np.uint64),
+            rt._slot, FakeArray(0x9000, rule.num_bins + 1, rule.edges.dtype))
     # the weighted row, with each weight type, at each shared-memory layout
-    from histkit.gpu.launch.weighted import Weights
 
     for weight_dtype in (np.float32, np.float64):
         for num_bins in (7, 4096, 70_000):
