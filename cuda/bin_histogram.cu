@@ -70,6 +70,9 @@
 #if FAST_ESTIMATE && !(BIN_RULE == 0 ? ESTIMATE_WITHIN_ONE : EDGES_NEAR_EVEN)
 #error "the estimate alone needs the bracketing walk's bound (ESTIMATE_WITHIN_ONE, EDGES_NEAR_EVEN)"
 #endif
+#ifndef EDGES_COMPUTED
+#define EDGES_COMPUTED 0  // 1: the bracketing walk computes the edges (np.linspace's formula)
+#endif
 #ifndef EDGES_SHARED
 #define EDGES_SHARED 0  // 1: the edges are copied to shared memory after the counters
 #endif
@@ -241,6 +244,21 @@ struct Bracket {
     // further than margin from its nearest integer and floor(t) is a bin, x
     // lies in bin floor(t). NaN fails the first test.
     E margin;
+    // EDGES_COMPUTED: edge i < last + 1 is (E)(i * edge_step + edge_start),
+    // each step rounded to nearest in double (np.linspace's arithmetic; the
+    // launcher checked every edge against it), and edge last + 1 is top. No
+    // read, where the edges would be read from global memory.
+    double edge_start;
+    double edge_step;
+    E top;
+
+    __device__ __forceinline__ E edge(unsigned i) const {
+#if EDGES_COMPUTED
+        return i > last ? top : (E)__dadd_rn(__dmul_rn((double)i, edge_step), edge_start);
+#else
+        return edges[i];
+#endif
+    }
 
     __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
         E offset;
@@ -255,8 +273,8 @@ struct Bracket {
         // conversion costs several times more issue slots on sm_90.
         unsigned b = !(estimate >= (E)1) ? 0u
                      : (estimate >= last_e ? last : (unsigned)estimate);
-        b -= (b > 0u && x < edges[b]);
-        b += (b < last && x >= edges[b + 1]);
+        b -= (b > 0u && x < edge(b));
+        b += (b < last && x >= edge(b + 1));
         return b;
     }
 };
@@ -415,12 +433,14 @@ typedef EdgeBins BinRule;
 __device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 num_bins,
                                              unsigned flags, double lo, double width,
                                              double scale, u64 keep_low, u64 keep_high,
-                                             double margin) {
+                                             double margin, double edge_start,
+                                             double edge_step) {
 #if BIN_RULE == 0
     const Keep keep{bound(keep_low), bound(keep_high), flags};
     const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
                                       (edge_value)(scale / width), (edge_value)(num_bins - 1),
-                                      (edge_value)margin};
+                                      (edge_value)margin, edge_start, edge_step,
+                                      rule_edges[num_bins]};
     return EvenBins{rule_edges, num_bins, keep, lo, width, scale,
                     (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
                        rule_edges[0], rule_edges[num_bins]};
@@ -428,10 +448,12 @@ __device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 
     (void)keep_low, (void)keep_high;
     const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
                                     (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1),
-                                    (SEARCH_T)margin};
+                                    (SEARCH_T)margin, edge_start, edge_step,
+                                    rule_edges[num_bins]};
     return EdgeBins{rule_edges, num_bins, flags, bracket, rule_edges[0], rule_edges[num_bins]};
 #else
-    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high, (void)margin;
+    (void)lo, (void)width, (void)scale, (void)keep_low, (void)keep_high, (void)margin,
+        (void)edge_start, (void)edge_step;
     return EdgeBins{rule_edges, num_bins, flags};
 #endif
 }
@@ -440,11 +462,13 @@ __device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 
 // the rule: the edges (num_bins + 1 of them), the flags above, numpy's lo,
 // width and scale as doubles (even bins), the kept sample values' bounds
 // (double bits for float samples, the integer's bits otherwise), and the
-// margin FAST_ESTIMATE trusts (a value of the edges' type, as a double).
+// margin FAST_ESTIMATE trusts (a value of the edges' type, as a double), and
+// the start and step of np.linspace's formula that EDGES_COMPUTED follows.
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_bins, u64* hist,
               u64* first_bad, const stored_edge* edges, unsigned flags, double lo, double width,
-              double scale, u64 keep_low, u64 keep_high, double margin) {
+              double scale, u64 keep_low, u64 keep_high, double margin, double edge_start,
+              double edge_step) {
     extern __shared__ unsigned counters[];
     hk_skew_warps();
     const u64 stride = hk_copy_stride(shared_bins);
@@ -468,7 +492,7 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
     Counters add{counters + copy * stride, shared_bins, hk_low_bins(shared_bins), hist,
                  counters_total, first_bad};
     const BinRule bin = make_rule(rule_edges, num_bins, flags, lo, width, scale, keep_low,
-                                  keep_high, margin);
+                                  keep_high, margin, edge_start, edge_step);
 #if COALESCED
     (void)head;
     for_each_key_coalesced(samples, n, bin, add);
@@ -488,9 +512,9 @@ bin_histogram(const hk_key* samples, i64 n, u64 num_bins, i64 head, u64 shared_b
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 bin_indices(const hk_key* samples, i64 n, u64 num_bins, unsigned* bins, const stored_edge* edges,
             unsigned flags, double lo, double width, double scale, u64 keep_low, u64 keep_high,
-            double margin) {
+            double margin, double edge_start, double edge_step) {
     const BinRule bin = make_rule(edges, num_bins, flags, lo, width, scale, keep_low, keep_high,
-                                  margin);
+                                  margin, edge_start, edge_step);
     const u64 counters = num_bins + 3;
     for (i64 i = hk_thread_index(); i < n; i += hk_thread_count()) {
         const u64 b = bin(samples[i]);

@@ -195,3 +195,22 @@ def test_the_estimate_alone_is_refused_where_its_margin_cannot_be_trusted():
     assert estimate_margin(np.arange(2**20 + 1, dtype=np.float32), 0.0, 1.0) is not None
     # the margin is a bound: a slightly wrong per_unit widens it
     assert estimate_margin(edges, 0.0, 10.0 * (1 + 1e-6)) > estimate_margin(edges, 0.0, 10.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_np_linspace_edges_follow_the_formula_the_kernel_computes_and_others_do_not(dtype):
+    from histkit.gpu.launch.binning import linspace_formula
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        lo = float(rng.normal() * 10.0 ** rng.integers(-5, 6))
+        hi = lo + float(rng.exponential() * 10.0 ** rng.integers(-5, 6))
+        n = int(rng.choice([1, 10, 126, 4096, 65536]))
+        edges = np.linspace(lo, hi, n + 1, dtype=dtype)
+        start, step = linspace_formula(edges, lo, hi)
+        computed = (np.arange(n, dtype=np.float64) * step + start).astype(dtype)
+        np.testing.assert_array_equal(computed, edges[:-1])
+        moved = edges.copy()
+        moved[n // 2] = np.nextafter(moved[n // 2], np.inf)
+        if n // 2 < n:
+            assert linspace_formula(moved, lo, hi) is None

@@ -385,6 +385,10 @@ def _binning_builds() -> tuple[dict[str, str], ...]:
         {**edges, **f32},
         {**edges, **f64, "EDGES_NEAR_EVEN": "1"},
         {**edges, **f32, "EDGES_NEAR_EVEN": "1", "FAST_ESTIMATE": "1", "EDGES_SHARED": "1"},
+        {**even, **f32, "EDGE_BITS": "32", "DIFF_BITS": "32", "QUOT_BITS": "64",
+         "ESTIMATE_WITHIN_ONE": "1", "FAST_ESTIMATE": "1", "EDGES_COMPUTED": "1", "COPIES": "1",
+         "NARROW_COUNTERS": "1"},
+        {**edges, **f64, "EDGES_NEAR_EVEN": "1", "FAST_ESTIMATE": "1", "EDGES_COMPUTED": "1"},
         {**edges, "SAMPLE_FLOAT": "0", "SEARCH_T": "long long"},
         {**edges, "KEY_T": "unsigned long long", "SAMPLE_FLOAT": "0", "SAMPLE_SIGNED": "0",
          "SEARCH_T": "unsigned long long"},
@@ -427,6 +431,9 @@ BINNING_KERNELS: tuple[Kernel, ...] = (
                Variant("edges-read", {"estimate_alone": False},
                        "the bracketing walk reads the edges even where the estimate "
                        "alone names the bin"),
+               Variant("edges-computed", {"computed_edges": True},
+                       "the bracketing walk computes np.linspace's edges even where "
+                       "shared memory holds them"),
            )),
 )
 

@@ -56,6 +56,9 @@ class KernelRule:
     # The estimate alone names the bin where it lies further than this from
     # its nearest integer (oracles._estimate.estimate_margin; FAST_ESTIMATE=1).
     fast: float | None = None
+    # (start, step) of np.linspace's formula, which every edge but the last
+    # follows (linspace_formula; EDGES_COMPUTED=1 computes them), or None.
+    linspace: tuple[float, float] | None = None
 
 
 def _double_bits(value: float) -> int:
@@ -95,7 +98,34 @@ def even_kernel_rule(rule: EvenRule, sample_dtype: np.dtype, closed_last: bool) 
                  "ESTIMATE_WITHIN_ONE": str(int(within_one))},
         flags=flags, lo=rule.lo, width=rule.width, scale=rule.scale,
         keep_low=_keep_bits(low, sample_dtype, any_low),
-        keep_high=_keep_bits(high, sample_dtype, any_high), fast=fast)
+        keep_high=_keep_bits(high, sample_dtype, any_high), fast=fast,
+        linspace=linspace_formula(edges, *map(float, rule.bounds)) if within_one else None)
+
+
+def linspace_formula(edges: np.ndarray, start: float, stop: float) -> tuple[float, float] | None:
+    """(start, step) where every edge but the last is np.linspace's
+    ``(i * step + start)`` in float64, each step rounded to nearest, then
+    rounded to edges.dtype, with step = (stop - start) / (len(edges) - 1):
+    bin_histogram.cu then computes those edges instead of reading them
+    (EDGES_COMPUTED). Checked edge by edge, so any other edges give None.
+
+    Examples
+    --------
+    >>> linspace_formula(np.linspace(0.9, 1.1, 11, dtype=np.float32), 0.9, 1.1) == (
+    ...     0.9, (1.1 - 0.9) / 10)
+    True
+    >>> linspace_formula(np.array([0.0, 1.0, 10.0]), 0.0, 10.0) is None
+    True
+    """
+    n = len(edges) - 1
+    if n < 1 or edges.dtype not in (np.float32, np.float64):
+        return None
+    with np.errstate(all="ignore"):
+        step = (stop - start) / n
+        if not (np.isfinite(start) and np.isfinite(step) and step > 0):
+            return None
+        made = (np.arange(n, dtype=np.float64) * step + start).astype(edges.dtype)
+    return (start, step) if np.array_equal(made, edges[:-1]) else None
 
 
 def _keeps_every_bin(keep, edges: np.ndarray) -> bool:
@@ -126,7 +156,8 @@ def edges_kernel_rule(search_edges: np.ndarray, closed_last: bool) -> KernelRule
                               defines={"BIN_RULE": "1", "SEARCH_T": "double",
                                        "EDGES_NEAR_EVEN": "1"},
                               flags=flags, lo=first, width=1.0, scale=per_unit,
-                              fast=estimate_margin(search_edges, first, per_unit))
+                              fast=estimate_margin(search_edges, first, per_unit),
+                              linspace=linspace_formula(search_edges, first, top))
     return KernelRule(num_bins=n, edges=np.ascontiguousarray(search_edges),
                       defines={"BIN_RULE": "1",
                                "SEARCH_T": SEARCH_C_TYPES[search_edges.dtype]},
@@ -152,7 +183,8 @@ def shared_bytes(layout: FastLayout, edge_bytes: int) -> int:
 def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArray,
                   first_bad: DeviceArray, edges: DeviceArray, grid: int | None = None,
                   shared_share: float | None = None, narrow: bool = False,
-                  numpy_steps: bool = False, estimate_alone: bool = True) -> Geometry:
+                  numpy_steps: bool = False, estimate_alone: bool = True,
+                  computed_edges: bool | None = None) -> Geometry:
     """Count samples into hist (num_bins + 3 int64: the bins, then underflow,
     overflow, NaN); the first sample numpy's rule fails on is noted in
     first_bad. edges: rule.edges on the device. grid, shared_share and narrow
@@ -162,7 +194,9 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     (or the search over explicit edges) even where the bracketing walk gives
     the same bins, so the suite judges both ways on every case;
     estimate_alone=False reads the edges for every sample even where the
-    estimate alone names its bin (rule.fast)."""
+    estimate alone names its bin (rule.fast); computed_edges (None: where the
+    edges would be read from global memory) computes np.linspace's edges in
+    the bracketing walk where rule.linspace allows it."""
     counters = _counters(rule)
     defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
 
@@ -175,14 +209,18 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
             shared_bins = min(layout.shared_bins, int(counters * shared_share))
             layout = FastLayout(layout.copies, shared_bins, layout.narrow)
         coalesced = "1" if layout.shared_bins < counters // 2 else "0"
+        computed = linspace is not None and (
+            computed_edges if computed_edges is not None else edge_bytes == 0)
         kernel = rt.kernel("bin_histogram.cu", "bin_histogram", {
             **defines, "COPIES": str(layout.copies), "COALESCED": coalesced, "HOLD_RUNS": "0",
-            "NARROW_COUNTERS": str(int(layout.narrow)), "EDGES_SHARED": str(int(edge_bytes > 0))})
-        return layout, edge_bytes, coalesced, kernel
+            "NARROW_COUNTERS": str(int(layout.narrow)), "EDGES_SHARED": str(int(edge_bytes > 0)),
+            "EDGES_COMPUTED": str(int(computed))})
+        return layout, edge_bytes, coalesced, kernel, computed
 
-    layout, edge_bytes, coalesced, kernel = build(rt.max_shared_per_block)
+    linspace = None if numpy_steps else rule.linspace
+    layout, edge_bytes, coalesced, kernel, computed = build(rt.max_shared_per_block)
     if shared_bytes(layout, edge_bytes) > rt.max_dynamic_shared(kernel):
-        layout, edge_bytes, coalesced, kernel = build(rt.max_dynamic_shared(kernel))
+        layout, edge_bytes, coalesced, kernel, computed = build(rt.max_dynamic_shared(kernel))
     shared = shared_bytes(layout, edge_bytes)
     blocks = fast_blocks(rt, kernel, samples, shared, grid)
     narrow_tag = ", NARROW_COUNTERS=1" if layout.narrow else ""
@@ -190,13 +228,14 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
                         f", COPIES={layout.copies}{narrow_tag}, shared_bins={layout.shared_bins}"
                         f", COALESCED={coalesced}, edges in "
                         f"{'shared' if edge_bytes else 'global'} memory"
-                        f"{', estimate alone' if fast else ''}]",
+                        f"{', estimate alone' if fast else ''}"
+                        f"{', edges computed' if computed else ''}]",
                         blocks, FAST_BLOCK, shared)
     zero_counts(rt, hist, counters)
     rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
               np.int64(vector_head(samples.ptr, samples.n, samples.dtype.itemsize)),
               np.uint64(layout.shared_bins), hist.ptr, first_bad.ptr, edges.ptr,
-              *_rule_args(rule, fast))
+              *_rule_args(rule, fast, linspace if computed else None))
     return geometry
 
 
@@ -218,11 +257,13 @@ def _rule_defines(samples: Keys, rule: KernelRule, numpy_steps: bool, estimate_a
     return defines, fast
 
 
-def _rule_args(rule: KernelRule, fast: float | None) -> tuple:
+def _rule_args(rule: KernelRule, fast: float | None,
+               linspace: tuple[float, float] | None = None) -> tuple:
     """The rule's kernel arguments after the edges (bin_histogram.cu's order)."""
+    start, step = linspace or (0.0, 0.0)
     return (np.uint32(rule.flags), np.float64(rule.lo), np.float64(rule.width),
             np.float64(rule.scale), np.uint64(rule.keep_low), np.uint64(rule.keep_high),
-            np.float64(fast or 0.0))
+            np.float64(fast or 0.0), np.float64(start), np.float64(step))
 
 
 def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArray,
@@ -235,13 +276,16 @@ def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArr
     estimate_alone as for bin_histogram."""
     _counters(rule)
     defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
-    kernel = rt.kernel("bin_histogram.cu", "bin_indices", defines)
+    linspace = None if numpy_steps else rule.linspace  # the edges are in global memory
+    kernel = rt.kernel("bin_histogram.cu", "bin_indices",
+                       {**defines, "EDGES_COMPUTED": str(int(linspace is not None))})
     blocks = grid if grid is not None else blocks_for(
         samples.n, FAST_BLOCK * 16, rt.sm_count * rt.resident_blocks(kernel, FAST_BLOCK, 0))
     geometry = Geometry(f"bin_indices[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
-                        f"{', estimate alone' if fast else ''}]", blocks, FAST_BLOCK, 0)
+                        f"{', estimate alone' if fast else ''}"
+                        f"{', edges computed' if linspace else ''}]", blocks, FAST_BLOCK, 0)
     rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
-              indices.ptr, edges.ptr, *_rule_args(rule, fast))
+              indices.ptr, edges.ptr, *_rule_args(rule, fast, linspace))
     return geometry
 
 
