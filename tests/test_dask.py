@@ -49,6 +49,89 @@ def test_counting_sort_is_stable_and_equals_the_oracle(distribution, n, num_bins
     np.testing.assert_array_equal(got_index, want_index)
 
 
+def _same_bits(got, want):
+    assert np.asarray(got, np.float64).tobytes() == np.asarray(want, np.float64).tobytes()
+
+
+def wide_weights(n, dtype, seed):
+    """Weights over many binades, both signs, with some exact cancellation."""
+    rng = np.random.default_rng(seed)
+    top = 300 if dtype == np.float64 else 30
+    weights = (rng.standard_normal(n) * 10.0 ** rng.integers(-top, top, n)).astype(dtype)
+    weights[1::7] = -weights[::7][:len(weights[1::7])]
+    return weights
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("distribution,n,num_bins,chunk", CASES)
+def test_weighted_sums_equal_the_oracle_on_the_concatenated_input_however_chunked(
+        distribution, n, num_bins, chunk, dtype):
+    keys = keys_of(distribution, n, num_bins)
+    weights = wide_weights(n, dtype, n + num_bins)
+    got = hd.histogram(da.from_array(keys, chunks=chunk), num_bins,
+                       weights=da.from_array(weights, chunks=chunk))
+    assert got.shape == (num_bins,) and got.dtype == np.float64
+    _same_bits(got.compute(), oracles.histogram(keys, num_bins, weights))
+
+
+def test_weighted_sums_are_fsum_of_each_bin_where_chunks_rounded_alone_would_lose_them():
+    import math
+
+    keys = np.array([0, 1, 0, 0, 1, 0, 1, 0])
+    weights = np.array([1e16, 3.0, 1.0, -1e16, 1e-300, 0.5, -3.0, 2.0**-60])
+    got = hd.histogram(da.from_array(keys, chunks=3), 2,
+                       weights=da.from_array(weights, chunks=3)).compute()
+    for b in range(2):
+        assert got[b] == math.fsum(weights[keys == b])
+    # numpy's per-chunk float64 sums, then their sum: 1.0 is lost in bin 0
+    assert sum(np.bincount(keys[i:i + 3], weights[i:i + 3], minlength=2)[0]
+               for i in range(0, 8, 3)) != got[0]
+
+
+def test_weighted_sums_with_nan_and_infinities_follow_ieee_per_bin_across_chunks():
+    keys = np.array([0, 1, 2, 0, 1, 2, 3, 3])
+    weights = np.array([np.inf, np.nan, np.inf, 1.0, 2.0, -np.inf, 5.0, -np.inf])
+    got = hd.histogram(da.from_array(keys, chunks=3), 4,
+                       weights=da.from_array(weights, chunks=3)).compute()
+    _same_bits(got, oracles.histogram(keys, 4, weights))
+    assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2]) and got[3] == -np.inf
+
+
+def test_a_chunk_whose_sum_overflows_still_gives_the_exact_total():
+    # the first chunk's exact sum, 2e308, is past float64; the total, 1e308, is not
+    keys = np.zeros(4, np.int64)
+    weights = np.array([1e308, 1e308, -1e308, 0.0])
+    got = hd.histogram(da.from_array(keys, chunks=2), 1,
+                       weights=da.from_array(weights, chunks=2)).compute()
+    assert got[0] == 1e308 == oracles.histogram(keys, 1, weights)[0]
+    # and a total past float64 is infinite, as the oracle's
+    more = np.array([1e308, 1e308, 1e308, -1e308])
+    assert hd.histogram(da.from_array(keys, chunks=2), 1,
+                        weights=da.from_array(more, chunks=2)).compute()[0] == np.inf
+
+
+def test_weighted_bad_keys_and_weights_are_named():
+    keys = keys_of("uniform", 20_000, 50)
+    keys[12_345] = 50
+    weights = np.ones(20_000)
+    lazy = hd.histogram(da.from_array(keys, chunks=3_000), 50,
+                        weights=da.from_array(weights, chunks=3_000))
+    with pytest.raises(oracles.BadKeyError) as caught:
+        lazy.compute()
+    assert caught.value.index == 12_345
+    x = da.from_array(keys, chunks=3_000)
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
+        hd.histogram(x, 60, weights=da.ones(20_000, dtype=np.int64, chunks=3_000))
+    with pytest.raises(ValueError, match="keys' shape"):
+        hd.histogram(x, 60, weights=da.ones(19_999, chunks=3_000))
+    # weights chunked otherwise, or in memory, are aligned to the keys' chunks
+    keys[12_345] = 0
+    x = da.from_array(keys, chunks=3_000)
+    want = oracles.histogram(keys, 50, weights)
+    _same_bits(hd.histogram(x, 50, weights=da.from_array(weights, chunks=7_000)).compute(), want)
+    _same_bits(hd.histogram(x, 50, weights=weights).compute(), want)
+
+
 def test_the_first_bad_key_is_named_by_its_global_index_whichever_chunk_finishes_first():
     keys = keys_of("uniform", 60_000, 100)
     keys[[55_000, 20_001, 40_000]] = [100, -1, 500]
@@ -77,6 +160,9 @@ def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_cli
     want_keys, want_index = oracles.counting_sort(keys, 5000)
     np.testing.assert_array_equal(got_keys, want_keys)
     np.testing.assert_array_equal(got_index, want_index)
+    weights = wide_weights(len(keys), np.float32, 1)
+    _same_bits(hd.histogram(x, 5000, weights=da.from_array(weights, chunks=25_000)).compute(),
+               oracles.histogram(keys, 5000, weights))
 
 
 def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(monkeypatch):
