@@ -223,3 +223,8 @@ def test_cupy_chunks_are_counted_and_sorted_on_the_gpu_as_the_oracles_do():
     want_keys, want_index = oracles.counting_sort(keys, 1000)
     np.testing.assert_array_equal(cupy.asnumpy(got_keys), want_keys)
     np.testing.assert_array_equal(cupy.asnumpy(got_index), want_index)
+    weights = wide_weights(len(keys), np.float32, 3)
+    w = da.from_array(weights, chunks=40_000).map_blocks(cupy.asarray, dtype=weights.dtype,
+                                                          meta=cupy.empty(0, weights.dtype))
+    _same_bits(hd.histogram(x, 1000, weights=w).compute(scheduler="threads"),
+               oracles.histogram(keys, 1000, weights))

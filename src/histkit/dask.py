@@ -13,6 +13,7 @@ of our own).
     from histkit import dask as hd
     keys = da.from_array(big_numpy_array, chunks=2**24)
     counts = hd.histogram(keys, 256).compute()
+    sums = hd.histogram(keys, 256, weights=weights).compute()  # exact float64 sums
     sorted_keys, original_index = hd.counting_sort(keys, 256)
 
 Bad keys raise the oracles' ``BadKeyError`` at compute time, with the GLOBAL
