@@ -129,8 +129,7 @@ def rows_for(mutant: Mutant, cuda_dir: Path | None = None) -> list[str]:
 
     if is_host(mutant):
         return [] if mutant.file in TEST_JUDGED else [k.row for k in _host_rows(mutant.file)]
-    rows = (registry.rows_reaching(mutant.file) + registry.binning_rows_reaching(mutant.file)
-            + registry.weighted_rows_reaching(mutant.file))
+    rows = registry.all_rows_reaching(mutant.file)
     if mutant.line:
         from histkit.conformance import mutagen
 
@@ -313,14 +312,8 @@ def judge_binning(needs: str) -> int:
     which the harness reads as broken or caught from the exit)."""
     from histkit.conformance import binning
     from histkit.conformance.binning_cases import bin_cases
-    from histkit.gpu.device import runtime
 
-    for case in bin_cases(quick=needs != "full"):
-        failed = [r for r in binning.judge(runtime(), cases=[case]) if r.status == "FAIL"]
-        if failed:
-            print(f"FAIL {failed[0].case} {failed[0].column}: {failed[0].detail}", flush=True)
-            return EXIT_CAUGHT
-    return EXIT_SURVIVED
+    return _first_fail(binning.judge, bin_cases(quick=needs != "full"))
 
 
 def judge_weighted() -> int:
@@ -328,10 +321,16 @@ def judge_weighted() -> int:
     weighted cases, stopping at the first FAIL."""
     from histkit.conformance import weighted
     from histkit.conformance.weighted_cases import weighted_cases
+
+    return _first_fail(weighted.judge, weighted_cases())
+
+
+def _first_fail(judge, cases) -> int:
+    """EXIT_CAUGHT at the first case one of whose columns FAILs, printed."""
     from histkit.gpu.device import runtime
 
-    for case in weighted_cases():
-        failed = [r for r in weighted.judge(runtime(), cases=[case]) if r.status == "FAIL"]
+    for case in cases:
+        failed = [r for r in judge(runtime(), cases=[case]) if r.status == "FAIL"]
         if failed:
             print(f"FAIL {failed[0].case} {failed[0].column}: {failed[0].detail}", flush=True)
             return EXIT_CAUGHT

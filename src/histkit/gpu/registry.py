@@ -514,29 +514,21 @@ def methods(call: str = "histogram") -> tuple:
     return tuple(k.serves[1] for k in KERNELS if k.serves and k.serves[0] == call)
 
 
-def rows_reaching(source: str) -> list[Kernel]:
-    """Rows of the integer-key table whose launches compile `source` (a
-    header: the rows whose sources include it)."""
+def rows_reaching(source: str, table: tuple[Kernel, ...] | None = None) -> list[Kernel]:
+    """Rows of `table` (default: the integer-key table) whose launches compile
+    `source` (a header: the rows whose sources include it)."""
+    table = KERNELS if table is None else table
     if source in HEADERS:
         from histkit.gpu.compiler import files_of
 
-        return [k for k in KERNELS if any(source in files_of(s) for s in k.sources)]
-    return [k for k in KERNELS if source in k.sources]
+        return [k for k in table if any(source in files_of(s) for s in k.sources)]
+    return [k for k in table if source in k.sources]
 
 
-def binning_rows_reaching(source: str) -> list[Kernel]:
-    """Rows of the binning table whose launches compile `source` (a header:
-    the rows whose sources include it)."""
-    from histkit.gpu.compiler import files_of
-
-    return [k for k in BINNING_KERNELS if any(source in files_of(s) for s in k.sources)]
-
-
-def weighted_rows_reaching(source: str) -> list[Kernel]:
-    """Rows of the weighted table whose launches compile `source`."""
-    from histkit.gpu.compiler import files_of
-
-    return [k for k in WEIGHTED_KERNELS if any(source in files_of(s) for s in k.sources)]
+def all_rows_reaching(source: str) -> list[Kernel]:
+    """Rows of every table (integer keys, binning, weighted) that compile `source`."""
+    return [k for table in (KERNELS, BINNING_KERNELS, WEIGHTED_KERNELS)
+            for k in rows_reaching(source, table)]
 
 
 def builds_by_source() -> dict[str, list[dict[str, str]]]:
