@@ -56,7 +56,7 @@ def _same_bits(got, want):
 def wide_weights(n, dtype, seed):
     """Weights over many binades, both signs, with some exact cancellation."""
     rng = np.random.default_rng(seed)
-    top = 300 if dtype == np.float64 else 30
+    top = {np.float64: 300, np.float32: 30}.get(dtype, 4)
     weights = (rng.standard_normal(n) * 10.0 ** rng.integers(-top, top, n)).astype(dtype)
     weights[1::7] = -weights[::7][:len(weights[1::7])]
     return weights
@@ -163,6 +163,12 @@ def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_cli
     weights = wide_weights(len(keys), np.float32, 1)
     _same_bits(hd.histogram(x, 5000, weights=da.from_array(weights, chunks=25_000)).compute(),
                oracles.histogram(keys, 5000, weights))
+    samples = _binning_samples(np.float32, 100_003, 2)
+    got = da.compute(*hd.bin_histogram(da.from_array(samples, chunks=9_000), 64, (0, 1),
+                                       flow=True))
+    want = oracles.bin_histogram(samples, 64, (0, 1), flow=True)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1].tobytes() == want[1].tobytes() and got[2] == want[2]
 
 
 def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(monkeypatch):
@@ -187,7 +193,7 @@ def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(
 
 
 def test_only_per_chunk_bin_counts_travel_to_the_placement_not_the_sorted_chunks(monkeypatch):
-    from histkit import dask as hd_module
+    from histkit.dask import _sort as hd_module
 
     received = []
     real = hd_module._placement
@@ -228,3 +234,66 @@ def test_cupy_chunks_are_counted_and_sorted_on_the_gpu_as_the_oracles_do():
                                                           meta=cupy.empty(0, weights.dtype))
     _same_bits(hd.histogram(x, 1000, weights=w).compute(scheduler="threads"),
                oracles.histogram(keys, 1000, weights))
+
+
+def _binning_samples(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    values = rng.normal(0.5, 0.4, n)
+    if np.dtype(dtype).kind == "f":
+        values[::97] = np.nan
+        values[5::101] = 1.0  # on the top edge of (0, 1)
+        return values.astype(dtype)
+    return np.round(values * 100).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int16, np.uint64])
+@pytest.mark.parametrize("bins,range_", [(37, (0, 1)), (16, None), ([-0.5, 0.0, 0.3, 1.0], None),
+                                         (126, (0.0, 126.0))])
+@pytest.mark.parametrize("chunk", [1_000, 7_777])
+def test_bin_histogram_equals_the_oracle_on_the_concatenated_input(dtype, bins, range_, chunk):
+    samples = _binning_samples(dtype, 20_011, chunk)
+    if np.dtype(dtype).kind == "u":
+        samples = samples.astype(np.int64).clip(0).astype(dtype)
+    if range_ is None and np.ndim(bins) == 0 and np.dtype(dtype).kind == "f":
+        samples = samples[~np.isnan(samples)]  # an automatic range of NaN raises
+    for closed in (True, False):
+        want = oracles.bin_histogram(samples, bins, range_, right_closed_last=closed, flow=True)
+        counts, edges, flow = hd.bin_histogram(da.from_array(samples, chunks=chunk), bins,
+                                               range_, right_closed_last=closed, flow=True)
+        got_counts, got_edges, got_flow = da.compute(counts, edges, flow)
+        np.testing.assert_array_equal(got_counts, want[0])
+        assert got_edges.dtype == want[1].dtype and got_edges.tobytes() == want[1].tobytes()
+        assert got_flow == want[2]
+
+
+def test_bin_histogram_names_a_sample_numpy_fails_on_by_its_global_index():
+    samples = np.zeros(10_000, np.float32)
+    samples[7_777] = 3e38
+    samples[9_000] = -3e38
+    with pytest.raises(ValueError) as want:
+        oracles.bin_histogram(samples, 4, (-3.4e38, 3.4e38))
+    lazy = hd.bin_histogram(da.from_array(samples, chunks=1_000), 4, (-3.4e38, 3.4e38))[0]
+    with pytest.raises(ValueError) as got:
+        lazy.compute()
+    assert str(got.value) == str(want.value) and "index 7777" in str(got.value)
+
+
+def test_bin_histogram_checks_its_arguments_as_the_oracle_does():
+    x = da.from_array(np.float32([0.5, np.nan, 2.0]), chunks=2)
+    with pytest.raises(ValueError, match="lo <= hi"):
+        hd.bin_histogram(x, 3, (1, 0))
+    with pytest.raises(ValueError, match="bins must be >= 1"):
+        hd.bin_histogram(x, 0, (0, 1))
+    with pytest.raises(TypeError, match="samples must have"):
+        hd.bin_histogram(da.from_array(np.array([1j]), chunks=1), 3, (0, 1))
+    with pytest.raises(TypeError, match="dask.array.Array"):
+        hd.bin_histogram(np.float32([0.5]), 3, (0, 1))
+    # an automatic range over NaN raises the oracle's error at compute time
+    with pytest.raises(ValueError) as want:
+        oracles.bin_histogram(np.float32([0.5, np.nan, 2.0]), 3)
+    with pytest.raises(ValueError) as got:
+        da.compute(*hd.bin_histogram(x, 3))
+    assert str(got.value) == str(want.value)
+    # no samples: numpy's (0, 1)
+    empty = hd.bin_histogram(da.from_array(np.float32([]), chunks=1), 4)
+    np.testing.assert_array_equal(empty[1].compute(), np.histogram(np.float32([]), 4)[1])
