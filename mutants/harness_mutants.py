@@ -101,8 +101,12 @@ HARNESS_FILES = {
     "bench/kernels.py": ("tests/test_bench_calls.py", "tests/test_bench_plot.py",
                          "tests/test_gpu_layout.py", "tests/test_api_calls.py"),
     "bench/common.py": ("tests/test_bench_calls.py",),
-    # Dask arrays: per-chunk histograms and sorts summed or merged on the CPU
-    "dask.py": ("tests/test_dask.py",),
+    # Dask arrays: per-chunk histograms, weighted sums, binnings and sorts
+    # summed or merged on the CPU
+    "dask/_chunks.py": ("tests/test_dask.py",),
+    "dask/_histogram.py": ("tests/test_dask.py",),
+    "dask/_binning.py": ("tests/test_dask.py",),
+    "dask/_sort.py": ("tests/test_dask.py",),
     # the chapter demo, whose self-checks the main job confirms
     "demo.py": ("tests/test_demo_verdicts.py", "tests/test_demo_and_cli.py",
                 "tests/test_new_user.py", "tests/test_verify_job.py"),
