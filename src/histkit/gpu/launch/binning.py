@@ -198,7 +198,7 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     edges would be read from global memory) computes np.linspace's edges in
     the bracketing walk where rule.linspace allows it."""
     counters = _counters(rule)
-    defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
+    defines, fast, linspace = _rule_defines(samples, rule, numpy_steps, estimate_alone)
 
     def build(max_shared: int):
         layout, edge_bytes = counters_layout(max_shared, rule)
@@ -217,7 +217,6 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
             "EDGES_COMPUTED": str(int(computed))})
         return layout, edge_bytes, coalesced, kernel, computed
 
-    linspace = None if numpy_steps else rule.linspace
     layout, edge_bytes, coalesced, kernel, computed = build(rt.max_shared_per_block)
     if shared_bytes(layout, edge_bytes) > rt.max_dynamic_shared(kernel):
         layout, edge_bytes, coalesced, kernel, computed = build(rt.max_dynamic_shared(kernel))
@@ -248,13 +247,15 @@ def _counters(rule: KernelRule) -> int:
 
 
 def _rule_defines(samples: Keys, rule: KernelRule, numpy_steps: bool, estimate_alone: bool):
-    """(the rule's defines for bin_histogram.cu, the estimate-alone bounds or None)."""
+    """(the rule's defines for bin_histogram.cu, the estimate-alone margin or
+    None, np.linspace's (start, step) for computed edges or None): numpy's
+    steps (or the search) take neither."""
     defines = {**contract.sample_defines(samples.dtype), **rule.defines}
     if numpy_steps:  # the search, or numpy's own steps, everywhere
         defines.update({"ESTIMATE_WITHIN_ONE": "0", "EDGES_NEAR_EVEN": "0"})
     fast = rule.fast if estimate_alone and not numpy_steps else None
     defines["FAST_ESTIMATE"] = str(int(fast is not None))
-    return defines, fast
+    return defines, fast, None if numpy_steps else rule.linspace
 
 
 def _rule_args(rule: KernelRule, fast: float | None,
@@ -275,8 +276,8 @@ def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArr
     into its counter (gpu.bin_histogram with weights). grid, numpy_steps and
     estimate_alone as for bin_histogram."""
     _counters(rule)
-    defines, fast = _rule_defines(samples, rule, numpy_steps, estimate_alone)
-    linspace = None if numpy_steps else rule.linspace  # the edges are in global memory
+    # The edges are read from global memory here: computed wherever they can be.
+    defines, fast, linspace = _rule_defines(samples, rule, numpy_steps, estimate_alone)
     kernel = rt.kernel("bin_histogram.cu", "bin_indices",
                        {**defines, "EDGES_COMPUTED": str(int(linspace is not None))})
     blocks = grid if grid is not None else blocks_for(
