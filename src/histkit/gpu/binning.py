@@ -43,6 +43,7 @@ from histkit.oracles._bin_rule import (
     search_edges,
 )
 from histkit.oracles._binning import sample_span
+from histkit.oracles._inputs import flat_sample_weights
 from histkit.oracles._threads import idle_cpus
 
 if TYPE_CHECKING:
@@ -223,10 +224,8 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         shape = np.shape(samples)
         samples = as_sample_array(samples)
         if weights is not None:
-            if np.shape(weights) != shape:
-                raise ValueError(f"weights must have the samples' shape {shape}; got "
-                                 f"{np.shape(weights)}")
-            weights = host_gpu_weights(np.ravel(weights), len(samples), per="sample")
+            weights = host_gpu_weights(flat_sample_weights(weights, shape), len(samples),
+                                       per="sample")
         dtype = samples.dtype
         rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
                                                      right_closed_last)

@@ -44,6 +44,7 @@ from histkit.oracles._inputs import (
     as_key_array,
     as_weight_array,
     bin_count,
+    flat_sample_weights,
     positive_int,
     raise_bad_key,
     require_memory,
@@ -310,10 +311,7 @@ def bin_histogram(
     samples = as_sample_array(samples)
     num_bins, edges = parse_bins(bins)
     if weights is not None:
-        if np.shape(weights) != shape:
-            raise ValueError(f"weights must have the samples' shape {shape}; got "
-                             f"{np.shape(weights)}")
-        weights = as_weight_array(np.ravel(weights), len(samples))
+        weights = as_weight_array(flat_sample_weights(weights, shape), len(samples))
         require_memory(8 * len(samples), f"{len(samples)} samples' bins (weights)")
     # With weights, each sample's counter (a bin, then the three tallies) is
     # written out, and its weight summed into it as `histogram` sums them.

@@ -44,6 +44,15 @@ def _refuse_python_ints_no_dtype_holds(values, name: str) -> None:
                      f"keys must lie in [0, num_bins)")
 
 
+def flat_sample_weights(weights, shape: tuple) -> np.ndarray:
+    """Weights of real-valued samples of `shape` (any, flattened as the
+    samples are), flattened; a ValueError when their shape differs."""
+    if np.shape(weights) != shape:
+        raise ValueError(f"weights must have the samples' shape {shape}; got "
+                         f"{np.shape(weights)}")
+    return np.ravel(weights)
+
+
 def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "key"
                     ) -> np.ndarray:
     """Return weights as a 1-d native-endian array of float32, float64, int64 or
