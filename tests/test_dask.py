@@ -171,6 +171,21 @@ def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_cli
     assert got[1].tobytes() == want[1].tobytes() and got[2] == want[2]
 
 
+def test_errors_found_on_worker_processes_reach_the_client_named(cluster_client):
+    # A chunk's error travels pickled between the workers' processes to the
+    # task that reports it; one that could not be rebuilt there hung compute().
+    keys = keys_of("uniform", 60_000, 100)
+    keys[[55_000, 20_001]] = [100, -1]
+    with pytest.raises(oracles.BadKeyError) as caught:
+        hd.histogram(da.from_array(keys, chunks=2_000), 100).compute()
+    assert (caught.value.index, caught.value.value) == (20_001, -1)
+    samples = np.zeros(40_000, np.float32)
+    samples[[33_333, 39_000]] = [3e38, -3e38]
+    lazy = hd.bin_histogram(da.from_array(samples, chunks=1_000), 4, (-3.4e38, 3.4e38))[0]
+    with pytest.raises(ValueError, match="index 33333 "):
+        lazy.compute()
+
+
 def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(monkeypatch):
     from histkit import dask as hd_module
     from histkit.oracles import _threads

@@ -19,6 +19,12 @@ class KernelCompileError(RuntimeError):
         self.source_name = source_name
         self.log = log
         self.options = options
+        self.source = source
+
+    def __reduce__(self):
+        # Errors cross process boundaries pickled (Dask workers, the check's
+        # child process): rebuild from the arguments, not the message alone.
+        return type(self), (self.source_name, self.log, self.options, self.source)
 
 
 class SkewUnavailable(RuntimeError):
@@ -45,6 +51,10 @@ class DeviceMemoryError(MemoryError):
         super().__init__(f"{what} needs {nbytes} bytes of GPU memory; {free_text}")
         self.nbytes = nbytes
         self.free = free
+        self.what = what
+
+    def __reduce__(self):
+        return type(self), (self.nbytes, self.free, self.what)
 
 
 class UnsupportedShape(ValueError):

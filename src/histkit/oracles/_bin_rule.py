@@ -187,6 +187,10 @@ class NumpyFailsError(ValueError):
         super().__init__(message)
         self.index = index
 
+    def __reduce__(self):
+        # Dask workers pickle errors they pass on: rebuild from both arguments.
+        return type(self), (str(self), self.index)
+
 
 def numpy_fails_error(rule: EvenRule, index: int, value) -> NumpyFailsError:
     """The error for a sample numpy's even-bin code fails on (its estimate

@@ -144,6 +144,10 @@ class BadKeyError(ValueError):
         self.value = value
         self.num_bins = num_bins
 
+    def __reduce__(self):
+        # Dask workers pickle errors they pass on: rebuild from all three arguments.
+        return type(self), (self.index, self.value, self.num_bins)
+
 
 def bad_key_error(index: int, value: int, num_bins: int) -> BadKeyError:
     """The error every histkit entry point, CPU or GPU, gives an out-of-range key."""
