@@ -74,6 +74,21 @@ def test_weighted_sums_equal_the_oracle_on_the_concatenated_input_however_chunke
     _same_bits(got.compute(), oracles.histogram(keys, num_bins, weights))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint64])
+def test_integer_weights_sum_exactly_past_2_53_however_chunked(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 5, 3_001)
+    weights = rng.integers(info.min, info.max, 3_001, dtype=dtype, endpoint=True)
+    weights[:4] = [info.max, info.max, info.min, info.max - 1]
+    got = hd.histogram(da.from_array(keys, chunks=700), 5,
+                       weights=da.from_array(weights, chunks=700)).compute()
+    # the exact sums by Python integers, rounded once to float64
+    want = [float(sum(int(w) for w in weights[keys == b])) for b in range(5)]
+    assert got.tolist() == want
+    _same_bits(got, oracles.histogram(keys, 5, weights))
+
+
 def test_weighted_sums_are_fsum_of_each_bin_where_chunks_rounded_alone_would_lose_them():
     import math
 
@@ -120,8 +135,8 @@ def test_weighted_bad_keys_and_weights_are_named():
         lazy.compute()
     assert caught.value.index == 12_345
     x = da.from_array(keys, chunks=3_000)
-    with pytest.raises(TypeError, match="float16, float32 or float64"):
-        hd.histogram(x, 60, weights=da.ones(20_000, dtype=np.int64, chunks=3_000))
+    with pytest.raises(TypeError, match="float16, float32, float64 or integer; got bool"):
+        hd.histogram(x, 60, weights=da.ones(20_000, dtype=bool, chunks=3_000))
     with pytest.raises(ValueError, match="keys' shape"):
         hd.histogram(x, 60, weights=da.ones(19_999, chunks=3_000))
     # weights chunked otherwise, or in memory, are aligned to the keys' chunks
@@ -182,6 +197,10 @@ def test_errors_found_on_worker_processes_reach_the_client_named(cluster_client)
     samples = np.zeros(40_000, np.float32)
     samples[[33_333, 39_000]] = [3e38, -3e38]
     lazy = hd.bin_histogram(da.from_array(samples, chunks=1_000), 4, (-3.4e38, 3.4e38))[0]
+    with pytest.raises(ValueError, match="index 33333 "):
+        lazy.compute()
+    lazy = hd.bin_histogram(da.from_array(samples, chunks=1_000), 4, (-3.4e38, 3.4e38),
+                            weights=np.ones(40_000))[0]
     with pytest.raises(ValueError, match="index 33333 "):
         lazy.compute()
 
@@ -279,6 +298,60 @@ def test_bin_histogram_equals_the_oracle_on_the_concatenated_input(dtype, bins, 
         np.testing.assert_array_equal(got_counts, want[0])
         assert got_edges.dtype == want[1].dtype and got_edges.tobytes() == want[1].tobytes()
         assert got_flow == want[2]
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float16, np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint64])
+@pytest.mark.parametrize("bins,range_", [(37, (0, 1)), (16, None), ([-0.5, 0.0, 0.3, 1.0], None)])
+def test_weighted_bin_histogram_equals_the_oracle_on_the_concatenated_input(
+        dtype, bins, range_, weight_dtype):
+    samples = _binning_samples(dtype, 20_011, 3)
+    if np.dtype(dtype).kind == "u":
+        samples = samples.astype(np.int64).clip(0).astype(dtype)
+    if range_ is None and np.ndim(bins) == 0 and np.dtype(dtype).kind == "f":
+        samples = samples[~np.isnan(samples)]
+    weights = (wide_weights(len(samples), weight_dtype, 5) if np.dtype(weight_dtype).kind == "f"
+               else np.random.default_rng(5).integers(-2**62, 2**62, len(samples)))
+    for closed in (True, False):
+        want = oracles.bin_histogram(samples, bins, range_, right_closed_last=closed, flow=True,
+                                     weights=weights)
+        counts, edges, flow = hd.bin_histogram(
+            da.from_array(samples, chunks=3_001), bins, range_, right_closed_last=closed,
+            flow=True, weights=da.from_array(weights, chunks=4_000))
+        got_counts, got_edges, got_flow = da.compute(counts, edges, flow)
+        assert counts.dtype == np.float64
+        _same_bits(got_counts, want[0])
+        assert got_edges.tobytes() == want[1].tobytes()
+        _same_bits(list(got_flow), list(want[2]))
+
+
+def test_weighted_bin_histogram_sums_each_bin_and_tally_as_fsum_does():
+    import math
+
+    # samples at the bins' centres (plainly in their bin), below, above and NaN;
+    # weights whose per-chunk float64 sums would lose the small ones
+    centres = np.array([0.125, 0.375, 0.625, 0.875])
+    samples = np.tile(np.concatenate([centres, [-1.0, 2.0, np.nan]]), 9)
+    rng = np.random.default_rng(11)
+    weights = rng.choice([1e16, -1e16, 1.0, 2.0**-40, 3e-300], len(samples))
+    counts, _, flow = da.compute(*hd.bin_histogram(
+        da.from_array(samples, chunks=5), 4, (0, 1), flow=True,
+        weights=da.from_array(weights, chunks=5)))
+    slot = np.tile(np.arange(7), 9)
+    want = [math.fsum(weights[slot == s]) for s in range(7)]
+    assert counts.tolist() + list(flow) == want
+
+
+def test_weighted_bin_histogram_checks_its_weights_before_any_work():
+    x = da.from_array(np.float32([0.5, 0.7, 2.0]), chunks=2)
+    with pytest.raises(ValueError, match=r"weights must have the samples' shape \(3,\)"):
+        hd.bin_histogram(x, 3, (0, 1), weights=np.ones(4))
+    with pytest.raises(TypeError, match="float16, float32, float64 or integer; got complex128"):
+        hd.bin_histogram(x, 3, (0, 1), weights=np.ones(3, complex))
+    # NumPy weights are taken as they are, chunked as the samples
+    got = hd.bin_histogram(x, 2, (0, 1), weights=np.array([1.0, 2.0, 4.0]), flow=True)
+    counts, _, flow = da.compute(*got)
+    assert counts.tolist() == [0.0, 3.0] and flow.overflow == 4.0
 
 
 def test_bin_histogram_names_a_sample_numpy_fails_on_by_its_global_index():

@@ -11,10 +11,14 @@ from histkit.dask._chunks import (
     dask_array_module,
     is_device_chunk,
     offsets_of,
+    to_host,
     tree,
     xp_of,
 )
+from histkit.dask._histogram import exact_parts, join_parts, sum_parts
 from histkit.oracles._bin_rule import Flow, NumpyFailsError, as_sample_array, parse_bins
+from histkit.oracles._binned import TALLIES, bin_samples
+from histkit.oracles._inputs import as_weight_array
 from histkit.oracles._threads import at_most
 
 # --- binning real-valued samples ------------------------------------------------------
@@ -25,7 +29,7 @@ from histkit.oracles._threads import at_most
 # scalars numpy's own range=None takes).
 
 def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
-                  flow: bool = False):
+                  flow: bool = False, weights=None):
     """Lazy ``(counts, edges)`` (and a lazy ``Flow`` with ``flow=True``) of a
     Dask array of real-valued samples, equal to ``oracles.bin_histogram`` of
     the whole input (``np.histogram``'s counts and edges, bit for bit).
@@ -37,12 +41,21 @@ def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
     sample numpy's own code fails on raises the oracle's error at compute
     time, naming its index in the whole input. With ``range=None``, a zero
     minimum or maximum takes the sign of the first chunk that holds one.
+
+    With `weights` (a Dask or NumPy array of the samples' shape, float16,
+    float32, float64 or integer), `counts` and the flow tallies are float64:
+    each bin's exact sum of weights rounded once, as the oracle gives it,
+    however the input is chunked. Each chunk hands over its exact sums as
+    float64 parts (see ``histkit.dask.histogram``); CuPy chunks are binned
+    on the host for this.
     """
     import dask
 
     da = _require_dask_samples(samples)
     if not (isinstance(right_closed_last, bool | np.bool_) and isinstance(flow, bool | np.bool_)):
         raise TypeError("right_closed_last and flow must be True or False")
+    if weights is not None:
+        weights = _weights_like(da, weights, samples)
     samples = samples.ravel()
     dtype = np.dtype(samples.dtype)
     num_bins, edges = parse_bins(bins)
@@ -61,13 +74,21 @@ def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
             dask.delayed(_edges_for, pure=True)(dtype, num_bins, span),
             shape=(num_bins + 1,), dtype=edge_dtype)
     offsets = offsets_of(samples)
-    parts = [dask.delayed(_chunk_bins, pure=True)(block, bins, span, right_closed_last,
-                                                  offsets[c])
-             for c, block in enumerate(samples.to_delayed().ravel())]
-    total = dask.delayed(_bins_total, pure=True)(*tree(parts, _add_bins))
     num = len(returned_edges) - 1 if edges is not None else num_bins
+    blocks = samples.to_delayed().ravel()
+    if weights is None:
+        parts = [dask.delayed(_chunk_bins, pure=True)(block, bins, span, right_closed_last,
+                                                      offsets[c])
+                 for c, block in enumerate(blocks)]
+        total = dask.delayed(_bins_total, pure=True)(*tree(parts, _add_bins))
+    else:
+        parts = [dask.delayed(_chunk_weighted_parts, pure=True)(
+                     block, weight_block, bins, span, right_closed_last, offsets[c], num)
+                 for c, (block, weight_block) in enumerate(zip(
+                     blocks, weights.ravel().to_delayed().ravel(), strict=True))]
+        total = dask.delayed(_weighted_bins_total, pure=True)(num, *tree(parts, join_parts))
     counts = da.from_delayed(dask.delayed(lambda t: t[0])(total), shape=(num,),
-                             dtype=np.int64)
+                             dtype=np.int64 if weights is None else np.float64)
     if flow:
         return counts, returned_edges, dask.delayed(lambda t: t[1])(total)
     return counts, returned_edges
@@ -84,6 +105,20 @@ def _require_dask_samples(samples):
         raise ValueError("samples must have known chunk sizes (call "
                          "samples.compute_chunk_sizes())")
     return da
+
+
+def _weights_like(da, weights, samples):
+    """Weights as a Dask array chunked as the samples, once their shape and
+    dtype are checked as the oracle checks them."""
+    if not isinstance(weights, da.Array):
+        weights = np.asarray(weights)
+    if weights.shape != samples.shape:
+        raise ValueError(f"weights must have the samples' shape {samples.shape}; got "
+                         f"{weights.shape}")
+    as_weight_array(np.empty(0, weights.dtype), 0)  # the oracle's dtype check
+    if not isinstance(weights, da.Array):
+        return da.from_array(weights, chunks=samples.chunks)
+    return weights if weights.chunks == samples.chunks else weights.rechunk(samples.chunks)
 
 
 def _chunk_span(block):
@@ -134,6 +169,29 @@ def _chunk_bins(block, bins, span, right_closed_last: bool, offset: int):
     return (counts, np.array(tallies, dtype=np.int64)), None
 
 
+def _chunk_weighted_parts(block, weights, bins, span, right_closed_last: bool, offset: int,
+                          num_bins: int):
+    """(float64 parts whose exact column sums are the chunk's exact sums of
+    weights per counter: the bins, then the tallies), or the first sample
+    numpy fails on as (global index, the oracle's error)."""
+    block, weights = to_host(block), to_host(weights)
+    try:
+        with at_most(THREADS_PER_TASK):
+            counters = bin_samples(as_sample_array(block), bins, span, right_closed_last,
+                                   THREADS_PER_TASK, counters=True).counters
+    except NumpyFailsError as error:
+        return None, (offset + error.index, error)
+    return exact_parts(np, counters, weights, num_bins + TALLIES), None
+
+
+def _weighted_bins_total(num_bins: int, *pieces):
+    parts, bad = join_parts(*pieces)
+    if bad is not None:
+        _raise_at_global_index(*bad)
+    sums = sum_parts(parts, num_bins + TALLIES)
+    return sums[:num_bins], Flow(*(float(v) for v in sums[num_bins:]))
+
+
 def _add_bins(*parts):
     bad = [p[1] for p in parts if p[1] is not None]
     if bad:
@@ -146,8 +204,12 @@ def _add_bins(*parts):
 def _bins_total(*parts):
     total, bad = _add_bins(*parts)
     if bad is not None:
-        index, error = bad
-        local = f"index {error.index} "
-        raise NumpyFailsError(str(error).replace(local, f"index {index} ", 1), index)
+        _raise_at_global_index(*bad)
     counts, tallies = total
     return counts, Flow(*(int(t) for t in tallies))
+
+
+def _raise_at_global_index(index: int, error: NumpyFailsError):
+    """The oracle's error for a chunk's sample, naming its index in the whole input."""
+    local = f"index {error.index} "
+    raise NumpyFailsError(str(error).replace(local, f"index {index} ", 1), index)

@@ -15,7 +15,7 @@ from histkit.dask._chunks import (
     tree,
     xp_of,
 )
-from histkit.oracles._inputs import BadKeyError, bin_count
+from histkit.oracles._inputs import BadKeyError, as_weight_array, bin_count
 from histkit.oracles._threads import at_most
 
 
@@ -59,11 +59,12 @@ def _total(num_bins: int, *parts) -> np.ndarray:
 def histogram(keys, num_bins: int, *, weights=None, method: str = "auto"):
     """Lazy histogram (shape (num_bins,)) of a 1-d Dask array of integer keys.
 
-    Without `weights`, int64 counts. With `weights` (a Dask array of floats
-    chunked as the keys), float64 sums equal bit for bit to
+    Without `weights`, int64 counts. With `weights` (a Dask or NumPy array of
+    the keys' shape, float16, float32, float64 or integer; rechunked to the
+    keys' chunks), float64 sums equal bit for bit to
     ``oracles.histogram(keys, num_bins, weights)`` on the whole input: each
     bin's exact sum rounded once, however the input is chunked (see
-    `_chunk_parts`).
+    `exact_parts`).
     """
     da = require_dask_array(keys)
     import dask
@@ -93,10 +94,11 @@ def histogram(keys, num_bins: int, *, weights=None, method: str = "auto"):
 # more with the oracle, which rounds only the total. A chunk whose S
 # overflows float64 in some bin (finite weights past 10^308) is split in two
 # until no half overflows; the total then overflows, or not, as the whole
-# input's exact sum does.
+# input's exact sum does. An integer weight w enters as two float64 weights
+# with the same exact sum: w with its low 11 bits cleared, and those bits.
 
 MAX_PARTS = 48  # |S| lies within 2^-1074 .. 2^1031: 40 parts of 53 bits hold any S
-FLOAT_WEIGHTS = ("float16", "float32", "float64")
+LOW_BITS = 11  # 64-bit integers less their low 11 bits have 53 significant bits
 
 
 def _weighted_histogram(da, keys, weights, num_bins: int, offsets: list[int], blocks):
@@ -110,14 +112,13 @@ def _weighted_histogram(da, keys, weights, num_bins: int, offsets: list[int], bl
         weights = da.from_array(weights, chunks=keys.chunks)
     if weights.shape != keys.shape:
         raise ValueError(f"weights must have the keys' shape {keys.shape}; got {weights.shape}")
-    if np.dtype(weights.dtype).name not in FLOAT_WEIGHTS:
-        raise TypeError(f"weights must be float16, float32 or float64; got {weights.dtype}")
+    as_weight_array(np.empty(0, weights.dtype), 0)  # the oracle's dtype check
     if weights.chunks != keys.chunks:
         weights = weights.rechunk(keys.chunks)
     pieces = [dask.delayed(_chunk_parts, pure=True)(block, weight_block, num_bins, offsets[c])
               for c, (block, weight_block) in enumerate(zip(
                   blocks, weights.to_delayed().ravel(), strict=True))]
-    total = dask.delayed(_weighted_total)(num_bins, *tree(pieces, _join_parts))
+    total = dask.delayed(_weighted_total)(num_bins, *tree(pieces, join_parts))
     return da.from_delayed(total, shape=(num_bins,), dtype=np.float64)
 
 
@@ -127,16 +128,18 @@ def _chunk_parts(block, weights, num_bins: int, offset: int):
     key or None)."""
     xp = xp_of(block)
     try:
-        parts = _exact_parts(xp, block, weights, num_bins)
+        parts = exact_parts(xp, block, weights, num_bins)
     except BadKeyError as error:
         return None, (offset + error.index, error.value)
     return to_host(parts), None
 
 
-def _exact_parts(xp, keys, weights, num_bins: int):
+def exact_parts(xp, keys, weights, num_bins: int):
     """Rows of float64 parts whose exact column sums are the exact per-bin
     sums of `weights` (NaN and infinities in the first row, as the exact sum
     gives them)."""
+    if weights.dtype.kind in "iu":
+        keys, weights = _as_float_weights(xp, keys, weights)
     exact = _exact_sums(xp)
     first = exact(keys, num_bins, weights)
     special = ~xp.isfinite(first)
@@ -146,8 +149,8 @@ def _exact_parts(xp, keys, weights, num_bins: int):
             else xp.zeros(num_bins)
         if bool((special & (own == 0)).any()):  # a sum of finite weights overflowed
             half = len(keys) // 2
-            return xp.concatenate([_exact_parts(xp, keys[:half], weights[:half], num_bins),
-                                   _exact_parts(xp, keys[half:], weights[half:], num_bins)])
+            return xp.concatenate([exact_parts(xp, keys[:half], weights[:half], num_bins),
+                                   exact_parts(xp, keys[half:], weights[half:], num_bins)])
         weights = xp.where(finite, weights, 0)  # the special bins are settled by `first`
     parts = [first]
     bins = xp.arange(num_bins, dtype=xp.int64)
@@ -165,6 +168,15 @@ def _exact_parts(xp, keys, weights, num_bins: int):
     return xp.stack(parts[:-1] if len(parts) > 1 else parts)
 
 
+def _as_float_weights(xp, keys, weights):
+    """Integer weights as float64 weights of the same exact sum per key: each
+    key twice, its weight's high bits (exact in float64) and its low bits."""
+    wide = weights.astype(xp.int64 if weights.dtype.kind == "i" else xp.uint64)
+    high = (wide >> LOW_BITS).astype(xp.float64) * float(1 << LOW_BITS)
+    low = (wide & ((1 << LOW_BITS) - 1)).astype(xp.float64)
+    return xp.concatenate([keys, keys]), xp.concatenate([high, low])
+
+
 def _exact_sums(xp):
     """The exact weighted histogram for the chunk's array module."""
     if xp is np:
@@ -177,18 +189,25 @@ def _exact_sums(xp):
     return lambda keys, num_bins, weights: gpu.histogram(keys, num_bins, weights=weights)
 
 
-def _join_parts(*pieces):
+def join_parts(*pieces):
+    """Chunks' (parts, bad) joined: all their parts, or the first bad input
+    (the lowest global index) of any."""
     bad = [p[1] for p in pieces if p[1] is not None]
     if bad:
-        return None, min(bad)
+        return None, min(bad, key=lambda b: b[0])
     return np.concatenate([p[0] for p in pieces]), None
+
+
+def sum_parts(parts: np.ndarray, num_bins: int) -> np.ndarray:
+    """Every row of parts summed exactly per bin and rounded once."""
+    bins = np.tile(np.arange(num_bins, dtype=np.int64), len(parts))
+    with at_most(THREADS_PER_TASK):
+        return oracles.histogram(bins, num_bins, parts.ravel())
 
 
 def _weighted_total(num_bins: int, *pieces) -> np.ndarray:
     """The tree's root: every part summed exactly and rounded once."""
-    parts, bad = _join_parts(*pieces)
+    parts, bad = join_parts(*pieces)
     if bad is not None:
         raise BadKeyError(bad[0], bad[1], num_bins)
-    bins = np.tile(np.arange(num_bins, dtype=np.int64), len(parts))
-    with at_most(THREADS_PER_TASK):
-        return oracles.histogram(bins, num_bins, parts.ravel())
+    return sum_parts(parts, num_bins)

@@ -27,17 +27,8 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from histkit.oracles import _pages
-from histkit.oracles._bin_rule import (
-    Flow,
-    as_sample_array,
-    checked_edges,
-    even_rule,
-    numpy_fails_error,
-    parse_bins,
-    search_edges,
-)
-from histkit.oracles._binning import edge_counts, even_counts, sample_span
-from histkit.oracles._estimate import bracket_per_unit
+from histkit.oracles._bin_rule import Flow, as_sample_array
+from histkit.oracles._binned import TALLIES, bin_samples
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
     BadKeyError,
@@ -309,38 +300,20 @@ def bin_histogram(
     """
     shape = np.shape(samples)
     samples = as_sample_array(samples)
-    num_bins, edges = parse_bins(bins)
     if weights is not None:
         weights = as_weight_array(flat_sample_weights(weights, shape), len(samples))
-        require_memory(8 * len(samples), f"{len(samples)} samples' bins (weights)")
-    # With weights, each sample's counter (a bin, then the three tallies) is
-    # written out, and its weight summed into it as `histogram` sums them.
-    slots = None if weights is None else np.empty(len(samples), dtype=np.int64)
-    half = samples.dtype == np.float16
-    view = samples.view(np.uint16) if half else samples
     threads = idle_cpus(len(samples))
-    if edges is None:
-        require_memory(8 * 3 * (num_bins + 1), f"bins={num_bins} (edges and int64 counts)")
-        rule = even_rule(samples, num_bins, range, lambda: sample_span(view, half, threads))
-        edges = rule.edges
-        counts, under, over, nan, failed = even_counts(
-            view, half, np.ascontiguousarray(edges, dtype=np.float64), rule.lo, rule.width,
-            rule.scale, rule.edge_bits, rule.diff_bits, rule.quot_bits, right_closed_last,
-            rule.keep, threads, bracket_per_unit(rule), slots)
-        if failed >= 0:
-            raise numpy_fails_error(rule, failed, samples[failed].item())
-    else:
-        edges = checked_edges(edges)
-        require_memory(8 * 2 * len(edges), f"{len(edges)} edges (int64 counts)")
-        counts, under, over, nan = edge_counts(view, half, search_edges(samples.dtype, edges),
-                                               right_closed_last, threads, slots)
+    binned = bin_samples(samples, bins, range, right_closed_last, threads,
+                         counters=weights is not None)
+    counts, tallies = binned.counts, binned.flow
     if weights is not None:
-        n = len(edges) - 1 if len(edges) else 0
-        sums, _ = weighted_sums(slots, weights, n + len(Flow._fields), threads)
-        counts, under, over, nan = sums[:n], *(float(v) for v in sums[n:])
+        # Each sample's weight summed into its counter, as `histogram` sums them.
+        n = len(counts)
+        sums, _ = weighted_sums(binned.counters, weights, n + TALLIES, threads)
+        counts, tallies = sums[:n], Flow(*(float(v) for v in sums[n:]))
     if flow:
-        return counts, edges, Flow(under, over, nan)
-    return counts, edges
+        return counts, binned.edges, tallies
+    return counts, binned.edges
 
 
 def naive_wave_histogram(keys: ArrayLike, num_bins: int,
