@@ -166,6 +166,41 @@ def test_bad_arguments_are_named():
         hd.histogram(da.zeros(4, dtype=int, chunks=2), 0)
 
 
+def test_unknown_chunk_sizes_are_refused_before_any_work():
+    keys = da.from_array(keys_of("uniform", 1_000, 10), chunks=300)
+    masked = keys[keys >= 0]  # a boolean mask leaves the chunk sizes unknown
+    for call in (lambda: hd.histogram(masked, 10), lambda: hd.counting_sort(masked, 10)):
+        with pytest.raises(ValueError, match=r"keys must have known chunk sizes"):
+            call()
+    samples = keys.astype(np.float64)
+    with pytest.raises(ValueError, match=r"samples must have known chunk sizes"):
+        hd.bin_histogram(samples[samples >= 0], 4, (0, 10))
+    np.testing.assert_array_equal(hd.histogram(masked.compute_chunk_sizes(), 10).compute(),
+                                  oracles.histogram(keys.compute(), 10))
+
+
+def test_memory_mapped_npy_files_are_counted_binned_and_sorted_chunk_by_chunk(tmp_path):
+    keys = keys_of("zipf", 50_001, 700).astype(np.int32)
+    samples = _binning_samples(np.float32, 50_001, 9)
+    weights = wide_weights(50_001, np.float64, 9)
+    for name, array in (("keys", keys), ("samples", samples), ("weights", weights)):
+        np.save(tmp_path / f"{name}.npy", array)
+    on_disk = {name: da.from_array(np.load(tmp_path / f"{name}.npy", mmap_mode="r"),
+                                   chunks=8_192)
+               for name in ("keys", "samples", "weights")}
+    np.testing.assert_array_equal(hd.histogram(on_disk["keys"], 700).compute(),
+                                  oracles.histogram(keys, 700))
+    _same_bits(hd.histogram(on_disk["keys"], 700, weights=on_disk["weights"]).compute(),
+               oracles.histogram(keys, 700, weights))
+    got = da.compute(*hd.counting_sort(on_disk["keys"], 700))
+    for got_part, want_part in zip(got, oracles.counting_sort(keys, 700), strict=True):
+        np.testing.assert_array_equal(got_part, want_part)
+    counts, edges = da.compute(*hd.bin_histogram(on_disk["samples"], 50, (0.0, 1.0)))
+    want = oracles.bin_histogram(samples, 50, (0.0, 1.0))
+    np.testing.assert_array_equal(counts, want[0])
+    assert edges.tobytes() == want[1].tobytes()
+
+
 def test_a_distributed_cluster_of_cpu_workers_gives_the_same_answers(cluster_client):
     keys = keys_of("zipf", 200_001, 5000)
     x = da.from_array(keys, chunks=25_000)

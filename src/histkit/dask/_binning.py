@@ -11,6 +11,7 @@ from histkit.dask._chunks import (
     dask_array_module,
     is_device_chunk,
     offsets_of,
+    require_known_chunks,
     to_host,
     tree,
     xp_of,
@@ -101,9 +102,7 @@ def _require_dask_samples(samples):
         raise TypeError(f"samples must be a dask.array.Array; got {type(samples).__name__} "
                         f"(use histkit.oracles or histkit.gpu for in-memory arrays)")
     as_sample_array(np.empty(0, samples.dtype))  # the oracle's dtype check
-    if any(np.isnan(c) for axis in samples.chunks for c in axis):
-        raise ValueError("samples must have known chunk sizes (call "
-                         "samples.compute_chunk_sizes())")
+    require_known_chunks(samples, "samples")
     return da
 
 

@@ -33,9 +33,15 @@ def require_dask_array(keys):
         raise ValueError(f"keys must be one-dimensional; got shape {keys.shape}")
     if np.dtype(keys.dtype).kind not in "iu":
         raise TypeError(f"keys must have an integer dtype (int8 ... uint64); got {keys.dtype}")
-    if any(np.isnan(c) for c in keys.chunks[0]):
-        raise ValueError("keys must have known chunk sizes (call keys.compute_chunk_sizes())")
+    require_known_chunks(keys, "keys")
     return da
+
+
+def require_known_chunks(array, name: str) -> None:
+    """Chunk sizes are known (the global indices and the sort's placement need them)."""
+    if any(np.isnan(c) for axis in array.chunks for c in axis):
+        raise ValueError(f"{name} must have known chunk sizes (call "
+                         f"{name}.compute_chunk_sizes())")
 
 
 def is_device_chunk(block) -> bool:
