@@ -68,6 +68,10 @@ def unstable_sort(keys, num_bins):
 
 def one_argument(keys):
     return keys
+
+
+def weighted_as_the_oracle_orders_it(keys, num_bins, weights):
+    return np.bincount(keys, weights, minlength=num_bins)
 '''
 
 
@@ -167,6 +171,23 @@ def test_a_callable_of_the_wrong_signature_is_one_usage_error_saying_the_call(ke
     assert out.count("\n") == 1 and "f(keys, num_bins) -> counts" in out
     assert main(["check", "my_kernels:exact", "--kind", "wave"]) == 2
     assert "f(keys, num_bins, warp_size=...) -> counts" in capsys.readouterr().out
+
+
+def test_parameters_named_as_the_call_names_them_in_another_order_are_refused(kernels,
+                                                                               capsys):
+    # every case would hand num_bins to `weights`: refused before any case runs
+    assert main(["check", "my_kernels:weighted_as_the_oracle_orders_it",
+                 "--kind", "weighted-histogram"]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "takes keys, num_bins, weights in another order" in out
+    assert "f(keys, weights, num_bins) -> sums" in out
+
+
+def test_the_header_says_how_a_callable_is_called(kernels, capsys):
+    assert main(["check", "my_kernels:exact", "--kind", "histogram", "--keys", "0,1",
+                 "--num-bins", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  called as f(keys, num_bins) -> counts, on numpy arrays" in lines
 
 
 @pytest.mark.parametrize("where", ["missing/report.json", "."])

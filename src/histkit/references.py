@@ -34,3 +34,19 @@ def exclusive_scan(counts) -> np.ndarray:
 def counting_sort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(keys, kind="stable").astype(np.int64)
     return keys[order], order
+
+
+def bin_histogram(samples, bins, range=None) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's own binning: the rule `oracles.bin_histogram` reproduces."""
+    return np.histogram(samples, bins, range)
+
+
+def weighted_histogram(keys, num_bins: int, weights) -> np.ndarray:
+    """Each bin's weights summed by ``math.fsum`` (exact, rounded once), one
+    plain loop over the keys to group them."""
+    import math
+
+    groups: list[list[float]] = [[] for _ in range(num_bins)]
+    for key, weight in zip(keys.tolist(), weights.tolist(), strict=True):
+        groups[key].append(weight)
+    return np.array([math.fsum(group) for group in groups], dtype=np.float64)

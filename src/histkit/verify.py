@@ -31,7 +31,8 @@ def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
     failures: dict[str, list[str]] = {name: [] for name in
                                       ("histogram", "naive_wave_histogram",
                                        "privatized_histogram", "exclusive_scan",
-                                       "counting_sort", "radix_sort")}
+                                       "counting_sort", "radix_sort", "bin_histogram",
+                                       "histogram (weights)")}
     cases = 0
     for distribution in GENERATORS:
         for n in SELF_CHECK_SIZES:
@@ -63,6 +64,12 @@ def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
                 if not np.array_equal(oracles.argsort(signed),
                                       np.argsort(signed, kind="stable")):
                     failures["radix_sort"].append(where)
+                if not _binning_agrees(keys, num_bins, seed):
+                    failures["bin_histogram"].append(where)
+                weights = _adversarial_weights(n, seed + n + num_bins)
+                if not _same_bits(oracles.histogram(keys, num_bins, weights),
+                                  references.weighted_histogram(keys, num_bins, weights)):
+                    failures["histogram (weights)"].append(where)
     table = Table(title=f"oracle self-checks ({cases} seeded cases each)")
     table.add_column("oracle")
     table.add_column("reference")
@@ -74,12 +81,52 @@ def oracle_self_checks(console: Console, seed: int = 0) -> dict[str, list[str]]:
         "exclusive_scan": "np.cumsum",
         "counting_sort": "np.argsort(kind='stable')",
         "radix_sort": "np.argsort(kind='stable'), signed 64-bit keys",
+        "bin_histogram": "np.histogram, counts and edges bit for bit",
+        "histogram (weights)": "math.fsum per bin, bit for bit",
     }
     for name, failed in failures.items():
         result = "[green]pass[/]" if not failed else f"[bold red]FAIL[/] ({failed[0]}, ...)"
         table.add_row(name, reference_names[name], result)
     console.print(table)
     return failures
+
+
+def _binning_agrees(keys: np.ndarray, num_bins: int, seed: int) -> bool:
+    """oracles.bin_histogram equal to np.histogram, counts and edges, on
+    samples spread over the bins of a range, on its edges and one ulp either
+    side of them, in float32 and float64, with the range given and not."""
+    rng = np.random.default_rng(seed + len(keys) + num_bins)
+    for dtype, span in ((np.float64, (-1.5, 2.25)), (np.float32, (0.1, 0.7))):
+        lo, hi = span
+        spread = lo + (keys + rng.random(len(keys))) * ((hi - lo) / num_bins)
+        edges = np.histogram(np.empty(0, dtype), num_bins, span)[1]
+        on_edges = edges[rng.integers(0, len(edges), len(keys))]
+        samples = np.concatenate([spread.astype(dtype), on_edges,
+                                  np.nextafter(on_edges, np.inf),
+                                  np.nextafter(on_edges, -np.inf)]).astype(dtype)
+        for range_ in (span, None):
+            if range_ is None and not len(samples):
+                continue
+            got = oracles.bin_histogram(samples, num_bins, range_)
+            want = references.bin_histogram(samples, num_bins, range_)
+            if not (np.array_equal(got[0], want[0]) and got[1].dtype == want[1].dtype
+                    and got[1].tobytes() == want[1].tobytes()):
+                return False
+    return True
+
+
+def _adversarial_weights(n: int, seed: int) -> np.ndarray:
+    """Weights over many binades, both signs, where a bin's float64 sum in
+    order loses what cancels: huge pairs that cancel, tiny and subnormal ones."""
+    rng = np.random.default_rng(seed)
+    weights = rng.standard_normal(n) * 10.0 ** rng.integers(-300, 300, n)
+    weights[::5] = 1e16 * rng.choice([-1.0, 1.0], len(weights[::5]))
+    weights[1::7] = 5e-324 * rng.integers(1, 9, len(weights[1::7]))
+    return weights
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
 GPU_HOW_TO = ('install the GPU extra on a host with an NVIDIA GPU and driver: '

@@ -15,6 +15,7 @@ from rich.markup import escape
 from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure
 from histkit.conformance.check_binning import BinningCudaFile
 from histkit.conformance.foreign import CudaFileImpl
+from histkit.conformance.loading import call_form
 from histkit.gpu.registry import CHECK_KINDS
 
 DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
@@ -40,7 +41,7 @@ def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
         console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, "
                       f"{impl.count_bits}-bit counts{escape(defines)}")
     else:
-        console.print(f"  inputs    {impl.inputs} arrays")
+        console.print(f"  called as {escape(call_form(kind))}, on {impl.inputs} arrays")
     console.print(f"  cases     {len(cases)}, run {how}" + (f" ({escape(note)})" if note else ""))
 
 

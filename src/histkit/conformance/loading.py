@@ -140,6 +140,13 @@ def check_signature(function, kind: str, name: str) -> None:
     except TypeError as error:
         raise UsageError(f"{name}{signature} cannot be called as a {kind} callable is: "
                          f"{call_form(kind)} ({error})") from None
+    # Parameters named as the call form names them, in another order, would
+    # take each other's arguments: every case would fail for that alone.
+    named = [p.name for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:len(positional)]
+    if sorted(named) == sorted(positional) and named != list(positional):
+        raise UsageError(f"{name}{signature} takes {', '.join(named)} in another order than a "
+                         f"{kind} callable is given them: {call_form(kind)}")
 
 
 def check_inputs_available(inputs: str) -> None:

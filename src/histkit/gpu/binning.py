@@ -159,9 +159,9 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     flow : bool, default False
         Also return ``Flow(underflow, overflow, nan)``.
     weights : array, optional
-        One float16, float32 or float64 weight per sample, the same kind of
-        array as the samples (NumPy: of their shape; on the device: one
-        contiguous vector as long). Each bin then holds the exact sum of its
+        One weight per sample, the same kind of array as the samples: NumPy
+        weights of their shape, float16, float32 or float64; device weights
+        one contiguous float32 or float64 vector as long. Each bin then holds the exact sum of its
         samples' weights rounded once to float64, equal bit for bit to
         `histkit.oracles.bin_histogram` with the same weights; the flow
         tallies are the sums of theirs. It costs a pass more than counting:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BadKeyError",
+    "Flow",
     "argsort",
     "bin_histogram",
     "counting_sort",

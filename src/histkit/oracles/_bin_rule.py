@@ -21,7 +21,10 @@ import numpy as np
 
 
 class Flow(NamedTuple):
-    """The samples no bin holds: below the first edge, above the last, NaN."""
+    """The samples no bin holds, as ``bin_histogram(..., flow=True)`` returns
+    them: below the first edge, above the last (or on it, when the last bin
+    is half-open), NaN. Counts (int), or with weights the exact sums of
+    those samples' weights (float)."""
 
     underflow: int
     overflow: int
