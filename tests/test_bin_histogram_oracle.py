@@ -602,6 +602,36 @@ def test_the_bracketing_walk_is_taken_only_where_bounded_and_equals_numpy(bins, 
     assert np.array_equal(counts, want) and np.array_equal(got_edges, want_edges)
 
 
+@pytest.mark.parametrize("samples,bins,bounds", [
+    (np.float16([1.0]), 1, (np.float64(0.9998), 0.9999)),
+    (np.float16([0.5, 1.0]), 3, (np.float64(0.9997), 0.9999)),
+    (np.float32([1.0]), 1, (np.float64(0.99999998), 0.99999999)),
+])
+def test_a_kept_sample_past_the_top_edge_that_numpy_has_no_bin_for_raises_as_numpy(
+        samples, bins, bounds):
+    # numpy keeps the sample by comparing it with the Python-float top in the
+    # samples' dtype (float16(0.9999) == 1.0), then finds no bin for it among
+    # the float64 edges: np.histogram raises, and so must the oracle, with
+    # or without weights, never count it in the last bin
+    with pytest.raises(IndexError):
+        np.histogram(samples, bins, bounds)
+    with pytest.raises(ValueError, match="has no bin for the sample at index"):
+        oracles.bin_histogram(samples, bins, bounds)
+    with pytest.raises(ValueError, match="has no bin for the sample at index"):
+        oracles.bin_histogram(samples, bins, bounds, weights=np.ones(len(samples)))
+
+
+def test_kept_samples_past_the_edges_that_numpy_does_bin_are_binned_as_numpy_bins_them():
+    # the same kept-past-the-top sample, where numpy's estimate still names
+    # the last bin: numpy counts it there
+    samples = np.float16([0.25, 0.5, 0.9995, 1.0])
+    for bounds in [(np.float64(0.0), 0.9999), (np.float64(0.5), 0.9999)]:
+        want = np.histogram(samples, 4, bounds)
+        got = oracles.bin_histogram(samples, 4, bounds)
+        assert np.array_equal(got[0], want[0]) and got[1].tobytes() == want[1].tobytes()
+        assert got[0][-1] >= 1  # 1.0 is past the top edge 0.9999, yet counted
+
+
 # --- weights: each bin's exact sum ---------------------------------------------
 
 

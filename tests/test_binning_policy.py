@@ -214,3 +214,23 @@ def test_np_linspace_edges_follow_the_formula_the_kernel_computes_and_others_do_
         moved[n // 2] = np.nextafter(moved[n // 2], np.inf)
         if n // 2 < n:
             assert linspace_formula(moved, lo, hi) is None
+
+
+def test_rules_that_keep_samples_past_their_edges_bin_by_numpys_own_steps_on_both_sides():
+    # a float16 sample 1.0 passes numpy's keep test against the Python-float
+    # top 0.9999 and lies past the float64 top edge: no bound on the
+    # estimates holds for it, so neither the oracle's bracketing walk nor the
+    # kernel's (ESTIMATE_WITHIN_ONE) may be taken
+    from histkit.oracles._bin_rule import even_rule
+    from histkit.oracles._estimate import bracket_per_unit, kept_within_edges
+
+    samples = np.float16([0.25, 1.0])
+    past = even_rule(samples, 4, (np.float64(0.5), 0.9999), lambda: None)
+    assert not kept_within_edges(past.keep, past.edges) and bracket_per_unit(past) == 0.0
+    rule, _, _ = kernel_rule_for(samples, 4, None, (np.float64(0.5), 0.9999), True)
+    assert rule.defines["ESTIMATE_WITHIN_ONE"] == "0" and rule.fast is None
+    # the same bounds as float16 scalars keep nothing past the edges
+    inside = even_rule(samples, 4, (np.float16(0.5), np.float16(0.9999)), lambda: None)
+    assert kept_within_edges(inside.keep, inside.edges)
+    plain = even_rule(np.float64([0.3]), 4, (0.0, 1.0), lambda: None)
+    assert kept_within_edges(plain.keep, plain.edges) and bracket_per_unit(plain) > 0

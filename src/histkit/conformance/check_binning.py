@@ -129,8 +129,8 @@ def judged(got: np.ndarray, case: BinCase, counts: np.ndarray, edges: np.ndarray
         return cell
     differ = np.flatnonzero(by_edges != counts)
     first = int(differ[0])
-    return Cell("finding", f"binned by numpy's own edges: {len(differ)} "
-                           f"{'bins differ' if len(differ) != 1 else 'bin differs'} from numpy's even-bin "
+    how_many = f"{len(differ)} {'bins differ' if len(differ) != 1 else 'bin differs'}"
+    return Cell("finding", f"binned by numpy's own edges: {how_many} from numpy's even-bin "
                            f"arithmetic (bin {first}: {int(counts[first])} by numpy's "
                            f"arithmetic, {int(by_edges[first])} by its edges); both answers "
                            f"are accepted",

@@ -226,7 +226,7 @@ def bin_histogram(
     flow : bool, default False
         Also return the samples no bin holds, as ``Flow(underflow, overflow,
         nan)``: below the first edge, above the last (or on it when
-        `right_closed_last` is False), NaN.
+        `right_closed_last` is False, or when one edge makes no bin), NaN.
     weights : array_like, optional
         One weight per sample, of the samples' shape (float16, float32,
         float64 or integer). Each bin then gets the exact sum of its samples'

@@ -133,12 +133,31 @@ _ROUNDED_BINS = {np.float32: 2**22, np.float64: 2**32 - 4}
 FLOAT_BITS_OF = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64}
 
 
+def kept_within_edges(keep, edges: np.ndarray) -> bool:
+    """Whether every sample numpy keeps (keep: EvenRule.keep), as a float64,
+    lies within [edges[0], edges[-1]], where the bounds on the estimates hold.
+
+    numpy keeps a sample by comparing it with the range's bounds as given,
+    in the dtype its promotion rules pick, and bins it by the edges, of
+    another dtype: a float16 sample 1.0 is kept for a Python-float top 0.9999
+    (float16(0.9999) == 1.0) and lies above the float64 top edge 0.9999.
+    numpy's estimate for such a sample may name no bin at all (numpy raises),
+    so only numpy's own steps may bin it.
+    """
+    any_low, any_high, low, high = keep
+    if not (any_low and any_high):
+        return True  # no sample is kept
+    return bool(float(edges[0]) <= float(low) and float(high) <= float(edges[-1]))
+
+
 def bracket_per_unit(rule) -> float:
     """The per_unit with which the oracle's even binning may take the
     bracketing walk for this EvenRule (float64 edges and steps), or 0.0:
     numpy's steps one by one. Both numpy's estimate and (x - lo) * per_unit
-    must be within one bin of the bracketing bin."""
+    must be within one bin of the bracketing bin, for every kept sample."""
     if (rule.edge_bits, rule.diff_bits, rule.quot_bits) != (64, 64, 64):
+        return 0.0
+    if not kept_within_edges(rule.keep, rule.edges):
         return 0.0
     edges = np.asarray(rule.edges, dtype=np.float64)
     with np.errstate(all="ignore"):

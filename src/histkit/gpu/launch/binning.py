@@ -21,6 +21,7 @@ from histkit.oracles._bin_rule import EvenRule
 from histkit.oracles._estimate import (
     bracket_estimate_within_one_bin,
     estimate_margin,
+    kept_within_edges,
     numpy_estimate_within_one_bin,
 )
 
@@ -82,10 +83,11 @@ def even_kernel_rule(rule: EvenRule, sample_dtype: np.dtype, closed_last: bool) 
     edge_type = np.float64 if rule.edge_bits == 64 else np.float32
     edges = np.ascontiguousarray(rule.edges, dtype=edge_type)
     # The bracketing walk needs both: numpy's estimate within one bin (so
-    # numpy's answer is the bracketing bin) and the kernel's cheap one.
+    # numpy's answer is the bracketing bin) and the kernel's cheap one, for
+    # every sample numpy keeps.
     with np.errstate(all="ignore"):
         per_unit = float(edge_type(rule.scale / rule.width))
-    within_one = numpy_estimate_within_one_bin(
+    within_one = kept_within_edges(rule.keep, rule.edges) and numpy_estimate_within_one_bin(
         rule.edges, rule.lo, rule.width, rule.scale, rule.diff_bits, rule.quot_bits
     ) and bracket_estimate_within_one_bin(edges, float(edge_type(rule.lo)), per_unit)
     fast = None
