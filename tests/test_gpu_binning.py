@@ -174,6 +174,19 @@ def test_a_sample_numpy_fails_on_is_named_as_the_oracle_names_it():
 
 
 @needs_gpu
+@pytest.mark.parametrize("weights", [None, np.ones(3)])
+def test_a_kept_sample_past_the_top_edge_numpy_has_no_bin_for_is_named_as_the_oracle_names_it(
+        weights):
+    # float16(0.9999) == 1.0 keeps the sample 1.0; the float64 edges end at 0.9999
+    samples, bounds = np.float16([0.25, 0.5, 1.0]), (np.float64(0.9997), 0.9999)
+    with pytest.raises(ValueError, match="index 2") as want:
+        oracles.bin_histogram(samples, 3, bounds, weights=weights)
+    with pytest.raises(ValueError) as got:
+        gpu.bin_histogram(samples, 3, bounds, weights=weights)
+    assert str(got.value) == str(want.value)
+
+
+@needs_gpu
 def test_empty_samples_give_zero_counts_and_numpys_edges():
     counts, edges = gpu.bin_histogram(np.array([], np.float32), 5, (0, 1))
     want = np.histogram(np.array([], np.float32), 5, (0, 1))
