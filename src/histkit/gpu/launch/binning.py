@@ -18,6 +18,7 @@ from histkit.gpu.launch.histogram import fast_blocks, vector_head
 from histkit.gpu.launch.weighted import Weights, weighted_histogram
 from histkit.gpu.policy import FastLayout, fast_layout
 from histkit.oracles._bin_rule import EvenRule
+from histkit.oracles._binned import TALLIES  # counters after the bins: under, over, NaN
 from histkit.oracles._estimate import (
     bracket_estimate_within_one_bin,
     estimate_margin,
@@ -25,8 +26,6 @@ from histkit.oracles._estimate import (
     numpy_estimate_within_one_bin,
 )
 
-# Counters after the bins: underflow, overflow, NaN (bin_histogram.cu's slots).
-TALLIES = 3
 # Bins and tallies are indexed in 32 bits (the fast kernel's shared counters and
 # the bracketing walk).
 MAX_COUNTERS = 2**32 - 1
