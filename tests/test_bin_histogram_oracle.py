@@ -361,6 +361,34 @@ def test_negative_zero_is_zero_on_edges_and_samples():
     assert oracles.bin_histogram(samples, np.array([-0.0, 0.0, 1.0]))[0].tolist() == [0, 4]
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("n", [3, 17, 1000, 1 << 17])
+def test_a_zero_maximum_or_minimum_of_either_sign_gives_numpys_edge_sign(dtype, n):
+    # with range=None the top (bottom) edge is numpy's max (min): of -0.0 and
+    # 0.0 numpy's reduction keeps one, and the edge's sign is that one's
+    rng = np.random.default_rng(n)
+    for low_side in (False, True):
+        samples = -rng.random(n).astype(dtype) if not low_side else rng.random(n).astype(dtype)
+        for first, second in ((-0.0, 0.0), (0.0, -0.0)):
+            samples[rng.integers(0, n)] = first
+            samples[rng.integers(0, n)] = second
+            assert_same_as_numpy(samples, 5, context=f"zeros {first}, {second}")
+
+
+def test_long_double_samples_edges_and_bounds_are_refused_by_dtype():
+    wide = np.longdouble
+    if np.finfo(wide).bits <= 64:
+        pytest.skip("long double is float64 on this platform")
+    name = np.dtype(wide).name
+    for samples, bins, range_, what in [
+            (np.array([0.5], wide), 2, (0, 1), "samples"),
+            (np.array([0.5], wide), np.array([0.0, 0.5, 1.0]), None, "samples"),
+            (np.array([0.5]), np.array([0.0, 0.5, 1.0], wide), None, "bins as edges")]:
+        with pytest.raises(TypeError, match=f"^{what} must have a float16, float32, float64 "
+                                            f"or integer dtype; got {name}$"):
+            oracles.bin_histogram(samples, bins, range_)
+
+
 def test_infinities_outside_a_range_are_flow_and_without_a_range_raise():
     samples = np.array([-np.inf, 0.5, np.inf, np.nan])
     counts, _, flow = oracles.bin_histogram(samples, 2, (0, 1), flow=True)
