@@ -254,6 +254,30 @@ def test_a_histogram_asks_for_exactly_the_memory_its_counts_take(monkeypatch):
         oracles.histogram([3, 3], num_bins)
 
 
+def test_binning_asks_for_its_edges_counts_and_counters_before_any_work(monkeypatch):
+    # even bins: float64 edges, their float64 copy and the int64 counts, 8 bytes
+    # each per edge; explicit edges: two; with weights, an int64 counter per sample
+    from histkit.oracles import _inputs
+
+    asked = []
+    monkeypatch.setattr(_inputs, "available_memory", lambda: 1 << 40)
+    original = _inputs.require_memory
+
+    def record(nbytes, what):
+        asked.append((nbytes, what))
+        return original(nbytes, what)
+
+    import histkit.oracles._binned as binned
+
+    monkeypatch.setattr(binned, "require_memory", record)
+    oracles.bin_histogram(np.zeros(10), 1000, (0, 1))
+    oracles.bin_histogram(np.zeros(10), np.linspace(0, 1, 65))
+    oracles.bin_histogram(np.zeros(10), 7, (0, 1), weights=np.ones(10))
+    assert [n for n, _ in asked] == [8 * 3 * 1001, 8 * 2 * 65, 8 * 10, 8 * 3 * 8]
+    assert "bins=1000" in asked[0][1] and "65 edges" in asked[1][1]
+    assert "10 samples" in asked[2][1]
+
+
 def test_a_radix_sort_asks_for_its_working_memory_before_it_starts(monkeypatch):
     # A pass of int32 keys (16-bit digits) holds three int64 arrays of n (the
     # order, the counting sort's indices, the next order), the keys as
