@@ -14,12 +14,12 @@ from histkit.dask._chunks import (
     require_known_chunks,
     to_host,
     tree,
+    weights_chunked_as,
     xp_of,
 )
 from histkit.dask._histogram import exact_parts, join_parts, sum_parts
 from histkit.oracles._bin_rule import Flow, NumpyFailsError, as_sample_array, parse_bins
 from histkit.oracles._binned import TALLIES, bin_samples
-from histkit.oracles._inputs import as_weight_array
 from histkit.oracles._threads import at_most
 
 # --- binning real-valued samples ------------------------------------------------------
@@ -56,7 +56,7 @@ def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
     if not (isinstance(right_closed_last, bool | np.bool_) and isinstance(flow, bool | np.bool_)):
         raise TypeError("right_closed_last and flow must be True or False")
     if weights is not None:
-        weights = _weights_like(da, weights, samples)
+        weights = weights_chunked_as(da, weights, samples, "samples")
     samples = samples.ravel()
     dtype = np.dtype(samples.dtype)
     num_bins, edges = parse_bins(bins)
@@ -104,20 +104,6 @@ def _require_dask_samples(samples):
     as_sample_array(np.empty(0, samples.dtype))  # the oracle's dtype check
     require_known_chunks(samples, "samples")
     return da
-
-
-def _weights_like(da, weights, samples):
-    """Weights as a Dask array chunked as the samples, once their shape and
-    dtype are checked as the oracle checks them."""
-    if not isinstance(weights, da.Array):
-        weights = np.asarray(weights)
-    if weights.shape != samples.shape:
-        raise ValueError(f"weights must have the samples' shape {samples.shape}; got "
-                         f"{weights.shape}")
-    as_weight_array(np.empty(0, weights.dtype), 0)  # the oracle's dtype check
-    if not isinstance(weights, da.Array):
-        return da.from_array(weights, chunks=samples.chunks)
-    return weights if weights.chunks == samples.chunks else weights.rechunk(samples.chunks)
 
 
 def _chunk_span(block):

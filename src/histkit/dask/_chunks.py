@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from histkit.oracles._inputs import as_weight_array
+
 # A task counts or sorts its chunk on one thread: Dask runs chunks in parallel
 # (a worker's threads, many workers), and an oracle that also took every idle
 # CPU per chunk would oversubscribe them.
@@ -42,6 +44,21 @@ def require_known_chunks(array, name: str) -> None:
     if any(np.isnan(c) for axis in array.chunks for c in axis):
         raise ValueError(f"{name} must have known chunk sizes (call "
                          f"{name}.compute_chunk_sizes())")
+
+
+def weights_chunked_as(da, weights, like, name: str):
+    """Weights (Dask or NumPy) as a Dask array chunked as `like` (the keys or
+    the samples, called `name`), once their shape and dtype are checked as
+    the oracles check them."""
+    if not isinstance(weights, da.Array):
+        weights = np.asarray(weights)
+    if weights.shape != like.shape:
+        raise ValueError(f"weights must have the {name}' shape {like.shape}; got "
+                         f"{weights.shape}")
+    as_weight_array(np.empty(0, weights.dtype), 0)  # the oracles' dtype check
+    if not isinstance(weights, da.Array):
+        return da.from_array(weights, chunks=like.chunks)
+    return weights if weights.chunks == like.chunks else weights.rechunk(like.chunks)
 
 
 def is_device_chunk(block) -> bool:

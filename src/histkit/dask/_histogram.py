@@ -13,9 +13,10 @@ from histkit.dask._chunks import (
     require_dask_array,
     to_host,
     tree,
+    weights_chunked_as,
     xp_of,
 )
-from histkit.oracles._inputs import BadKeyError, as_weight_array, bin_count
+from histkit.oracles._inputs import BadKeyError, bin_count
 from histkit.oracles._threads import at_most
 
 
@@ -104,17 +105,7 @@ LOW_BITS = 11  # 64-bit integers less their low 11 bits have 53 significant bits
 def _weighted_histogram(da, keys, weights, num_bins: int, offsets: list[int], blocks):
     import dask
 
-    if not isinstance(weights, da.Array):
-        weights = np.asarray(weights)
-        if weights.shape != keys.shape:
-            raise ValueError(f"weights must have the keys' shape {keys.shape}; got "
-                             f"{weights.shape}")
-        weights = da.from_array(weights, chunks=keys.chunks)
-    if weights.shape != keys.shape:
-        raise ValueError(f"weights must have the keys' shape {keys.shape}; got {weights.shape}")
-    as_weight_array(np.empty(0, weights.dtype), 0)  # the oracle's dtype check
-    if weights.chunks != keys.chunks:
-        weights = weights.rechunk(keys.chunks)
+    weights = weights_chunked_as(da, weights, keys, "keys")
     pieces = [dask.delayed(_chunk_parts, pure=True)(block, weight_block, num_bins, offsets[c])
               for c, (block, weight_block) in enumerate(zip(
                   blocks, weights.to_delayed().ravel(), strict=True))]
