@@ -32,6 +32,8 @@
 //
 // The edges live in shared memory after the counters when the launcher found
 // room (EDGES_SHARED), else they are read through the read-only cache.
+// Bin rules place a whole vector of samples at once where they can (quick).
+#define HK_QUICK_BINS 1
 #include "counting.cuh"
 
 #ifndef BIN_RULE
@@ -210,22 +212,26 @@ __device__ __forceinline__ float estimate_of(float x, float lo, float per_unit) 
 __device__ __forceinline__ double estimate_of(double x, double lo, double per_unit) {
     return __dmul_rn(__dsub_rn(x, lo), per_unit);
 }
-// The bin an estimate t names on its own: floor(t) from t's nearest integer,
-// found by adding 1.5 x 2^23 (2^52 for double), which rounds t to an integer
-// in the sum's low mantissa bits (no conversion instruction: those issue at a
-// quarter of the rate of adds on sm_90), and offset = t - nearest, exact. Any
-// t outside [0, 2^22) (2^51) gives a floor past every bin: the sum's bits are
-// monotone in t, and negative t wraps.
-__device__ __forceinline__ u64 floor_of(float t, float& offset) {
-    const float shifted = __fadd_rn(t, 12582912.0f);
-    offset = __fsub_rn(t, __fsub_rn(shifted, 12582912.0f));
-    return (unsigned)(__float_as_uint(shifted) - 0x4B400000u - (offset < 0.0f));
+// floor(t) for the estimate alone, with t - floor(t) (exact): adding 1.5 x
+// 2^23 (2^52 for double) rounded down leaves floor(t) in the sum's low
+// mantissa bits (no conversion instruction: those issue at a quarter of the
+// rate of adds on sm_90). Any t outside [0, 2^22) (2^51), and NaN, gives a
+// floor past every bin: the sum's bits are monotone in t, and negative t
+// wraps.
+__device__ __forceinline__ u64 floor_of(float t, float& fraction) {
+    const float shifted = __fadd_rd(t, 12582912.0f);
+    fraction = __fsub_rn(t, __fsub_rn(shifted, 12582912.0f));
+    return __float_as_uint(shifted) - 0x4B400000u;
 }
-__device__ __forceinline__ u64 floor_of(double t, double& offset) {
-    const double shifted = __dadd_rn(t, 6755399441055744.0);
-    offset = __dsub_rn(t, __dsub_rn(shifted, 6755399441055744.0));
-    return (u64)__double_as_longlong(shifted) - 0x4338000000000000ULL - (offset < 0.0);
+__device__ __forceinline__ u64 floor_of(double t, double& fraction) {
+    const double shifted = __dadd_rd(t, 6755399441055744.0);
+    fraction = __dsub_rn(t, __dsub_rn(shifted, 6755399441055744.0));
+    return (u64)__double_as_longlong(shifted) - 0x4338000000000000ULL;
 }
+// 1 - margin rounded up: a fraction below it lies further than margin from 1
+// (fractions in [1/2, 1) are exact in E, and the margin is below a quarter).
+__device__ __forceinline__ float one_less(float margin) { return __fsub_ru(1.0f, margin); }
+__device__ __forceinline__ double one_less(double margin) { return __dsub_ru(1.0, margin); }
 
 // The bin whose edges bracket x, from a cheap estimate (x - lo) * per_unit
 // that the launcher has proven within one bin of it (oracles._estimate.
@@ -244,6 +250,7 @@ struct Bracket {
     // further than margin from its nearest integer and floor(t) is a bin, x
     // lies in bin floor(t). NaN fails the first test.
     E margin;
+    E below_one;  // one_less(margin)
     // EDGES_COMPUTED: edge i < last + 1 is (E)(i * edge_step + edge_start),
     // each step rounded to nearest in double (np.linspace's arithmetic; the
     // launcher checked every edge against it), and edge last + 1 is top. No
@@ -260,11 +267,13 @@ struct Bracket {
 #endif
     }
 
+    // x's bin from its estimate alone (FAST_ESTIMATE), or false: t's
+    // fraction further than margin from both 0 and 1, and floor(t) a bin.
     __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
-        E offset;
-        const u64 whole = floor_of(estimate_of(x, lo, per_unit), offset);
+        E fraction;
+        const u64 whole = floor_of(estimate_of(x, lo, per_unit), fraction);
         b = (unsigned)whole;
-        return fabs(offset) > margin && whole <= last;
+        return (fraction > margin) & (fraction < below_one) & (whole <= last);
     }
 
     __device__ __forceinline__ counter_index operator()(E x) const {
@@ -311,6 +320,20 @@ struct EvenBins {
         const i64 up = b + 1;
         if ((b != n - 1 || !closed_last) && xe >= edges[up < 0 ? up + n + 1 : up]) b += 1;
         return b < 0 ? NUMPY_FAILS : (u64)b;
+    }
+
+    // counting.cuh's vector of keys at once: true when the estimate alone
+    // names every key's bin (bins[j]), which is then below num_bins.
+    __device__ __forceinline__ bool quick(const hk_key* raw, unsigned* bins) const {
+#if FAST_ESTIMATE
+        bool every = true;
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) every &= bracket.estimate_alone(value_of(raw[j]), bins[j]);
+        return every;
+#else
+        (void)raw, (void)bins;
+        return false;
+#endif
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
@@ -385,6 +408,21 @@ struct EdgeBins {
     SEARCH_T first_edge, top_edge;
 #endif
 
+    // As EvenBins::quick, for edges near an even grid.
+    __device__ __forceinline__ bool quick(const hk_key* raw, unsigned* bins) const {
+#if EDGES_NEAR_EVEN && FAST_ESTIMATE
+        bool every = true;
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) {
+            every &= bracket.estimate_alone((SEARCH_T)as_double(value_of(raw[j])), bins[j]);
+        }
+        return every;
+#else
+        (void)raw, (void)bins;
+        return false;
+#endif
+    }
+
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
 #if SAMPLE_FLOAT
         const SEARCH_T x = (SEARCH_T)as_double(value_of(raw));
@@ -439,7 +477,7 @@ __device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 
     const Keep keep{bound(keep_low), bound(keep_high), flags};
     const Bracket<edge_value> bracket{rule_edges, (unsigned)(num_bins - 1), (edge_value)lo,
                                       (edge_value)(scale / width), (edge_value)(num_bins - 1),
-                                      (edge_value)margin, edge_start, edge_step,
+                                      (edge_value)margin, one_less((edge_value)margin), edge_start, edge_step,
                                       rule_edges[num_bins]};
     return EvenBins{rule_edges, num_bins, keep, lo, width, scale,
                     (double)(num_bins < (1ULL << 52) ? num_bins : (1ULL << 52)), bracket,
@@ -448,7 +486,7 @@ __device__ __forceinline__ BinRule make_rule(const stored_edge* rule_edges, u64 
     (void)keep_low, (void)keep_high;
     const Bracket<SEARCH_T> bracket{rule_edges, (unsigned)(num_bins - 1), (SEARCH_T)lo,
                                     (SEARCH_T)(scale / width), (SEARCH_T)(num_bins - 1),
-                                    (SEARCH_T)margin, edge_start, edge_step,
+                                    (SEARCH_T)margin, one_less((SEARCH_T)margin), edge_start, edge_step,
                                     rule_edges[num_bins]};
     return EdgeBins{rule_edges, num_bins, flags, bracket, rule_edges[0], rule_edges[num_bins]};
 #else

@@ -66,6 +66,9 @@
 #define NARROW_SPILL 32768  // 0x8000: a 16-bit counter's top bit (contract.FAST_NARROW_SPILL)
 #endif
 static_assert(NARROW_SPILL == 0x8000, "the spill bit is the top bit of a 16-bit counter");
+#ifndef HK_QUICK_BINS
+#define HK_QUICK_BINS 0  // 1: the bin functor has quick(keys, bins) (for_each_run)
+#endif
 #ifndef VECTORS_PER_THREAD
 #define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
 #endif
@@ -88,6 +91,13 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     const i64 num_vectors = (n - head) / PER_VECTOR;
     const uint4* vectors = (const uint4*)(keys + head);
     const i64 stride = hk_thread_count();
+#if HK_QUICK_BINS
+    // A functor with quick() bins a whole vector in fewer steps where it can
+    // (real-valued samples whose estimate alone names their bins); those
+    // bins are below bin.num_bins, added straight to shared counters when
+    // every bin lives there.
+    const bool quick = bin.num_bins <= add.shared_bins;
+#endif
     i64 v = hk_thread_index();
     for (; v + (VECTORS_PER_THREAD - 1) * stride < num_vectors; v += VECTORS_PER_THREAD * stride) {
         KeyVector batch[VECTORS_PER_THREAD];
@@ -95,6 +105,13 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) batch[k].raw = __ldcs(vectors + v + k * stride);
 #pragma unroll
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) {
+#if HK_QUICK_BINS
+            unsigned quick_bins[PER_VECTOR];
+            if (quick && bin.quick(batch[k].key, quick_bins)) {
+                add.add_vector_shared(quick_bins);
+                continue;
+            }
+#endif
             const i64 first = head + (v + k * stride) * PER_VECTOR;
             auto run_bin = bin(batch[k].key[0]);
             unsigned run = 1;
@@ -193,6 +210,20 @@ struct Counters {
     template <typename B>
     __device__ __forceinline__ void add_shared(B b, unsigned count) { atomicAdd(&shared[b], count); }
 #endif
+
+    // One vector's keys, each in a shared bin: equal bins added as one
+    // increment (a run: sorted samples, one hot bin).
+    __device__ __forceinline__ void add_vector_shared(const unsigned* bins) {
+        bool same = true;
+#pragma unroll
+        for (int j = 1; j < PER_VECTOR; ++j) same &= bins[j] == bins[0];
+        if (same) {
+            add_shared(bins[0], (unsigned)PER_VECTOR);
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) add_shared(bins[j], 1u);
+    }
 
     // Lanes reach this together only when their keys fall past shared_bins;
     // __activemask names exactly those lanes.

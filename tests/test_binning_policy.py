@@ -12,6 +12,7 @@ counts with samples on every edge and one ulp either side.
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -60,14 +61,20 @@ def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
 
 def estimate_alone(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float, margin):
     """bin_histogram.cu's Bracket.estimate_alone, in numpy: (admitted, bin).
-    The kernel rounds t to its nearest integer (ties to even) by an add."""
+    The kernel takes floor(t) by an add rounded down, and its fraction
+    t - floor(t) exactly; it admits a fraction above the margin and below
+    1 - margin rounded up into the dtype."""
     kind = edges.dtype.type
+    exact_below_one = 1 - Fraction(float(kind(margin)))
+    below_one = kind(float(exact_below_one))
+    if Fraction(float(below_one)) < exact_below_one:
+        below_one = np.nextafter(below_one, kind(np.inf))
     with np.errstate(all="ignore"):
         t = (x - kind(lo)) * kind(per_unit)
-        nearest = np.rint(t)
-        offset = t - nearest
-        whole = np.where(np.isfinite(t), nearest, -1) - (offset < 0)
-    admitted = (np.abs(offset) > kind(margin)) & (whole >= 0) & (whole < len(edges) - 1)
+        whole = np.where(np.isfinite(t), np.floor(t), -1)
+        fraction = np.where(np.isfinite(t), t - whole, 0)
+    admitted = ((fraction > kind(margin)) & (fraction < below_one) & (whole >= 0)
+                & (whole < len(edges) - 1))
     return admitted, np.where(admitted, whole, 0).astype(np.int64)
 
 

@@ -46,6 +46,10 @@ from histkit.oracles._binning import sample_span
 from histkit.oracles._inputs import flat_sample_weights
 from histkit.oracles._threads import idle_cpus
 
+# Edges up to this many bytes (4096 float64 edges) keep a device copy per
+# cached rule (_device_edges); larger ones are copied each call.
+CACHED_EDGES_MAX = 32 * 1024
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -116,7 +120,9 @@ def _even_rule_for_range(dtype: np.dtype, num_bins: int, key: tuple, right_close
     range = (key[0][1], key[1][1])
     rule = even_rule(np.empty(0, dtype), num_bins, range, lambda: (0, 0, False))
     rule.edges.flags.writeable = False
-    return even_kernel_rule(rule, dtype, right_closed_last), rule.edges, rule
+    kernel_rule = even_kernel_rule(rule, dtype, right_closed_last)
+    kernel_rule.edges.flags.writeable = False  # read-only: _device_edges keeps a copy of them
+    return kernel_rule, rule.edges, rule
 
 
 def kernel_rule_for(samples: np.ndarray, num_bins: int | None, edges, range,
@@ -235,8 +241,8 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     if weights is None:
         hist = _allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
         if call.keys.n:
-            edges_on_device = call.rt.to_device(rule.edges)
-            registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot, edges_on_device)
+            registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot,
+                                          _device_edges(call.rt, rule))
         else:
             call.rt.memset(hist.ptr, 0, total * 8)
     else:
@@ -250,6 +256,24 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     return _results(call, hist, rule, np.array(returned_edges), flow)
 
 
+def _device_edges(rt, rule: KernelRule):
+    """rule.edges on the device. A rule looked up by its range
+    (_even_rule_for_range: its edges read-only) keeps one copy with the
+    runtime's launch plans, so a repeated call copies nothing: keyed by the
+    edges' id, which no other array can take while the plan holds them."""
+    edges = rule.edges
+    if edges.flags.writeable or edges.nbytes > CACHED_EDGES_MAX:
+        return rt.to_device(edges)
+    return rt.plan(("bin_histogram edges", id(edges)), lambda: (edges, _copy_once(rt, edges)))[1]
+
+
+def _copy_once(rt, edges: np.ndarray):
+    """A device copy of edges that any stream may read: the copy is waited for."""
+    device = rt.to_device(edges)
+    rt.sync("copying the bin edges to the device")
+    return device
+
+
 def _weighted_sums(call, rule: KernelRule, weights, on_device: bool, slot):
     """The bins' and tallies' exact weight sums (float64, num_bins + 3;
     launch.binning.weighted_bin_histogram)."""
@@ -260,7 +284,7 @@ def _weighted_sums(call, rule: KernelRule, weights, on_device: bool, slot):
         call.rt.memset(sums.ptr, 0, total * 8)
         return sums
     weighted_bin_histogram(call.rt, call.keys, rule, device_weights, sums, slot,
-                           call.rt.to_device(rule.edges))
+                           _device_edges(call.rt, rule))
     del owner  # freed stream-ordered: after the kernels that read them
     return sums
 

@@ -198,6 +198,34 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
     estimate alone names its bin (rule.fast); computed_edges (None: where the
     edges would be read from global memory) computes np.linspace's edges in
     the bracketing walk where rule.linspace allows it."""
+    kernel, geometry, shared_bins, rule_args = rt.plan(
+        ("bin_histogram", samples.dtype, samples.n, _rule_key(rule), grid, shared_share, narrow,
+         numpy_steps, estimate_alone, computed_edges),
+        lambda: _plan(rt, samples, rule, grid, shared_share, narrow, numpy_steps, estimate_alone,
+                      computed_edges))
+    zero_counts(rt, hist, rule.num_bins + TALLIES)
+    rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
+              np.int64(vector_head(samples.ptr, samples.n, samples.dtype.itemsize)),
+              shared_bins, hist.ptr, first_bad.ptr, edges.ptr, *rule_args)
+    return geometry
+
+
+def _rule_key(rule: KernelRule) -> tuple:
+    """What a launch plan depends on in a rule: every field but the edges'
+    values (their type and count), floats by their bits (-0.0 is not 0.0)."""
+    floats = (rule.lo, rule.width, rule.scale, rule.fast or 0.0, *(rule.linspace or ()))
+    return (rule.num_bins, rule.edges.dtype, len(rule.edges), tuple(sorted(rule.defines.items())),
+            rule.flags, rule.keep_low, rule.keep_high, rule.fast is None, rule.linspace is None,
+            tuple(_double_bits(value) for value in floats))
+
+
+def _plan(rt: Runtime, samples: Keys, rule: KernelRule, grid: int | None,
+          shared_share: float | None, narrow: bool, numpy_steps: bool, estimate_alone: bool,
+          computed_edges: bool | None):
+    """(kernel, geometry, shared_bins, the rule's arguments) of one
+    bin_histogram launch shape, made once per shape (Runtime.plan): a
+    repeated call pays a lookup, not the layout, the compile key and the
+    names."""
     counters = _counters(rule)
     defines, fast, linspace = _rule_defines(samples, rule, numpy_steps, estimate_alone)
 
@@ -231,12 +259,8 @@ def bin_histogram(rt: Runtime, samples: Keys, rule: KernelRule, hist: DeviceArra
                         f"{', estimate alone' if fast else ''}"
                         f"{', edges computed' if computed else ''}]",
                         blocks, FAST_BLOCK, shared)
-    zero_counts(rt, hist, counters)
-    rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
-              np.int64(vector_head(samples.ptr, samples.n, samples.dtype.itemsize)),
-              np.uint64(layout.shared_bins), hist.ptr, first_bad.ptr, edges.ptr,
-              *_rule_args(rule, fast, linspace if computed else None))
-    return geometry
+    return (kernel, geometry, np.uint64(layout.shared_bins),
+            _rule_args(rule, fast, linspace if computed else None))
 
 
 def _counters(rule: KernelRule) -> int:
