@@ -299,6 +299,10 @@ def _bulk_cases() -> Iterator[BinCase]:
     for dtype, n in itertools.product(("float16", "float32", "float64", "int8", "int16",
                                        "uint64"), (33, 4097)):
         yield _bulk("view", dtype, n, "normal", 31, (-2, 2), view=True)
+    # Few bins: most 16-byte vectors of samples hold two or three bins, which
+    # the estimate alone places in one step (counting.cuh's quick path).
+    for dtype, bins in (("float32", 3), ("float64", 2)):
+        yield _bulk("few-bins", dtype, BULK, "uniform", bins, (-1.0, 2.0))
 
 
 def _large_cases() -> Iterator[BinCase]:
