@@ -246,7 +246,8 @@ struct Bracket {
     E last_e;       // last, in the edges' type
     // FAST_ESTIMATE: the estimate t of every x in [edges[i], edges[i + 1])
     // lies in [i - margin, i + 1 + margin] (the launcher measured it at each
-    // edge and at the value below it; t is monotone in x). So where t is
+    // edge and at the value below it; t is monotone in x; the margin is 0
+    // where every estimate at an edge is exact). So where t is
     // further than margin from its nearest integer and floor(t) is a bin, x
     // lies in bin floor(t). NaN fails the first test.
     E margin;
@@ -322,18 +323,19 @@ struct EvenBins {
         return b < 0 ? NUMPY_FAILS : (u64)b;
     }
 
-    // counting.cuh's vector of keys at once: true when the estimate alone
-    // names every key's bin (bins[j]), which is then below num_bins.
-    __device__ __forceinline__ bool quick(const hk_key* raw, unsigned* bins) const {
+    // counting.cuh's vector of keys at once: bit j set where the estimate
+    // alone names key j's bin (bins[j], then below num_bins).
+    __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
+        unsigned placed = 0;
 #if FAST_ESTIMATE
-        bool every = true;
 #pragma unroll
-        for (int j = 0; j < PER_VECTOR; ++j) every &= bracket.estimate_alone(value_of(raw[j]), bins[j]);
-        return every;
+        for (int j = 0; j < PER_VECTOR; ++j) {
+            placed |= (unsigned)bracket.estimate_alone(value_of(raw[j]), bins[j]) << j;
+        }
 #else
         (void)raw, (void)bins;
-        return false;
 #endif
+        return placed;
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
@@ -409,18 +411,18 @@ struct EdgeBins {
 #endif
 
     // As EvenBins::quick, for edges near an even grid.
-    __device__ __forceinline__ bool quick(const hk_key* raw, unsigned* bins) const {
+    __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
+        unsigned placed = 0;
 #if EDGES_NEAR_EVEN && FAST_ESTIMATE
-        bool every = true;
 #pragma unroll
         for (int j = 0; j < PER_VECTOR; ++j) {
-            every &= bracket.estimate_alone((SEARCH_T)as_double(value_of(raw[j])), bins[j]);
+            const SEARCH_T x = (SEARCH_T)as_double(value_of(raw[j]));
+            placed |= (unsigned)bracket.estimate_alone(x, bins[j]) << j;
         }
-        return every;
 #else
         (void)raw, (void)bins;
-        return false;
 #endif
+        return placed;
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {

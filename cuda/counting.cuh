@@ -67,7 +67,7 @@
 #endif
 static_assert(NARROW_SPILL == 0x8000, "the spill bit is the top bit of a 16-bit counter");
 #ifndef HK_QUICK_BINS
-#define HK_QUICK_BINS 0  // 1: the bin functor has quick(keys, bins) (for_each_run)
+#define HK_QUICK_BINS 0  // 1: the bin functor has quick(keys, bins) -> placed (for_each_run)
 #endif
 #ifndef VECTORS_PER_THREAD
 #define VECTORS_PER_THREAD 4  // loads in flight per thread before counting
@@ -92,10 +92,11 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     const uint4* vectors = (const uint4*)(keys + head);
     const i64 stride = hk_thread_count();
 #if HK_QUICK_BINS
-    // A functor with quick() bins a whole vector in fewer steps where it can
-    // (real-valued samples whose estimate alone names their bins); those
-    // bins are below bin.num_bins, added straight to shared counters when
-    // every bin lives there.
+    // A functor with quick() bins a vector's keys in fewer steps where it can
+    // (real-valued samples whose estimate alone names their bins), bit j of
+    // its result set for each key it placed; those bins are below
+    // bin.num_bins, added straight to shared counters when every bin lives
+    // there.
     const bool quick = bin.num_bins <= add.shared_bins;
 #endif
     i64 v = hk_thread_index();
@@ -105,14 +106,29 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) batch[k].raw = __ldcs(vectors + v + k * stride);
 #pragma unroll
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) {
+            const i64 first = head + (v + k * stride) * PER_VECTOR;
 #if HK_QUICK_BINS
             unsigned quick_bins[PER_VECTOR];
-            if (quick && bin.quick(batch[k].key, quick_bins)) {
+            const unsigned placed = quick ? bin.quick(batch[k].key, quick_bins) : 0u;
+            if (placed == (1u << PER_VECTOR) - 1) {
                 add.add_vector_shared(quick_bins);
                 continue;
             }
+            if (placed) {
+                // Only the keys the quick step left take the full rule: where
+                // it leaves a few keys in most warps (many bins, a wide
+                // margin), the whole vector's full steps cost twice as much.
+#pragma unroll
+                for (int j = 0; j < PER_VECTOR; ++j) {
+                    if ((placed >> j) & 1u) {
+                        add.add_shared(quick_bins[j], 1u);
+                    } else {
+                        add(bin(batch[k].key[j]), 1u, first + j);
+                    }
+                }
+                continue;
+            }
 #endif
-            const i64 first = head + (v + k * stride) * PER_VECTOR;
             auto run_bin = bin(batch[k].key[0]);
             unsigned run = 1;
 #pragma unroll
