@@ -256,7 +256,7 @@ def _plan(rt: Runtime, samples: Keys, rule: KernelRule, grid: int | None,
                         f", COPIES={layout.copies}{narrow_tag}, shared_bins={layout.shared_bins}"
                         f", COALESCED={coalesced}, edges in "
                         f"{'shared' if edge_bytes else 'global'} memory"
-                        f"{', estimate alone' if fast else ''}"
+                        f"{', estimate alone' if fast is not None else ''}"
                         f"{', edges computed' if computed else ''}]",
                         blocks, FAST_BLOCK, shared)
     return (kernel, geometry, np.uint64(layout.shared_bins),
@@ -308,7 +308,7 @@ def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArr
     blocks = grid if grid is not None else blocks_for(
         samples.n, FAST_BLOCK * 16, rt.sm_count * rt.resident_blocks(kernel, FAST_BLOCK, 0))
     geometry = Geometry(f"bin_indices[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
-                        f"{', estimate alone' if fast else ''}"
+                        f"{', estimate alone' if fast is not None else ''}"
                         f"{', edges computed' if linspace else ''}]", blocks, FAST_BLOCK, 0)
     rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
               indices.ptr, edges.ptr, *_rule_args(rule, fast, linspace))
