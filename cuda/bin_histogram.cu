@@ -28,7 +28,10 @@
 // every edge, and at the value just below it, lies from the edge's index
 // (oracles._estimate.estimate_margin), a sample whose estimate lies further
 // than that from its nearest integer lies between the edges its integer part
-// names; no edge is read. The rest take their rule's path.
+// names; no edge is read. The rest take their rule's path. counting.cuh's
+// quick step (HK_QUICK_BINS) asks quick() about a whole 16-byte vector of
+// samples at once and adds those the estimate alone places straight to the
+// shared counters.
 //
 // The edges live in shared memory after the counters when the launcher found
 // room (EDGES_SHARED), else they are read through the read-only cache.
