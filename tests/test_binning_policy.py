@@ -263,3 +263,27 @@ def test_rules_that_keep_samples_past_their_edges_bin_by_numpys_own_steps_on_bot
     assert kept_within_edges(inside.keep, inside.edges)
     plain = even_rule(np.float64([0.3]), 4, (0.0, 1.0), lambda: None)
     assert kept_within_edges(plain.keep, plain.edges) and bracket_per_unit(plain) > 0
+
+
+def test_a_repeated_call_over_equal_edges_reuses_their_rule_and_no_other():
+    from histkit.gpu.launch.binning import edges_kernel_rule
+    from histkit.oracles._bin_rule import search_edges
+
+    edges = np.linspace(-0.1, 1.3, 65)
+    samples = np.zeros(3, np.float32)
+    first = kernel_rule_for(samples, *parse_bins(edges.copy()), None, True)[0]
+    again = kernel_rule_for(samples, *parse_bins(list(edges)), None, True)[0]
+    assert again is first
+    assert not first.edges.flags.writeable  # its device copy is kept: nobody may change them
+    fresh = edges_kernel_rule(search_edges(np.dtype(np.float32), edges), True)
+    np.testing.assert_array_equal(first.edges, fresh.edges)
+    assert (first.defines, first.flags, first.lo, first.scale, first.fast, first.linspace) == (
+        fresh.defines, fresh.flags, fresh.lo, fresh.scale, fresh.fast, fresh.linspace)
+    moved = np.nextafter(edges, np.inf)
+    assert kernel_rule_for(samples, *parse_bins(moved), None, True)[0] is not first
+    assert kernel_rule_for(samples, *parse_bins(edges), None, False)[0].flags != first.flags
+    # -0.0 and 0.0 are other bytes, so other rules (numpy's comparisons treat them alike)
+    signed = np.array([-0.0, 1.0, 2.0])
+    unsigned = np.array([0.0, 1.0, 2.0])
+    assert (kernel_rule_for(samples, *parse_bins(signed), None, True)[0]
+            is not kernel_rule_for(samples, *parse_bins(unsigned), None, True)[0])
