@@ -291,7 +291,7 @@ count_partitions(const unsigned short* low_bins, i64 num_tiles, unsigned num_par
 // The bin of lane `lane` of sampled run `run` (NOT_SAMPLED past the end).
 __device__ __forceinline__ u64 sampled_bin(const hk_key* keys, i64 n, i64 runs, i64 run,
                                            unsigned lane) {
-    const i64 start = runs > 1 ? max((i64)0, n - 32) * run / (runs - 1) : 0;
+    const i64 start = runs > 1 ? max((i64)0, n - (i64)32) * run / (runs - 1) : 0;
     const i64 i = start + lane;
     return i < n ? hk_bin(keys[i]) : NOT_SAMPLED;
 }
