@@ -280,6 +280,19 @@ struct Bracket {
         return (fraction > margin) & (fraction < below_one) & (whole <= last);
     }
 
+    // estimate_alone over counting.cuh's vector of keys, each taken to E by
+    // as_edge_type: bit j set where it names key j's bin (bins[j]).
+    template <typename AsEdgeType>
+    __device__ __forceinline__ unsigned estimate_vector(const hk_key* raw, unsigned* bins,
+                                                        AsEdgeType as_edge_type) const {
+        unsigned placed = 0;
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) {
+            placed |= (unsigned)estimate_alone(as_edge_type(raw[j]), bins[j]) << j;
+        }
+        return placed;
+    }
+
     __device__ __forceinline__ counter_index operator()(E x) const {
         const E estimate = estimate_of(x, lo, per_unit);
         // 32-bit conversion and index arithmetic: a 64-bit float-to-integer
@@ -329,16 +342,12 @@ struct EvenBins {
     // counting.cuh's vector of keys at once: bit j set where the estimate
     // alone names key j's bin (bins[j], then below num_bins).
     __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
-        unsigned placed = 0;
 #if FAST_ESTIMATE
-#pragma unroll
-        for (int j = 0; j < PER_VECTOR; ++j) {
-            placed |= (unsigned)bracket.estimate_alone(value_of(raw[j]), bins[j]) << j;
-        }
+        return bracket.estimate_vector(raw, bins, [](hk_key r) { return (edge_value)value_of(r); });
 #else
         (void)raw, (void)bins;
+        return 0;
 #endif
-        return placed;
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
@@ -415,17 +424,13 @@ struct EdgeBins {
 
     // As EvenBins::quick, for edges near an even grid.
     __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
-        unsigned placed = 0;
 #if EDGES_NEAR_EVEN && FAST_ESTIMATE
-#pragma unroll
-        for (int j = 0; j < PER_VECTOR; ++j) {
-            const SEARCH_T x = (SEARCH_T)as_double(value_of(raw[j]));
-            placed |= (unsigned)bracket.estimate_alone(x, bins[j]) << j;
-        }
+        return bracket.estimate_vector(raw, bins,
+                                       [](hk_key r) { return (SEARCH_T)as_double(value_of(r)); });
 #else
         (void)raw, (void)bins;
+        return 0;
 #endif
-        return placed;
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
