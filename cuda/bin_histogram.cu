@@ -249,10 +249,10 @@ struct Bracket {
     E last_e;       // last, in the edges' type
     // FAST_ESTIMATE: the estimate t of every x in [edges[i], edges[i + 1])
     // lies in [i - margin, i + 1 + margin] (the launcher measured it at each
-    // edge and at the value below it; t is monotone in x; the margin is 0
-    // where every estimate at an edge is exact). So where t is
+    // edge and at the value below it; t is monotone in x). So where t is
     // further than margin from its nearest integer and floor(t) is a bin, x
-    // lies in bin floor(t). NaN fails the first test.
+    // lies in bin floor(t). Where every such t lies in [i, i + 1), the
+    // margin is negative (FLOOR_IS_THE_BIN): every fraction clears it.
     E margin;
     E below_one;  // one_less(margin)
     // EDGES_COMPUTED: edge i < last + 1 is (E)(i * edge_step + edge_start),

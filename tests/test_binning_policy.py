@@ -97,8 +97,9 @@ def test_the_estimate_alone_places_almost_every_float32_sample_over_many_bins():
     # the float just below an edge sits inside the bin before it, however
     # coarse the float grid is there (2^-8 of a bin near 1.0 over 65536 bins).
     rng = np.random.default_rng(11)
-    for bins, span, placed in (((2**16, (0.0, 1.0), 0.995), (2**16, (-0.1, 1.3), 0.99),
-                                (4096, (-0.1, 1.3), 0.999), (256, (0.0, 1.0), 0.999))):
+    # Over (0, 1) floor(t) is every sample's bin (FLOOR_IS_THE_BIN): all placed.
+    for bins, span, placed in (((2**16, (0.0, 1.0), 1.0), (2**16, (-0.1, 1.3), 0.99),
+                                (4096, (-0.1, 1.3), 0.999), (256, (0.0, 1.0), 1.0))):
         edges = np.linspace(*span, bins + 1, dtype=np.float32)
         samples = np.concatenate([edges, np.nextafter(edges, np.float32(-np.inf)),
                                   np.nextafter(edges, np.float32(np.inf)),
@@ -111,7 +112,7 @@ def test_the_estimate_alone_places_almost_every_float32_sample_over_many_bins():
                                              rule.fast)
         np.testing.assert_array_equal(fast_bins[admitted], want[admitted])
         share = admitted[-20_000:].mean()
-        assert share > placed, (bins, span, share)
+        assert share >= placed, (bins, span, share)
 
 
 def test_the_walk_over_explicit_edges_near_an_even_grid_finds_the_bracketing_bin():

@@ -87,7 +87,12 @@ def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> float | No
     dtype. Every x in ``[edges[i], edges[i + 1])`` then has ``t`` in
     ``[i - margin, i + 1 + margin]``, so a t
     further than the margin from its nearest integer names x's bin by its
-    integer part. None where the edges are not strictly increasing and
+    integer part. Where no estimate at an edge falls below its index and
+    every one just below an edge stays under it, every x in that bin has
+    ``i <= t < i + 1``: floor(t) alone is the bin, and the margin is
+    FLOOR_IS_THE_BIN (negative, so every fraction clears it; a sample whose
+    t is an integer, 1 in 256 of the float32 samples over (0, 1) at 65536
+    bins, then needs no edge either). None where the edges are not strictly increasing and
     finite, per_unit is not positive, the bins are too many for the kernel's
     rounding of t (2^22 for float32), or the margin reaches a quarter bin
     (few samples would be spared an edge read).
@@ -96,7 +101,9 @@ def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> float | No
     --------
     >>> edges = np.linspace(0, 1, 17, dtype=np.float32)
     >>> estimate_margin(edges, 0.0, 16.0)  # dyadic edges: every estimate exact
-    0.0
+    -1.0
+    >>> estimate_margin(edges, 0.0, 16.0 * (1 - 2**-24))  # t at 1.0 is 16 - 2^-20
+    9.5367431640625e-07
     >>> 0 < estimate_margin(np.linspace(0.9, 1.1, 11), 0.9, 10 / 0.2) < 1e-12
     True
     """
@@ -119,8 +126,14 @@ def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> float | No
     # from it that rounding the difference cannot bring it below a quarter.
     # The value below an edge lies in the bin before it, so only an estimate
     # above the edge's index widens the margin (and at an edge, one below it).
-    margin = max(0.0, float(np.max(places - at.astype(np.float64))),
-                 float(np.max(below.astype(np.float64) - places)))
+    # float64 holds each difference exactly where it is small (both terms
+    # are floats of edges.dtype near each other), so the comparisons with 0
+    # below are exact.
+    at_edge = float(np.max(places - at.astype(np.float64)))
+    below_edge = float(np.max(below.astype(np.float64) - places))
+    if at_edge <= 0.0 and below_edge < 0.0:
+        return FLOOR_IS_THE_BIN
+    margin = max(0.0, at_edge, below_edge)
     if not margin < 0.25:
         return None
     rounded = kind(margin)
@@ -128,6 +141,11 @@ def estimate_margin(edges: np.ndarray, lo: float, per_unit: float) -> float | No
         rounded = np.nextafter(rounded, kind(np.inf))
     return float(rounded)
 
+
+# estimate_margin's answer where floor(t) is every sample's bin: below every
+# fraction t - floor(t), so bin_histogram.cu's test (fraction > margin and
+# fraction < 1 - margin) admits every t whose floor is a bin.
+FLOOR_IS_THE_BIN = -1.0
 
 # The most bins whose estimates bin_histogram.cu rounds to integers by adding
 # 1.5 x 2^23 (float32) or 1.5 x 2^52 (float64), within 32-bit counters.
