@@ -280,15 +280,43 @@ struct Bracket {
         return (fraction > margin) & (fraction < below_one) & (whole <= last);
     }
 
+    // x's bin from its estimate and one edge (FAST_ESTIMATE), or false. With
+    // c the integer nearest t, a bin i holding x has t within the margin
+    // (below a quarter) of [i, i + 1], so i is c - 1 or c: c where x >=
+    // edges[c]. Taken where both are bins (0 < c <= last): an x below the
+    // first edge has t <= margin, so c = 0, and an x at or past the top edge
+    // has c > last; NaN gives c past every bin. Elsewhere edge 1, which
+    // exists, is read and its answer dropped.
+    __device__ __forceinline__ bool one_edge(E x, unsigned& b) const {
+        E fraction;
+        const u64 c = floor_of(estimate_of(x, lo, per_unit), fraction) + (fraction >= (E)0.5);
+        const bool both_bins = c - 1 < (u64)last;
+        const unsigned at = both_bins ? (unsigned)c : 1u;
+        b = at - (x < edge(at));
+        return both_bins;
+    }
+
     // estimate_alone over counting.cuh's vector of keys, each taken to E by
-    // as_edge_type: bit j set where it names key j's bin (bins[j]).
+    // as_edge_type: bit j set where it names key j's bin (bins[j]). A key
+    // whose estimate lies within the margin of an integer (0.1% of uniform
+    // float32 samples over 65536 bins of (-0.1, 1.3)) then takes one_edge, so
+    // a vector rarely leaves a key to the full rule.
     template <typename AsEdgeType>
     __device__ __forceinline__ unsigned estimate_vector(const hk_key* raw, unsigned* bins,
                                                         AsEdgeType as_edge_type) const {
+        constexpr unsigned all = (1u << PER_VECTOR) - 1;
         unsigned placed = 0;
 #pragma unroll
         for (int j = 0; j < PER_VECTOR; ++j) {
             placed |= (unsigned)estimate_alone(as_edge_type(raw[j]), bins[j]) << j;
+        }
+        if (placed != all) {
+#pragma unroll
+            for (int j = 0; j < PER_VECTOR; ++j) {
+                if (!((placed >> j) & 1u)) {
+                    placed |= (unsigned)one_edge(as_edge_type(raw[j]), bins[j]) << j;
+                }
+            }
         }
         return placed;
     }

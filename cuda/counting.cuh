@@ -97,10 +97,7 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     // its result set for each key it placed; those bins are below
     // bin.num_bins, added straight to shared counters when every bin lives
     // there.
-    // Not with 16-bit counters (65536 bins): there the quick step ran
-    // uniform float32 samples at 0.9-1.0 TB/s, key by key 1.6
-    // (docs/performance.md).
-    const bool quick = !NARROW_COUNTERS && bin.num_bins <= add.shared_bins;
+    const bool quick = bin.num_bins <= add.shared_bins;
 #endif
     i64 v = hk_thread_index();
     for (; v + (VECTORS_PER_THREAD - 1) * stride < num_vectors; v += VECTORS_PER_THREAD * stride) {

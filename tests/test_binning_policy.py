@@ -54,6 +54,11 @@ def bracketed_counts(samples: np.ndarray, bins, range, closed_last: bool):
                                              rule.lo, rule.scale / rule.width, rule.fast)
         assert kept[admitted].all(), "the estimate alone placed a sample numpy drops"
         np.testing.assert_array_equal(fast_bins[admitted], found_all[admitted])
+        # and so must every sample the estimate and one edge place
+        admitted, near_bins = one_edge(rule.edges, samples.astype(rule.edges.dtype), rule.lo,
+                                       rule.scale / rule.width)
+        assert kept[admitted].all(), "one edge placed a sample numpy drops"
+        np.testing.assert_array_equal(near_bins[admitted], found_all[admitted])
     on_top = found >= n
     found = np.minimum(found, n - 1) if closed_last else found[~on_top]
     return np.bincount(found, minlength=n)
@@ -76,6 +81,21 @@ def estimate_alone(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float,
     admitted = ((fraction > kind(margin)) & (fraction < below_one) & (whole >= 0)
                 & (whole < len(edges) - 1))
     return admitted, np.where(admitted, whole, 0).astype(np.int64)
+
+
+def one_edge(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float):
+    """bin_histogram.cu's Bracket.one_edge, in numpy: (admitted, bin). c is
+    the integer nearest the estimate (halves up); a sample is placed where c
+    and c - 1 are both bins, in c where it is not below edges[c]."""
+    kind = edges.dtype.type
+    with np.errstate(all="ignore"):
+        t = (x - kind(lo)) * kind(per_unit)
+        finite = np.isfinite(t)
+        whole = np.where(finite, np.floor(t), -1)
+        c = whole + (np.where(finite, t - whole, 0) >= 0.5)
+    admitted = finite & (c >= 1) & (c <= len(edges) - 2)
+    at = np.where(admitted, c, 1).astype(np.int64)
+    return admitted, at - (x < edges[at])
 
 
 def two_step_walk(edges: np.ndarray, x: np.ndarray, lo: float, per_unit: float):
@@ -111,6 +131,10 @@ def test_the_estimate_alone_places_almost_every_float32_sample_over_many_bins():
         admitted, fast_bins = estimate_alone(edges, samples, rule.lo, rule.scale / rule.width,
                                              rule.fast)
         np.testing.assert_array_equal(fast_bins[admitted], want[admitted])
+        near, near_bins = one_edge(edges, samples, rule.lo, rule.scale / rule.width)
+        np.testing.assert_array_equal(near_bins[near], want[near])
+        # what the estimate leaves, one edge places (but at the first and last edges)
+        assert (admitted | near)[-20_000:].mean() > 0.9999, (bins, span)
         share = admitted[-20_000:].mean()
         assert share >= placed, (bins, span, share)
 
@@ -132,6 +156,10 @@ def test_the_walk_over_explicit_edges_near_an_even_grid_finds_the_bracketing_bin
         admitted, fast_bins = estimate_alone(edges, x, rule.lo, rule.scale, rule.fast)
         assert admitted[-1000:].mean() > 0.5, n  # the uniform samples, mostly far from edges
         np.testing.assert_array_equal(fast_bins[admitted], want[admitted])
+        admitted, near_bins = one_edge(edges, x, rule.lo, rule.scale)
+        # all but the half bins at either end (one bin: none)
+        assert admitted[-1000:].mean() > 1 - 1.2 / n, n
+        np.testing.assert_array_equal(near_bins[admitted], want[admitted])
     # uneven edges keep the search
     assert "EDGES_NEAR_EVEN" not in edges_kernel_rule(np.array([0.0, 1, 10, 100]), True).defines
 
