@@ -96,7 +96,7 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     // (real-valued samples whose estimate alone names their bins), bit j of
     // its result set for each key it placed; those bins are below
     // bin.num_bins, added straight to shared counters when every bin lives
-    // there. The functor's bins fit 32 bits (bin_histogram.cu's counter_index).
+    // there.
     const bool quick = bin.num_bins <= add.shared_bins;
 #endif
     i64 v = hk_thread_index();
@@ -108,30 +108,23 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
         for (int k = 0; k < VECTORS_PER_THREAD; ++k) {
             const i64 first = head + (v + k * stride) * PER_VECTOR;
 #if HK_QUICK_BINS
-            if (quick) {
-                // Only the keys the quick step left take the full rule (where
-                // it leaves a few keys in most warps, the whole vector's full
-                // steps cost twice as much), and the vector is still added as
-                // one: a lane that adds its keys one by one holds its warp
-                // back (docs/performance.md, normal samples over 65536 bins).
-                unsigned quick_bins[PER_VECTOR];
-                const unsigned placed = bin.quick(batch[k].key, quick_bins);
-                bool all_shared = true;
-                if (placed != (1u << PER_VECTOR) - 1) {
+            unsigned quick_bins[PER_VECTOR];
+            const unsigned placed = quick ? bin.quick(batch[k].key, quick_bins) : 0u;
+            if (placed == (1u << PER_VECTOR) - 1) {
+                add.add_vector_shared(quick_bins);
+                continue;
+            }
+            if (placed) {
+                // Only the keys the quick step left take the full rule: where
+                // it leaves a few keys in most warps (many bins, a wide
+                // margin), the whole vector's full steps cost twice as much.
 #pragma unroll
-                    for (int j = 0; j < PER_VECTOR; ++j) {
-                        if (!((placed >> j) & 1u)) {
-                            quick_bins[j] = (unsigned)bin(batch[k].key[j]);
-                            all_shared &= quick_bins[j] < add.shared_bins;
-                        }
+                for (int j = 0; j < PER_VECTOR; ++j) {
+                    if ((placed >> j) & 1u) {
+                        add.add_shared(quick_bins[j], 1u);
+                    } else {
+                        add(bin(batch[k].key[j]), 1u, first + j);
                     }
-                }
-                if (all_shared) {
-                    add.add_vector_shared(quick_bins);
-                } else {
-                    // a bad key, or a counter past shared memory
-#pragma unroll
-                    for (int j = 0; j < PER_VECTOR; ++j) add(quick_bins[j], 1u, first + j);
                 }
                 continue;
             }
