@@ -236,6 +236,68 @@ def test_both_paths_meet_at_the_in_place_limit(weight_dtype):
                                    num_bins), f"K={num_bins}")
 
 
+def narrow_weights(rng, n, dtype):
+    """Signed weights within 10^-3 .. 10^3 of normal draws, zeros of both
+    signs among them: a window of a few chunks holds every one."""
+    weights = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+    weights[rng.random(n) < 0.01] = 0.0
+    weights[rng.random(n) < 0.01] = -0.0
+    return weights
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+def test_rows_in_a_window_of_chunks_equal_fsum_per_bin(weight_dtype):
+    # 20000 bins: the full rows pass WINDOW_ABOVE_BYTES, so the call adds in
+    # rows that span only the chunks a sample of the weights reaches
+    from histkit.oracles import _weighted
+
+    rng = np.random.default_rng(20000)
+    num_bins, n = 20000, 60000
+    keys = rng.integers(0, num_bins, n, dtype=np.int32)
+    weights = narrow_weights(rng, n, weight_dtype)
+    kind = np.dtype(weight_dtype).char
+    window = _weighted._window(weights, kind)
+    first, top = _weighted.CHUNK_SPAN[kind]
+    assert window is not None and window[1] < top - first  # narrower than full rows
+    assert _weighted._sums_in_place(keys, weights, num_bins, 2, *window, ord(kind)) is not None
+    assert_same_bits(oracles.histogram(keys, num_bins, weights),
+                     reference(keys, weights.astype(np.float64), num_bins))
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("outlier", ["huge", "subnormal"])
+def test_a_weight_outside_the_sampled_window_sends_the_call_back_to_full_rows(
+        weight_dtype, outlier):
+    from histkit.oracles import _weighted
+
+    rng = np.random.default_rng(7)
+    num_bins, n = 20000, 60000
+    keys = rng.integers(0, num_bins, n, dtype=np.int32)
+    weights = narrow_weights(rng, n, weight_dtype)
+    info = np.finfo(weight_dtype)
+    # index 1 lies between the sampled weights (one in every n // 4096)
+    weights[1] = info.max / 4 if outlier == "huge" else -info.smallest_subnormal * 3
+    keys[1] = keys[2]  # in a bin with others, so the outlier shapes its sum
+    kind = np.dtype(weight_dtype).char
+    window = _weighted._window(weights, kind)
+    assert window is not None
+    assert _weighted._sums_in_place(keys, weights, num_bins, 2, *window, ord(kind)) is None
+    assert_same_bits(oracles.histogram(keys, num_bins, weights),
+                     reference(keys, weights.astype(np.float64), num_bins))
+
+
+def test_a_bad_key_after_a_weight_outside_the_window_is_still_named():
+    rng = np.random.default_rng(3)
+    num_bins, n = 20000, 1 << 18
+    keys = rng.integers(0, num_bins, n, dtype=np.int32)
+    weights = narrow_weights(rng, n, np.float64)
+    weights[5] = 1e300  # leaves the window: its chunk of work stops there
+    keys[200_001] = num_bins
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins, weights)
+    assert (caught.value.index, caught.value.value) == (200_001, num_bins)
+
+
 # --- integer and float16 weights ---------------------------------------------------
 
 
