@@ -53,6 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
+from histkit.bench.common import short_commit
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its helpers, beside it
 from _binning_peer_calls import Job, NotApplicable, Peer, _host, all_peers, ready  # noqa: E402
 from _binning_rules import (  # noqa: E402
@@ -701,15 +703,6 @@ def _peer_named(name: str) -> Peer:
     return peer
 
 
-def _git_commit() -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the results here")
@@ -776,7 +769,7 @@ def main(argv=None) -> int:
                   "exact": "exact rational placement against lo + i * (hi - lo) / bins from "
                            "the float bounds (or the given edges), the last bin closed"},
         "python": platform.python_version(), "machine": platform.machine(),
-        "numpy": np.__version__, "commit": _git_commit(),
+        "numpy": np.__version__, "commit": short_commit(str(ROOT)) or None,
         "conformance_cases": source,
         "cases": [case_line(c) for c in cases],
         "numpy_raises": numpy_raises,

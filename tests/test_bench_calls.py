@@ -297,12 +297,24 @@ def test_a_contender_that_times_itself_gives_one_figure_a_round_in_the_rotation(
     assert row["us_per_call"]["kernel"] == 11.0
 
 
-def test_result_files_are_named_by_what_device_date_and_commit():
+def test_result_files_are_named_by_what_device_date_and_commit(tmp_path, monkeypatch):
     import subprocess
 
-    from histkit.bench.common import result_stem
+    from histkit.bench.common import result_stem, short_commit
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    stem = result_stem("binning", "NVIDIA H200", "2026-12-03")
-    assert stem == "-".join(p for p in ("binning-h200-2026-12-03", commit) if p)
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    monkeypatch.chdir(tmp_path)
+    assert result_stem("binning", "NVIDIA H200", "2026-12-03") == "binning-h200-2026-12-03"
+    git("init", "-q")
+    (tmp_path / "kernel.cu").write_text("// one\n")
+    git("add", "kernel.cu")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    commit = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "notes.txt").write_text("untracked files change nothing measured\n")
+    assert result_stem("binning", "NVIDIA H200", "2026-12-03") == (
+        f"binning-h200-2026-12-03-{commit}")
+    (tmp_path / "kernel.cu").write_text("// two\n")  # files newer than the commit
+    assert short_commit() == f"{commit}-dirty" == short_commit(str(tmp_path))

@@ -122,10 +122,19 @@ def result_stem(kind: str, device_name: str, day: str) -> str:
     return "-".join(part for part in (kind, device, day, short_commit()) if part)
 
 
-def short_commit() -> str:
-    """The checkout's short commit, or "" outside a git checkout."""
+def short_commit(root: str | None = None) -> str:
+    """The short commit of the checkout at `root` (default: the current
+    directory), "" outside a git checkout, and with "-dirty" where tracked
+    files differ from it: a copy of a tree whose git folder is older than
+    its files (a machine the tree was copied to) then names no commit its
+    results were not measured at."""
+    where = ["-C", root] if root else []
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(["git", *where, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+        if commit and subprocess.run(["git", *where, "diff", "--quiet", "HEAD", "--"],
+                                     capture_output=True, timeout=60).returncode == 1:
+            commit += "-dirty"
+        return commit
     except (OSError, subprocess.SubprocessError):
         return ""
