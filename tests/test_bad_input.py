@@ -112,3 +112,20 @@ def test_a_key_equal_to_num_bins_is_caught_in_every_slot_of_the_unrolled_count(o
     keys[position] = num_bins
     with pytest.raises(ValueError, match=rf"index {position} is {num_bins}, outside"):
         oracle(keys, num_bins)
+
+
+@pytest.mark.parametrize(("dtype", "bad"), [(np.int32, -1), (np.int32, -2**31),
+                                            (np.uint32, 2**32 - 1), (np.uint32, 2**31)])
+@pytest.mark.parametrize("offset", [0, 1])  # the keys' start 8-byte aligned, or 4 bytes past
+@pytest.mark.parametrize("position", range(16))
+def test_a_32_bit_key_far_outside_is_caught_in_every_slot_of_the_paired_loads(
+        dtype, bad, offset, position):
+    # few bins read contiguous 32-bit keys two to a 64-bit load, zero-extended:
+    # a negative int32 must still read as outside, in either half of a load
+    keys = np.ones(65, dtype=dtype)[offset:offset + 64]
+    keys[position] = bad
+    with pytest.raises(ValueError, match=rf"index {position} is {bad}, outside \[0, 10\)"):
+        oracles.histogram(keys, 10)
+    keys[position] = 9
+    np.testing.assert_array_equal(oracles.histogram(keys, 10),
+                                  np.bincount(keys.astype(np.int64), minlength=10))
