@@ -44,7 +44,8 @@ TESTS = ["tests/test_histogram_oracle.py", "tests/test_scan_and_sort_oracles.py"
 # stops at its first failure, so the tests that pin the file go first.
 FIRST_TESTS = {
     "_bin_rule.py": TESTS[8:11], "_binned.py": TESTS[8:11], "_binning.pyx": TESTS[8:11],
-    "_estimate.py": TESTS[8:11], "_weighted.pyx": TESTS[11:],
+    "_estimate.py": TESTS[8:11], "_weighted.pyx": TESTS[11:], "_weighted_wide.pyx": TESTS[11:],
+    "_chunks.pxd": TESTS[11:],
 }
 # The files that do the counting first: a run cut short has judged them. Every
 # other file of the oracles follows, in name order.

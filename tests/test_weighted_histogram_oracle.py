@@ -468,3 +468,145 @@ def test_2_31_plus_17_weights_of_one_bin(threads):
         with _threads.at_most(threads) if threads else contextlib.nullcontext():
             got = oracles.histogram(keys, 2, weights)
         assert_same_bits(got, np.array([0.0, want]), f"{weight!r} x {n}")
+
+
+# --- two 128-bit accumulators per bin (_weighted_wide) ------------------------------
+#
+# Float weights whose sample fits a window are summed in a positive and a negative
+# 128-bit accumulator per bin; weights outside the window are added at rounding.
+
+
+def sum_wide(keys, weights, num_bins, threads=2, **kwargs):
+    """The wide path's answer, asserting that it took the call."""
+    from histkit.oracles._weighted_wide import wide_sums
+
+    answer = wide_sums(keys, weights, num_bins, threads, **kwargs)
+    assert answer is not None, "the wide path handed the call back"
+    return answer
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("num_bins", [1, 10, 300])
+def test_wide_accumulators_equal_fsum_per_bin(weight_dtype, num_bins):
+    rng = np.random.default_rng(num_bins)
+    n = 50_000
+    keys = rng.integers(0, num_bins, n).astype(np.int32)
+    weights = narrow_weights(rng, n, weight_dtype)  # zeros of both signs among them
+    weights[:4] = [1e6, -1e6, 3.0, -0.5]
+    sums, bad = sum_wide(keys, weights, num_bins)
+    want = reference(keys, weights.astype(np.float64), num_bins)
+    assert bad == -1
+    assert_same_bits(sums, want)
+    assert_same_bits(oracles.histogram(keys, num_bins, weights), want)
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+def test_weights_outside_the_window_are_added_exactly_when_the_bin_is_rounded(weight_dtype):
+    rng = np.random.default_rng(11)
+    n, num_bins = 40_000, 7
+    keys = rng.integers(0, num_bins, n).astype(np.int32)
+    weights = rng.standard_normal(n).astype(weight_dtype)
+    info = np.finfo(weight_dtype)
+    # Off the sampled indices (every n // 4096-th): far above the window, far
+    # below it (a subnormal), and specials; bin 0 cancels its huge weight.
+    outside = {1: info.max / 8, 2: -info.max / 8, 3: info.smallest_subnormal * 5,
+               4: -info.smallest_subnormal, 5: np.nan, 6: np.inf, 7: -np.inf, 8: np.inf}
+    bins = {1: 0, 2: 0, 3: 0, 4: 1, 5: 2, 6: 3, 7: 4, 8: 4}
+    for index, weight in outside.items():
+        weights[index], keys[index] = weight, bins[index]
+    sums, _ = sum_wide(keys, weights, num_bins)
+    assert_same_bits(sums, reference(keys, weights.astype(np.float64), num_bins))
+    assert np.isnan(sums[2]) and sums[3] == np.inf and np.isnan(sums[4])
+
+
+def test_a_sum_past_the_largest_float64_in_the_window_rounds_to_infinity():
+    n = 10_000
+    keys = np.zeros(n, dtype=np.int32)
+    keys[n // 2:] = 1
+    weights = np.full(n, MAX / 4096)
+    weights[n // 2:] = -MAX / 2048
+    weights[-1] = MAX / 2  # a positive weight in the negative bin
+    sums, _ = sum_wide(keys, weights, 2)
+    assert_same_bits(sums, reference(keys, weights, 2))
+    assert_same_bits(sums, np.array([np.inf, -np.inf]))
+
+
+def test_subnormal_weights_fill_a_window_at_the_bottom():
+    rng = np.random.default_rng(2)
+    n = 20_000
+    keys = rng.integers(0, 3, n).astype(np.int32)
+    weights = rng.integers(-(2**52), 2**52, n) * TINY  # subnormals and zeros
+    sums, _ = sum_wide(keys, weights, 3)
+    assert_same_bits(sums, reference(keys, weights, 3))
+
+
+def test_a_full_record_of_outside_weights_hands_the_call_back_exactly():
+    from histkit.oracles._weighted_wide import WIDE_SAMPLE, wide_sums
+
+    rng = np.random.default_rng(4)
+    n, num_bins = 30_000, 50
+    keys = rng.integers(0, num_bins, n).astype(np.int32)
+    weights = rng.standard_normal(n)
+    # twenty weights outside the window, off the sample (every n // WIDE_SAMPLE-th)
+    weights[[i for i in range(1, 100) if i % (n // WIDE_SAMPLE)][:20]] = 1e200
+    assert wide_sums(keys, weights, num_bins, 2, outside_per_worker=5) is None
+    sums, _ = sum_wide(keys, weights, num_bins, outside_per_worker=20)
+    want = reference(keys, weights, num_bins)
+    assert_same_bits(sums, want)
+    assert_same_bits(oracles.histogram(keys, num_bins, weights), want)
+
+
+def test_a_bad_key_is_named_by_the_wide_path_and_after_a_full_record():
+    from histkit.oracles._weighted_wide import wide_sums
+
+    rng = np.random.default_rng(6)
+    n, num_bins = 200_000, 100
+    keys = rng.integers(0, num_bins, n).astype(np.int64)
+    weights = rng.standard_normal(n)
+    keys[150_001] = -3
+    assert sum_wide(keys, weights, num_bins) == (None, 150_001)
+    weights[3] = 1e300  # fills a record of none: the caller must still name the key
+    assert wide_sums(keys, weights, num_bins, 2, outside_per_worker=0) is None
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins, weights)
+    assert (caught.value.index, caught.value.value) == (150_001, -3)
+
+
+@pytest.mark.parametrize("kind", ["d", "f"])
+@pytest.mark.parametrize("n", [4096, 1 << 24, 2**31 + 17, 2**40])
+def test_the_window_leaves_headroom_for_every_weight_and_keeps_specials_out(kind, n):
+    from histkit.oracles import _weighted_wide
+
+    dtype = np.float64 if kind == "d" else np.float32
+    info = np.finfo(dtype)
+    for magnitude in (info.smallest_subnormal, 1.0, info.max):
+        weights = np.broadcast_to(np.array(magnitude, dtype), (n,))
+        base, span = _weighted_wide.wide_window(weights, kind)
+        mantissa_bits = info.nmant + 1
+        assert span < 64 and n * 2**(mantissa_bits + span) <= 2**128
+        assert base >= 0 and base + span <= _weighted_wide.LARGEST_P[kind]
+
+
+def test_a_sample_spanning_too_many_binades_takes_the_rows_instead():
+    from histkit.oracles._weighted_wide import wide_sums, wide_window
+
+    rng = np.random.default_rng(8)
+    keys = rng.integers(0, 9, 20_000).astype(np.int32)
+    weights = wide_weights(rng, 20_000)
+    assert wide_window(weights, "d") is None
+    assert wide_sums(keys, weights, 9, 2) is None
+    assert_same_bits(oracles.histogram(keys, 9, weights), reference(keys, weights, 9))
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+def test_wide_accumulators_give_the_same_bits_on_one_and_two_threads(idle_machine,
+                                                                      weight_dtype):
+    rng = np.random.default_rng(9)
+    n, num_bins = 1 << 18, 1000
+    keys = make_keys("zipf", n, num_bins, seed=9, dtype=np.uint16)
+    weights = narrow_weights(rng, n, weight_dtype)
+    want = reference(keys, weights.astype(np.float64), num_bins)
+    order = rng.permutation(n)
+    for threads in (1, 2):
+        assert_same_bits(sum_wide(keys, weights, num_bins, threads)[0], want)
+        assert_same_bits(sum_wide(keys[order], weights[order], num_bins, threads)[0], want)

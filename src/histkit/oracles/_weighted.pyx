@@ -5,16 +5,10 @@ sums each bin left to right in float64 and so carries the order's rounding;
 here a bin's result is the exact sum of its weights correctly rounded (what
 ``math.fsum`` gives), whatever the order or the number of threads.
 
-Every weight is an integer multiple of 2^-1074 (the smallest subnormal
-double): a float64 is ``m * 2^(p - 1074)`` with an integer m < 2^53 and
-0 <= p <= 2045, a float32 the same with p >= 925, an int64 ``x * 2^1074``.
-So a bin's sum is one integer in units of 2^-1074, kept exactly in 32-bit
-chunks (chunk i holds the bits [32 i, 32 i + 32) of it) stored in int64
-slots: the 32 spare bits of each slot absorb the adds between carries. Adding
-is integer addition, which is associative, so any split of the weights over
-threads, merged by adding chunks, gives the same integer; the one rounding to
-float64 at the end is done in integer arithmetic too (round half to even),
-so neither the FPU's rounding mode nor flush-to-zero can touch the result.
+Sums are integers in units of 2^-1074, kept in 32-bit chunks (_chunks.pxd
+says how and why that is exact). Where a sample of float weights fits a
+window of 2^63 or so, _weighted_wide sums them in two 128-bit integers per
+bin, and the paths here are the fallback and the rest.
 
 Each weight type keeps only the chunks its values and sums can reach
 (float64: 67 chunks, float32: 11, int64/uint64: 4) plus one slot of IEEE
@@ -29,65 +23,24 @@ then each bin's run is summed by one thread into a single row.
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
+from histkit.oracles._chunks cimport (
+    ADDS_BEFORE_CARRY, DOUBLE_LO, DOUBLE_TOP, FLOAT_LO, FLOAT_TOP, INT_LO, INT_TOP, OUTSIDE,
+    SAW_NAN, SAW_NEG_INF, SAW_POS_INF, add_weight, carry, chunk_lo, chunk_top, chunks_written,
+    round_chunks, row_len, weight_t,
+)
 from histkit.oracles._count cimport chunk_start, first_bad, load_key, threads_for
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import require_memory
+from histkit.oracles._weighted_wide import sampled_positions, wide_sums
 
 cimport openmp
 
 
-# The weight types summed in place; float16 and narrower integers are widened
-# to float32, int64 or uint64 (exactly) before they get here.
-ctypedef fused weight_t:
-    float
-    double
-    int64_t
-    uint64_t
-
-
-cdef extern from *:
-    """
-    #define HK_LOW32 0xFFFFFFFFull
-    #define HK_FRACTION64 0xFFFFFFFFFFFFFull
-    #define HK_NAN_BITS 0x7FF8000000000000ull
-    #define HK_INF_BITS 0x7FF0000000000000ull
-    #define HK_SIGN_BIT 0x8000000000000000ull
-    """
-    int __builtin_clzll(unsigned long long) nogil
-    const uint64_t LOW32 "HK_LOW32"
-    const uint64_t FRACTION64 "HK_FRACTION64"  # the 52 fraction bits of a float64
-    const uint64_t NAN_BITS "HK_NAN_BITS"
-    const uint64_t INF_BITS "HK_INF_BITS"
-    const uint64_t SIGN_BIT "HK_SIGN_BIT"
-
-
 cdef enum:
-    # Absolute chunk indices (chunk i: bits [32 i, 32 i + 32) of the sum in units
-    # of 2^-1074) each weight type's rows span. A float64 adds to chunks
-    # p >> 5 .. (p >> 5) + 2 <= 65, a float32 to (p >> 5) .. (p >> 5) + 1 with
-    # 28 <= p >> 5 <= 36, an integer to chunks 33, 34 and 35. The chunk above
-    # those only takes carries and keeps the sign: holding 63 bits, it leaves
-    # room for more than 2^60 weights of the largest magnitude.
-    DOUBLE_LO = 0
-    DOUBLE_TOP = 66
-    FLOAT_LO = 28
-    FLOAT_TOP = 38
-    INT_LO = 33
-    INT_TOP = 36
-    # Chunks are kept in [0, 2^32) between carries (the top one signed) and an
-    # add puts less than 2^32 into each chunk, so an int64 slot takes 2^31 - 2
-    # adds before it must be carried.
-    ADDS_BEFORE_CARRY = 2147483646  # 2^31 - 2
-    # Bits of a bin's special flags: a NaN, a +inf, a -inf among its weights.
-    SAW_NAN = 1
-    SAW_POS_INF = 2
-    SAW_NEG_INF = 4
-    # add_weight's answer for a float outside a window's chunks (not a flag).
-    OUTSIDE = 8
     # add_in_place's answer where a weight fell outside the window.
     LEFT_THE_WINDOW = -2
     # Per-thread rows of every bin are used up to IN_PLACE_BINS bins and
@@ -108,199 +61,6 @@ cdef enum:
     # A chunk of work is at most this long, so that one thread can carry all
     # its rows between chunks before any slot can overflow.
     MAX_WEIGHTS_PER_CHUNK = 1 << 30
-
-
-cdef inline Py_ssize_t chunk_lo(const weight_t* tag) noexcept nogil:
-    if weight_t is double:
-        return DOUBLE_LO
-    elif weight_t is float:
-        return FLOAT_LO
-    else:
-        return INT_LO
-
-
-cdef inline Py_ssize_t chunk_top(const weight_t* tag) noexcept nogil:
-    """Index, relative to chunk_lo, of the signed top chunk."""
-    if weight_t is double:
-        return DOUBLE_TOP - DOUBLE_LO
-    elif weight_t is float:
-        return FLOAT_TOP - FLOAT_LO
-    else:
-        return INT_TOP - INT_LO
-
-
-cdef inline Py_ssize_t chunks_written(const weight_t* tag) noexcept nogil:
-    """Chunks one weight adds to: its lowest, and the next ones."""
-    return 2 if weight_t is float else 3
-
-
-cdef inline Py_ssize_t row_len(const weight_t* tag) noexcept nogil:
-    """int64 slots per bin: the chunks, then the special flags."""
-    return chunk_top(tag) + 2
-
-
-cdef inline int64_t signed_part(uint64_t part, int64_t negative) noexcept nogil:
-    # part when negative == 0, -part when negative == -1 (branch-free).
-    return (<int64_t>part ^ negative) - negative
-
-
-cdef inline Py_ssize_t add_weight(int64_t* chunks, const char* at, Py_ssize_t base,
-                                  Py_ssize_t last, const weight_t* tag) noexcept nogil:
-    """Add the weight stored at `at` to the chunks (chunks[0] is absolute
-    chunk `base`; a float's lowest chunk written may be at most `last`).
-
-    Returns the relative index of the lowest chunk written (every write lands
-    in it and the next two), or minus the special flag for a NaN or an
-    infinity, which writes nothing, or -OUTSIDE for a float whose chunks lie
-    outside [base, base + last + 2], which writes nothing either (a zero
-    writes nothing and returns 0).
-    """
-    cdef uint64_t bits, mantissa, exponent, normal, p, shifted_low, shifted_high
-    cdef uint32_t bits32
-    cdef int64_t negative, x
-    cdef unsigned int s
-    cdef Py_ssize_t c
-    if weight_t is int64_t or weight_t is uint64_t:
-        # x * 2^1074: bit 0 of x lands on bit 18 of chunk 33, so x spans
-        # 14 bits of chunk 33, 32 of chunk 34 and the rest (signed) in 35.
-        memcpy(&x, at, 8)
-        chunks[0] += <int64_t>((<uint64_t>x << 18) & LOW32)
-        chunks[1] += <int64_t>((<uint64_t>x >> 14) & LOW32)
-        if weight_t is int64_t:
-            chunks[2] += x >> 46
-        else:
-            chunks[2] += <int64_t>(<uint64_t>x >> 46)
-        return 0
-    else:
-        if weight_t is double:
-            memcpy(&bits, at, 8)
-            exponent = (bits >> 52) & 0x7FF
-            mantissa = bits & FRACTION64
-            if exponent == 0x7FF:
-                if mantissa:
-                    return -SAW_NAN
-                return -SAW_NEG_INF if bits >> 63 else -SAW_POS_INF
-            normal = exponent != 0
-            mantissa |= normal << 52
-            p = exponent - normal  # value = mantissa * 2^(p - 1074)
-            negative = -<int64_t>(bits >> 63)
-        else:
-            memcpy(&bits32, at, 4)
-            exponent = (bits32 >> 23) & 0xFF
-            mantissa = bits32 & 0x7FFFFF
-            if exponent == 0xFF:
-                if mantissa:
-                    return -SAW_NAN
-                return -SAW_NEG_INF if bits32 >> 31 else -SAW_POS_INF
-            normal = exponent != 0
-            mantissa |= normal << 23
-            p = exponent - normal + (1074 - 149)
-            negative = -<int64_t>(bits32 >> 31)
-        s = p & 31
-        c = <Py_ssize_t>(p >> 5) - base
-        if <uint64_t>c > <uint64_t>last:  # below base too (c < 0 wraps)
-            return 0 if mantissa == 0 else -OUTSIDE
-        # mantissa << s, up to 84 bits, as three 32-bit parts (two for a float32).
-        shifted_low = (mantissa << s) & LOW32
-        shifted_high = mantissa >> (32 - s)
-        chunks[c] += signed_part(shifted_low, negative)
-        chunks[c + 1] += signed_part(shifted_high & LOW32, negative)
-        if weight_t is double:
-            chunks[c + 2] += signed_part(shifted_high >> 32, negative)
-        return c
-
-
-cdef inline void carry(int64_t* chunks, Py_ssize_t lo, Py_ssize_t top) noexcept nogil:
-    """Bring chunks lo .. top - 1 into [0, 2^32), carrying into the (signed) top."""
-    cdef Py_ssize_t i
-    cdef int64_t up
-    for i in range(lo, top):
-        up = chunks[i] >> 32  # floor division by 2^32 (arithmetic shift)
-        chunks[i] &= <int64_t>LOW32
-        chunks[i + 1] += up
-
-
-cdef inline int bit_length(uint64_t v) noexcept nogil:
-    return 64 - __builtin_clzll(v) if v else 0
-
-
-cdef inline uint64_t special_bits(int64_t specials) noexcept nogil:
-    if specials & SAW_NAN or (specials & SAW_POS_INF and specials & SAW_NEG_INF):
-        return NAN_BITS
-    return INF_BITS | (SIGN_BIT if specials & SAW_NEG_INF else 0)
-
-
-cdef inline double round_chunks(int64_t* chunks, Py_ssize_t lo, Py_ssize_t top,
-                                Py_ssize_t base, int64_t specials) noexcept nogil:
-    """The exact sum in chunks[lo .. top], rounded once to float64; clears them.
-
-    chunks[0] is absolute chunk `base`; chunks outside [lo, top] are zero, and
-    chunks[top] is the signed top. NaN and infinities (the flags in `specials`)
-    follow IEEE addition. Round half to even; a magnitude that rounds to 2^1024
-    or beyond is infinite; an exact zero is +0.0.
-    """
-    cdef Py_ssize_t i, t
-    cdef uint64_t negative = 0, v, below, window, mantissa, rest, bits
-    cdef int nb, spill
-    cdef int64_t position  # of the leading bit, in units of 2^-1074
-    cdef bint sticky
-    cdef double result
-    if specials:
-        bits = special_bits(specials)
-    else:
-        carry(chunks, lo, top)
-        if chunks[top] < 0:
-            negative = SIGN_BIT
-            for i in range(lo, top + 1):
-                chunks[i] = -chunks[i]
-            carry(chunks, lo, top)
-        t = top
-        while t >= lo and chunks[t] == 0:
-            t -= 1
-        if t < lo:
-            bits = 0
-        else:
-            v = <uint64_t>chunks[t]
-            nb = bit_length(v)  # up to 32, or 63 in the top chunk
-            position = 32 * (t + base) + nb - 1
-            if position >= 1074 + 1024:
-                bits = INF_BITS
-            elif position <= 52:
-                # Below 2^53 units (then t + base <= 1, and base == 0): exactly a
-                # subnormal or the lowest binade of normals, whose bit pattern is
-                # the integer itself.
-                bits = v << (32 * (t + base))
-                if t > lo:
-                    bits |= <uint64_t>chunks[t - 1]
-            else:
-                # The leading 64 bits (position down to position - 63) in
-                # window, every bit below them folded into sticky.
-                below = <uint64_t>chunks[t - 1] if t - 1 >= lo else 0
-                if nb > 32:
-                    spill = nb - 32  # low bits of chunk t - 1 left out of window
-                    window = (v << (64 - nb)) | (below >> spill)
-                    sticky = (below & ((<uint64_t>1 << spill) - 1)) != 0
-                    t += 1  # chunks below t - 2 go to sticky
-                else:
-                    window = (v << (64 - nb)) | (below << (32 - nb))
-                    below = <uint64_t>chunks[t - 2] if t - 2 >= lo else 0
-                    window |= below >> nb
-                    sticky = (below & ((<uint64_t>1 << nb) - 1)) != 0
-                for i in range(lo, t - 2):
-                    sticky |= chunks[i] != 0
-                mantissa = window >> 11
-                rest = window & 0x7FF
-                if rest > 0x400 or (rest == 0x400 and (sticky or mantissa & 1)):
-                    mantissa += 1  # to 2^53 at most: the exponent field absorbs it
-                # mantissa * 2^(position - 52 - 1074): biased exponent position - 51.
-                bits = (<uint64_t>(position - 52) << 52) + mantissa
-                if bits >= INF_BITS:
-                    bits = INF_BITS
-            bits |= negative
-    for i in range(lo, top + 1):
-        chunks[i] = 0
-    memcpy(&result, &bits, 8)
-    return result
 
 
 cdef inline Py_ssize_t add_in_place(const key_t* keys, Py_ssize_t key_step,
@@ -491,24 +251,11 @@ def _window(weights, str kind):
     rows, so the guess costs time when wrong, never exactness."""
     if kind not in CHUNK_SPAN:
         return None
-    sample = weights[::max(1, len(weights) // WINDOW_SAMPLE)]
-    if kind == "d":
-        bits = sample.view(np.uint64)
-        exponent = (bits >> np.uint64(52)).astype(np.int64) & 0x7FF
-        nonzero = (bits << np.uint64(1)) != 0
-        special = 0x7FF
-    else:
-        bits = sample.view(np.uint32)
-        exponent = (bits >> np.uint32(23)).astype(np.int64) & 0xFF
-        nonzero = (bits << np.uint32(1)) != 0
-        special = 0xFF
-    exponent = exponent[nonzero & (exponent != special)]
-    if exponent.size == 0:
+    p = sampled_positions(weights, kind, WINDOW_SAMPLE)
+    if p.size == 0:
         return None
-    # p of value = m * 2^(p - 1074), as add_weight computes it
-    shift = 0 if kind == "d" else 1074 - 149
-    lowest = int(max(exponent.min() - 1, 0)) + shift >> 5
-    highest = int(max(exponent.max() - 1, 0)) + shift >> 5
+    lowest = int(p.min()) >> 5
+    highest = int(p.max()) >> 5
     first, top = CHUNK_SPAN[kind]
     written = CHUNKS_WRITTEN[kind]
     base = max(first, lowest - WINDOW_SLACK)
@@ -596,6 +343,9 @@ def weighted_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t 
     cdef Py_ssize_t itemsize = weights.itemsize
 
     if num_bins <= IN_PLACE_MAX_BINS[kind] and n >= num_bins:
+        result = wide_sums(keys, weights, num_bins, most)
+        if result is not None:
+            return result
         window = _window(weights, kind) if num_bins * row * 8 > WINDOW_ABOVE_BYTES else None
         if window is not None:
             result = _sums_in_place(keys, weights, num_bins, most, window[0], window[1],
