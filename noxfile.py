@@ -53,8 +53,9 @@ def lint(session: nox.Session) -> None:
     session.run("cython-lint", "src/histkit/oracles", "src/histkit/gpu")
 
 
-# The documentation's tools, pinned: CI builds the site with --strict, and a
-# new release's new warnings must not fail a commit that changed nothing.
+# The documentation's tools, pinned: `nox -s docs` builds the site with
+# --strict, and a new release's new warnings must not fail a build of a
+# commit that changed nothing.
 DOCS_REQUIREMENTS = [
     "mkdocs==1.6.1",
     "mkdocs-material==9.8.2",

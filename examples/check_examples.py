@@ -31,7 +31,7 @@ from histkit.conformance.mutant import plant as plant_text
 from histkit.conformance.mutant import plant_at_line
 
 HERE = Path(__file__).resolve().parent
-# How each example is checked: its kind and launch options (the README shows these).
+# How each example is checked: its kind and launch options (docs/check.md explains them).
 EXAMPLES = {
     "atomic_histogram.cu": ("histogram", {}),
     "naive_histogram.cu": ("racy-histogram", {}),

@@ -15,6 +15,7 @@ import pytest
 MODULES = {
     "histkit.oracles": 20,
     "histkit.gpu.api": 8,
+    "histkit.gpu.binning": 1,
 }
 
 

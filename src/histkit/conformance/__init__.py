@@ -7,5 +7,6 @@ histkit's own kernels (it needs a GPU); ``cases`` and ``checks`` do not.
 
 from histkit.conformance.cases import Case
 from histkit.conformance.check import CheckReport, check
+from histkit.conformance.loading import UsageError
 
-__all__ = ["Case", "CheckReport", "check"]
+__all__ = ["Case", "CheckReport", "UsageError", "check"]

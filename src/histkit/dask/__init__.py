@@ -12,7 +12,8 @@ of our own).
 
     import dask.array as da
     from histkit import dask as hd
-    keys = da.from_array(big_numpy_array, chunks=2**24)
+    keys = da.from_array(big_numpy_array, chunks=2**24)  # integer keys in [0, 256)
+    weights = da.random.standard_normal(keys.shape, chunks=keys.chunks)
     counts = hd.histogram(keys, 256).compute()
     sums = hd.histogram(keys, 256, weights=weights).compute()  # exact float64 sums
     sorted_keys, original_index = hd.counting_sort(keys, 256)

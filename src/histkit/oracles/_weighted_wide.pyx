@@ -31,7 +31,7 @@ from libc.string cimport memcpy
 from histkit.oracles._chunks cimport (
     FRACTION64, LOW32, add_weight, chunks_written, round_chunks, signed_part,
 )
-from histkit.oracles._count cimport chunk_start, first_bad, load_key, threads_for
+from histkit.oracles._count cimport chunk_start, first_bad, key_at, threads_for
 from histkit.oracles._keys cimport key_t
 
 
@@ -106,11 +106,16 @@ def wide_window(weights, str kind):
     return base, top - base
 
 
+ctypedef fused float_t:
+    float
+    double
+
+
 cdef inline Py_ssize_t add_wide(const key_t* keys, Py_ssize_t key_step, const char* weights,
                                 Py_ssize_t weight_step, Py_ssize_t start, Py_ssize_t stop,
                                 uint64_t* acc, uint64_t num_bins, uint64_t base,
                                 uint64_t span, int64_t* outside, Py_ssize_t* num_outside,
-                                Py_ssize_t capacity, const char kind) noexcept nogil:
+                                Py_ssize_t capacity, const float_t* tag) noexcept nogil:
     """Add weights[start:stop] to their bins' accumulators; record those
     outside the window in outside[num_outside[0]:].
 
@@ -121,14 +126,15 @@ cdef inline Py_ssize_t add_wide(const key_t* keys, Py_ssize_t key_step, const ch
     cdef uint64_t b, bits, exponent, mantissa, normal, s, low, high, x, negative
     cdef uint32_t bits32
     cdef uint64_t* a
+    cdef const char* key = <const char*>keys + start * key_step
     cdef const char* at = weights + start * weight_step
     cdef Py_ssize_t answer = -1
     for i in range(start, stop):
-        b = load_key(keys, key_step, i)
+        b = key_at(keys, key)
         if b >= num_bins:
             answer = i
             break
-        if kind == b'd':
+        if float_t is double:
             memcpy(&bits, at, 8)
             exponent = (bits >> 52) & 0x7FF
             mantissa = bits & FRACTION64
@@ -144,6 +150,7 @@ cdef inline Py_ssize_t add_wide(const key_t* keys, Py_ssize_t key_step, const ch
             mantissa |= normal << 23
             s = exponent - normal + (1074 - 149) - base
             negative = bits32 >> 31
+        key += key_step
         at += weight_step
         if s > span:  # below base too (s wraps)
             if mantissa != 0:  # not a zero: NaN and infinities have the implicit bit
@@ -272,9 +279,14 @@ def wide_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t most
         t = threadid()
         start = chunk_start(n, chunks, c)
         stop = chunk_start(n, chunks, c + 1)
-        bad_v[c] = add_wide(first_key, key_step, first_weight, weight_step, start, stop,
-                            &acc_v[t, 0], <uint64_t>num_bins, base, span, &outside_v[t, 0],
-                            &num_outside_v[t], capacity, kind)
+        if kind == b'd':
+            bad_v[c] = add_wide(first_key, key_step, first_weight, weight_step, start, stop,
+                                &acc_v[t, 0], <uint64_t>num_bins, base, span, &outside_v[t, 0],
+                                &num_outside_v[t], capacity, <const double*>NULL)
+        else:
+            bad_v[c] = add_wide(first_key, key_step, first_weight, weight_step, start, stop,
+                                &acc_v[t, 0], <uint64_t>num_bins, base, span, &outside_v[t, 0],
+                                &num_outside_v[t], capacity, <const float*>NULL)
     # A chunk that stopped on a full record may hide a bad key after it: the
     # caller's other path finds it.
     if (bad == OUTSIDE_IS_FULL).any():
