@@ -556,11 +556,12 @@ def test_a_full_record_of_outside_weights_hands_the_call_back_exactly():
     assert_same_bits(oracles.histogram(keys, num_bins, weights), want)
 
 
-def test_a_bad_key_is_named_by_the_wide_path_and_after_a_full_record():
+@pytest.mark.parametrize("num_bins", [100, 20_000])  # 20000: accumulators fetched ahead
+def test_a_bad_key_is_named_by_the_wide_path_and_after_a_full_record(num_bins):
     from histkit.oracles._weighted_wide import wide_sums
 
     rng = np.random.default_rng(6)
-    n, num_bins = 200_000, 100
+    n = 200_000
     keys = rng.integers(0, num_bins, n).astype(np.int64)
     weights = rng.standard_normal(n)
     keys[150_001] = -3
