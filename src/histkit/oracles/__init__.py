@@ -134,16 +134,18 @@ def histogram(keys: ArrayLike, num_bins: int,
     The weights are summed as integers in units of 2^-1074, the smallest
     subnormal, which every float64, float32 and integer weight is a multiple
     of; integer addition does not round, so any order and any split over
-    threads gives the same integer, which is rounded once at the end. Each
-    bin's integer is held in 32-bit chunks, one per int64 slot, as many as
-    its weights can reach (67 for float64, 11 for float32, 4 for 64-bit
-    integers), plus a slot of NaN and infinity flags: a row of 544, 96 or 40
-    bytes per bin. Up to 131072 bins (123361 with float64 weights: 64 MiB of
-    rows a thread), and with at least as many weights as bins, each
-    thread adds into its own rows and the rows are summed at the end. Past
-    that, the weights are first grouped by bin, which costs a copy of the
-    weights and two int64 per bin, and each bin's run is summed in a single
-    row.
+    threads gives the same integer, which is rounded once at the end. Float
+    weights are first tried in two 128-bit integers per bin (positive and
+    negative weights) within a window of binades placed from a sample of
+    the weights, with headroom for every add; the few weights outside it
+    are added exactly when the bin is rounded. Otherwise each bin's integer
+    is held in 32-bit chunks, one per int64 slot, as many as its weights can
+    reach (67 for float64, 11 for float32, 4 for 64-bit integers), plus a
+    slot of NaN and infinity flags. Up to 131072 bins, and with at least as
+    many weights as bins, each thread adds into its own accumulators or
+    rows and they are summed at the end; past that, the weights are first
+    grouped by bin, which costs a copy of the weights and two int64 per bin,
+    and each bin's run is summed in a single row.
 
     Examples
     --------
