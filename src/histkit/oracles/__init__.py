@@ -11,9 +11,11 @@ Each function models one thing the chapter (Chapter 7: Histograms) describes:
 - `exclusive_scan` -- counts to offsets (7.3, via Chapter 5);
 - `counting_sort` -- the stable counting sort (7.3);
 - `radix_sort`, `argsort` -- the counting sort once per digit, for
-  full-width keys (7.3's pointer to radix sort).
+  full-width keys (7.3's pointer to radix sort);
 - `bin_histogram` -- real-valued samples into bins by range or edges,
-  bin-exactly as ``np.histogram`` bins them.
+  bin-exactly as ``np.histogram`` bins them (`Flow` names its flow tallies);
+- `release_pages` -- hands the pages pooled for the sorts' results back to
+  the operating system.
 
 Keys may have any integer dtype and any stride; counts and indices are int64.
 A key outside ``[0, num_bins)`` raises ``BadKeyError`` (a ``ValueError``)
