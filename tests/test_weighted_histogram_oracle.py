@@ -611,3 +611,13 @@ def test_wide_accumulators_give_the_same_bits_on_one_and_two_threads(idle_machin
     for threads in (1, 2):
         assert_same_bits(sum_wide(keys, weights, num_bins, threads)[0], want)
         assert_same_bits(sum_wide(keys[order], weights[order], num_bins, threads)[0], want)
+
+
+@pytest.mark.parametrize("weight_dtype", [np.float64, np.float32])
+def test_wide_accumulators_read_strided_reversed_keys_and_weights(weight_dtype):
+    rng = np.random.default_rng(12)
+    n, num_bins = 60_000, 33
+    keys = rng.integers(0, num_bins, 2 * n).astype(np.int16)[::-2]
+    weights = narrow_weights(rng, 3 * n, weight_dtype)[::3]
+    sums, _ = sum_wide(keys, weights, num_bins)
+    assert_same_bits(sums, reference(keys, weights.astype(np.float64), num_bins))
