@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_nvrtc
 
 from histkit.conformance import check
 from histkit.conformance.loading import UsageError
@@ -99,10 +100,64 @@ def test_a_weighted_check_asked_wrongly_is_a_usage_error(arguments, message):
         check(EXAMPLE + "weighted_fsum", "weighted-histogram", **arguments)
 
 
-def test_weights_for_another_kind_and_a_cuda_file_are_usage_errors():
+def test_weights_for_another_kind_are_a_usage_error():
     with pytest.raises(UsageError, match="weights= is for kind weighted-histogram"):
         check(EXAMPLE + "histogram", "histogram", weights=np.ones(3))
-    with pytest.raises(UsageError, match="no weighted-histogram kernels"):
+
+
+ATOMIC_WEIGHTED = str(ROOT / "examples" / "cuda" / "weighted_atomic.cu")
+
+
+def test_a_weighted_cuda_file_is_built_by_the_kernel_abi_with_its_launch_options():
+    from histkit.conformance.check import make_impl
+    from histkit.conformance.check_weighted import WeightedCudaFile
+
+    impl = make_impl(ATOMIC_WEIGHTED, "weighted-histogram", defines={"UNROLL": "4"},
+                     block=128, grid=8)
+    assert impl == WeightedCudaFile(ATOMIC_WEIGHTED, "weighted_histogram",
+                                    (("UNROLL", "4"),), 128, 8)
+    assert impl.build_defines(np.dtype(np.uint16), np.dtype(np.float64)) == {
+        "KEY_T": "unsigned short", "WEIGHT_T": "double", "UNROLL": "4"}
+    with pytest.raises(FileNotFoundError, match="no such kernel file"):
+        make_impl("no/such/weighted.cu", "weighted-histogram")
+    with pytest.raises(UsageError, match="one entry point"):
+        make_impl(ATOMIC_WEIGHTED + ":a,b", "weighted-histogram")
+
+
+def test_a_weighted_cuda_file_reproducer_carries_its_launch_options(monkeypatch):
+    from histkit.conformance import check_weighted
+    from histkit.conformance.check import make_impl
+
+    monkeypatch.chdir(ROOT)
+    impl = make_impl(ATOMIC_WEIGHTED, "weighted-histogram", defines={"UNROLL": "4"},
+                     block=128, grid=8)
+    case = check_weighted.one_case(np.zeros(3, np.int32), np.array([1e16, 1.0, -1e16]), 1)
+    line = check_weighted.command_line(impl, "weighted-histogram", case)
+    assert line == ("histkit check examples/cuda/weighted_atomic.cu --kind weighted-histogram "
+                    "--keys=0,0,0 --weights=1e+16,1.0,-1e+16 --num-bins 1 --dtype int32 "
+                    "--weights-dtype float64 --define UNROLL=4 --block 128 --grid 8")
+    call = check_weighted.python_call(impl, "weighted-histogram", case)
+    assert "'examples/cuda/weighted_atomic.cu', 'weighted-histogram'" in call
+    assert "block=128, grid=8, defines={'UNROLL': '4'}" in call
+
+
+@needs_nvrtc
+def test_the_atomic_weighted_example_compiles_and_without_a_gpu_is_refused(monkeypatch,
+                                                                           capsys):
+    from histkit.cli import main
+    from histkit.gpu.errors import GpuUnavailableError
+
+    assert main(["check", ATOMIC_WEIGHTED, "--kind", "weighted-histogram",
+                 "--compile-only"]) == 0
+    assert "with entry weighted_histogram" in capsys.readouterr().out
+    monkeypatch.setattr("histkit.gpu.device.gpu_unavailable_reason", lambda: "no driver here")
+    with pytest.raises(GpuUnavailableError, match="needs a GPU: no driver here"):
+        check(ATOMIC_WEIGHTED, "weighted-histogram")
+
+
+@needs_nvrtc
+def test_a_cuda_file_without_the_weighted_entry_is_a_usage_error():
+    with pytest.raises(UsageError, match="has no entry weighted_histogram"):
         check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "weighted-histogram")
 
 

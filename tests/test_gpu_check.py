@@ -106,3 +106,16 @@ def test_histkits_sorts_pass_the_fenced_case_past_2_31_keys_radix_values_include
     judged = [(r.case.kinds, r.kernel) for r in report.results if r.cell.status == "pass"]
     assert (("radix-sort",), "radix-sort") in judged
     assert any(kernel.startswith("sort-atomic-cursor") for _, kernel in judged)
+
+
+def test_a_weighted_cu_kernel_that_adds_with_atomics_fails_the_cancellation_cases():
+    from pathlib import Path
+
+    kernel = str(Path(__file__).resolve().parents[1] / "examples" / "cuda" / "weighted_atomic.cu")
+    report = check(kernel, "weighted-histogram")
+    assert not report.passed
+    failed = {case.name for case, cell, _ in report.cells if cell.status == "FAIL"}
+    assert any("cancel" in name for name in failed), sorted(failed)[:10]
+    # the bad-key cases pass: the kernel reports the first bad index as the ABI asks
+    bad = [cell for case, cell, _ in report.cells if "bad" in case.name]
+    assert bad and all(cell.status == "pass" for cell in bad)

@@ -621,3 +621,16 @@ def test_wide_accumulators_read_strided_reversed_keys_and_weights(weight_dtype):
     weights = narrow_weights(rng, 3 * n, weight_dtype)[::3]
     sums, _ = sum_wide(keys, weights, num_bins)
     assert_same_bits(sums, reference(keys, weights.astype(np.float64), num_bins))
+
+
+@pytest.mark.large
+def test_chunks_of_work_starting_past_2_31_are_summed_exactly():
+    # 2^32 + 3 weights (stride-0 views, no memory behind them) on two threads: the
+    # wide path's chunks of work start at indices past 2^31.
+    n = 2**32 + 3
+    keys = np.broadcast_to(np.int8(0), (n,))
+    for weight in (0.1, np.float32(-3.3)):
+        weights = np.broadcast_to(weight, (n,))
+        with _threads.at_most(2):
+            got = oracles.histogram(keys, 1, weights)
+        assert_same_bits(got, np.array([rounded(Fraction(float(weight)) * n)]), repr(weight))

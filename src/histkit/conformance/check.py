@@ -57,6 +57,9 @@ SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHRUNK_GROUPS = 3  # the groups of failures whose smallest input is shrunk
 SHOWN_KEYS = 64
 DEFAULT_ARCH = "sm_90"
+# The implementations built from a .cu file: compiled before any case, always
+# judged in a worker process, on a GPU only.
+FROM_SOURCE = (CudaFileImpl, check_binning.BinningCudaFile, check_weighted.WeightedCudaFile)
 
 
 @dataclass
@@ -213,18 +216,20 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
     """
     if kind not in CHECK_KINDS:
         raise UsageError(f"kind must be one of {', '.join(CHECK_KINDS)}; got {kind!r}")
-    if isinstance(impl, (CudaFileImpl, PythonImpl, check_binning.BinningCudaFile)):
+    if isinstance(impl, (PythonImpl, *FROM_SOURCE)):
         return impl
     if kind in BINNING_KINDS:
         return check_binning.make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                        grid=grid, count_bits=count_bits)
     if kind in WEIGHTED_KINDS:
-        return check_weighted.make_impl(impl, inputs=inputs)
+        return check_weighted.make_impl(impl, inputs=inputs, defines=defines, block=block,
+                                        grid=grid)
     if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
         if kind not in DEFAULT_ENTRIES:
+            abi_kinds = ", ".join([*DEFAULT_ENTRIES, *BINNING_KINDS, *WEIGHTED_KINDS])
             raise UsageError(f"the kernel ABI has no {kind} kernels (CUDA files may be of "
-                             f"kind {', '.join(DEFAULT_ENTRIES)}); hand a {kind} as a Python "
-                             f"callable that launches it")
+                             f"kind {abi_kinds}); hand a {kind} as a Python callable that "
+                             f"launches it")
         path, entries = parse_kernel_spec(impl, kind)
         return CudaFileImpl(path, kind, entries, tuple(sorted((defines or {}).items())), block,
                             grid, count_bits, warp_size)
@@ -246,7 +251,7 @@ class Judge:
         self.impl = impl
         self._isolated = None
         if isolated is None:  # a .cu kernel always; a callable when check() asks
-            isolated = isinstance(impl, (CudaFileImpl, check_binning.BinningCudaFile))
+            isolated = isinstance(impl, FROM_SOURCE)
         if isolated:
             from histkit.conformance.isolation import IsolatedJudge
 
@@ -412,6 +417,8 @@ def compile_only(impl: CudaFileImpl, dtype="int32", arch: str = DEFAULT_ARCH) ->
     NVRTC only, no GPU."""
     if isinstance(impl, check_binning.BinningCudaFile):
         return check_binning.compile_only(impl, arch)
+    if isinstance(impl, check_weighted.WeightedCudaFile):
+        return check_weighted.compile_only(impl, arch)
     from histkit.conformance.cuda_abi import COUNT_TYPES
     from histkit.gpu import compiler, contract
     from histkit.gpu.contract import KEY_C_TYPES
@@ -488,7 +495,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     """
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
-    from_source = isinstance(implementation, (CudaFileImpl, check_binning.BinningCudaFile))
+    from_source = isinstance(implementation, FROM_SOURCE)
     binning = kind in BINNING_KINDS
     weighted = kind in WEIGHTED_KINDS
     if weighted and keys is not None:

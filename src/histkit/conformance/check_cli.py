@@ -237,9 +237,7 @@ def _does_not_compile(console, kernel: str, error) -> int:
 
 def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
-    from histkit.conformance.check import check, compile_only, make_impl
-    from histkit.conformance.check_binning import BinningCudaFile
-    from histkit.conformance.foreign import CudaFileImpl
+    from histkit.conformance.check import FROM_SOURCE, check, compile_only, make_impl
     from histkit.gpu.errors import KernelCompileError
 
     if args.sanitize:
@@ -280,7 +278,7 @@ def run_check_command(args, console) -> int:
                          defines=dict(args.define), block=args.block, grid=args.grid,
                          count_bits=args.counts, warp_size=args.warp_size)
         if args.compile_only:
-            if not isinstance(impl, (CudaFileImpl, BinningCudaFile)):
+            if not isinstance(impl, FROM_SOURCE):
                 return _usage(console, "--compile-only is for a .cu file")
             console.print(compile_only(impl, args.dtype or "int32", args.arch), markup=False)
             return 0

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure
 from histkit.conformance.check_binning import BinningCudaFile
+from histkit.conformance.check_weighted import WeightedCudaFile
 from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import call_form
 from histkit.gpu.registry import CHECK_KINDS
@@ -40,6 +41,11 @@ def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
         defines = "".join(f", -D{k}={v}" for k, v in impl.defines)
         console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, "
                       f"{impl.count_bits}-bit counts{escape(defines)}")
+    elif isinstance(impl, WeightedCudaFile):
+        grid = "one thread per key" if impl.grid is None else f"{impl.grid} blocks"
+        defines = "".join(f", -D{k}={v}" for k, v in impl.defines)
+        console.print(f"  launch    blocks of {impl.block} threads, grid {grid}, float64 sums"
+                      f"{escape(defines)}")
     else:
         console.print(f"  called as {escape(call_form(kind))}, on {impl.inputs} arrays")
     console.print(f"  cases     {len(cases)}, run {how}" + (f" ({escape(note)})" if note else ""))

@@ -10,8 +10,18 @@ atomics, or left to right as ``np.bincount(keys, weights)`` does, fails the
 cancellation cases.
 
 A Python callable is called as ``f(keys, weights, num_bins)`` and returns the
-sums (any float dtype; they are compared as float64). The kernel ABI has no
-weighted kind: a CUDA kernel is handed over as a callable that launches it.
+sums (any float dtype; they are compared as float64). A CUDA C++ file
+provides, by the kernel ABI (``KEY_T`` and ``WEIGHT_T``, ``float`` or
+``double``, come as -D defines)::
+
+    extern "C" __global__ void weighted_histogram(
+        const KEY_T* keys, const WEIGHT_T* weights, long long n,
+        unsigned long long num_bins, double* sums, unsigned long long* first_bad)
+
+sums start at +0.0; first_bad starts at ~0ULL, and a kernel that meets a key
+outside [0, num_bins) lowers it to that key's index (atomicMin). Blocks of
+``block`` threads; ``grid=None`` launches one thread per key, a fixed grid
+means the kernel walks the keys grid-stride.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -33,12 +44,14 @@ from histkit.conformance.foreign import (
     to_numpy,
 )
 from histkit.conformance.loading import UsageError
-from histkit.conformance.reproduce import python_command
+from histkit.conformance.reproduce import python_command, source_options, source_path
 from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
 
 KIND = "weighted-histogram"
 INLINE = 64  # keys and weights written out in a reproducer
+ENTRY = "weighted_histogram"
+WEIGHT_C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
 def expected(case: WeightedCase) -> np.ndarray | int:
@@ -110,11 +123,100 @@ class WeightedCallable(PythonImpl):
         return compare(to_numpy(result), want), ""
 
 
-def make_impl(impl, *, inputs: str):
+@dataclass(frozen=True)
+class WeightedCudaFile:
+    """A .cu file by the weighted kernel ABI (picklable: a worker rebuilds it)."""
+
+    path: str
+    entry: str = ENTRY
+    defines: tuple[tuple[str, str], ...] = ()
+    block: int = 256
+    grid: int | None = None  # None: one thread per key; N: a fixed (grid-stride) grid
+    kind: str = KIND
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return (self.entry,)
+
+    def describe(self) -> str:
+        return f"{self.path}:{self.entry}"
+
+    def build_defines(self, keys: np.dtype, weights: np.dtype) -> dict[str, str]:
+        from histkit.gpu.contract import KEY_C_TYPES
+
+        return {"KEY_T": KEY_C_TYPES[np.dtype(keys)],
+                "WEIGHT_T": WEIGHT_C_TYPES[np.dtype(weights)], **dict(self.defines)}
+
+    def as_kernel(self) -> _CudaWeightedJudge:
+        """What a worker process judges cases with."""
+        return _CudaWeightedJudge(self)
+
+
+class _CudaWeightedJudge:
+    """Builds and launches a weighted .cu file on this process's GPU."""
+
+    def __init__(self, impl: WeightedCudaFile):
+        self.impl = impl
+
+    def judge(self, case: WeightedCase) -> tuple[Cell, str]:
+        from histkit.gpu.contract import NO_BAD_KEY
+        from histkit.gpu.device import runtime
+        from histkit.gpu.geometry import Geometry
+
+        want = expected(case)
+        impl, rt = self.impl, runtime()
+        kernel = rt.kernel(impl.path, impl.entry,
+                           impl.build_defines(case.keys.dtype, case.weights.dtype))
+        keys = rt.to_device(np.ascontiguousarray(case.keys))
+        weights = rt.to_device(np.ascontiguousarray(case.weights))
+        sums = rt.empty(max(case.num_bins, 1), np.float64)
+        rt.memset(sums.ptr, 0, max(case.num_bins, 1) * 8)  # the ABI hands over +0.0 sums
+        first_bad = rt.empty(1, np.uint64)
+        rt.memset(first_bad.ptr, 0xFF, 8)
+        grid = impl.grid or max(1, -(-case.n // impl.block))
+        geometry = Geometry(impl.entry, grid, impl.block, 0)
+        if case.n:
+            rt.launch(kernel, geometry, keys.ptr, weights.ptr, np.int64(case.n),
+                      np.uint64(case.num_bins), sums.ptr, first_bad.ptr)
+        got = rt.copy_to_host(sums.ptr, np.empty(case.num_bins, np.float64))
+        bad = rt.read_word(first_bad.ptr)
+        if isinstance(want, int):
+            if bad != want:
+                reported = "none" if bad == NO_BAD_KEY else bad
+                return Cell("FAIL", f"the first bad key is at index {want}; the kernel "
+                                    f"reported {reported}"), str(geometry)
+            return Cell("pass"), str(geometry)
+        if bad != NO_BAD_KEY:
+            return Cell("FAIL", f"reported a bad key at index {bad}; every key is in [0, "
+                                f"{case.num_bins})"), str(geometry)
+        return compare(got, want), str(geometry)
+
+
+def make_impl(impl, *, inputs: str, defines=None, block: int = 256, grid: int | None = None):
+    """A WeightedCudaFile for ``file.cu[:entry]``, a WeightedCallable for a callable."""
     if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
-        raise UsageError(f"the kernel ABI has no {KIND} kernels; hand a {KIND} as a Python "
-                         f"callable that launches it")
+        path, _, entry = impl.partition(":")
+        file = Path(path).expanduser().resolve()
+        if not file.is_file():
+            raise FileNotFoundError(f"no such kernel file: {path}")
+        if "," in entry:
+            raise UsageError(f"a {KIND} kernel has one entry point ({ENTRY}); got {entry}")
+        return WeightedCudaFile(str(file), entry or ENTRY,
+                                tuple(sorted((defines or {}).items())), block, grid)
     return callable_impl(WeightedCallable, impl, KIND, inputs)
+
+
+def compile_only(impl: WeightedCudaFile, arch: str) -> str:
+    """Compile impl for int32 keys and float32 weights; the entry it provides,
+    or KernelCompileError with NVRTC's log (NVRTC only, no GPU)."""
+    from histkit.gpu import compiler, contract
+
+    defines = impl.build_defines(np.dtype(np.int32), np.dtype(np.float32))
+    cubin = compiler.compile_cubin(impl.path, contract.defines_for(impl.path, defines), arch)
+    if b"\x00" + impl.entry.encode() + b"\x00" not in cubin:
+        raise UsageError(f"{impl.path} compiles for {arch} but has no entry {impl.entry} (a "
+                         f"{KIND} kernel provides extern \"C\" __global__ {impl.entry})")
+    return f"{impl.path} compiles for {arch} with entry {impl.entry}"
 
 
 def smaller_inputs(case: WeightedCase):
@@ -140,13 +242,30 @@ def _named(case: WeightedCase, original: WeightedCase | None) -> str | None:
     return None if named.name == UNNAMED else named.name
 
 
+def _spec(impl) -> str | None:
+    """How a command line names impl: a .cu path (relative where it is below
+    the current directory), or a callable's importable name."""
+    if isinstance(impl, WeightedCudaFile):
+        path = source_path(impl.path)
+        return path if impl.entry == ENTRY else f"{path}:{impl.entry}"
+    name = impl.describe()
+    return name if ":" in name else None
+
+
+def _options(impl) -> list[tuple[str, object]]:
+    """The command line's options that rebuild impl as it was judged."""
+    if isinstance(impl, WeightedCudaFile):
+        return source_options(impl.defines, impl.block, impl.grid)
+    return [("--inputs", impl.inputs)] if impl.inputs != "numpy" else []
+
+
 def command_line(impl, kind: str, case: WeightedCase,
                  original: WeightedCase | None = None) -> str:
-    name = impl.describe()
-    if ":" not in name:
-        return (f"(none: {name} has no importable name, a lambda or a local function; "
-                f"define it at the top level of a module to get one)")
-    words = ["histkit", "check", shlex.quote(name), "--kind", kind]
+    spec = _spec(impl)
+    if spec is None:
+        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
+                f"function; define it at the top level of a module to get one)")
+    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
     if case.n <= INLINE:
         keys = ",".join(map(str, case.keys.tolist())) or "''"
         weights = ",".join(str(w) for w in case.weights.tolist()) or "''"
@@ -156,15 +275,14 @@ def command_line(impl, kind: str, case: WeightedCase,
         words += ["--case", shlex.quote(_named(case, original))]
     else:
         return "(none: the input is not a matrix case; see the Python call)"
-    if impl.inputs != "numpy":
-        words += ["--inputs", impl.inputs]
+    for option, value in _options(impl):
+        words += [option, shlex.quote(str(value))]
     return " ".join(words)
 
 
 def python_call(impl, kind: str, case: WeightedCase,
                 original: WeightedCase | None = None) -> str:
-    name = impl.describe()
-    spec = name if ":" in name else None
+    spec = _spec(impl)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
     if case.n <= INLINE:
         weights = ", ".join(_number(w) for w in case.weights.tolist())
@@ -175,8 +293,11 @@ def python_call(impl, kind: str, case: WeightedCase,
         arguments.append(f"case={_named(case, original)!r}")
     else:
         return "(none: the input is too long to write out; call check() with the same arrays)"
-    if impl.inputs != "numpy":
-        arguments.append(f"inputs={impl.inputs!r}")
+    for option, value in _options(impl):
+        if option != "--define":
+            arguments.append(f"{option[2:]}={value!r}")
+    if isinstance(impl, WeightedCudaFile) and impl.defines:
+        arguments.append(f"defines={dict(impl.defines)!r}")
     code = ("import numpy as np; from histkit.conformance import check; "
             f"print(check({', '.join(arguments)}))")
     if spec is None:

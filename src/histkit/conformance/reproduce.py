@@ -26,13 +26,17 @@ def _inline(case: Case) -> bool:
             and not case.skewed and not case.fenced)
 
 
+def source_path(path: str) -> str:
+    """A .cu file's path as a command line gives it: relative where the file
+    is below the current directory, absolute elsewhere."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def _spec(impl) -> str | None:
     """How the command line names impl (None: it cannot be named)."""
     if isinstance(impl, CudaFileImpl):
-        path = impl.path
-        relative = os.path.relpath(path)
-        if not relative.startswith(".."):
-            path = relative
+        path = source_path(impl.path)
         default = impl.entries == _default_entries(impl.kind)
         return path if default else f"{path}:{','.join(impl.entries)}"
     name = impl.describe()
@@ -45,17 +49,25 @@ def _default_entries(kind: str) -> tuple[str, ...]:
     return DEFAULT_ENTRIES.get(kind, ())
 
 
+def source_options(defines, block: int, grid: int | None) -> list[tuple[str, object]]:
+    """A .cu file's --define, --block and --grid options, those that differ
+    from the defaults, as (option, value) in command-line spelling."""
+    options: list[tuple[str, object]] = [("--define", f"{name}={value}")
+                                         for name, value in defines]
+    if block != 256:
+        options.append(("--block", block))
+    if grid is not None:
+        options.append(("--grid", grid))
+    return options
+
+
 def _options(impl, kind: str, case: Case, named: bool) -> list[tuple[str, object]]:
     """(option, value) pairs, in command-line spelling, that differ from the
     defaults or that the kind always needs."""
     grid = impl.grid if named else (case.grid or impl.grid)
     options: list[tuple[str, object]] = []
     if isinstance(impl, CudaFileImpl):
-        options += [("--define", f"{name}={value}") for name, value in impl.defines]
-        if impl.block != 256:
-            options.append(("--block", impl.block))
-        if grid is not None and kind != "scan":
-            options.append(("--grid", grid))
+        options += source_options(impl.defines, impl.block, None if kind == "scan" else grid)
         if impl.count_bits != 32 and kind in HISTOGRAM_KINDS:
             options.append(("--counts", impl.count_bits))
     else:

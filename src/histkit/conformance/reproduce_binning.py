@@ -12,14 +12,13 @@ Python call carries the NumPy scalars as they are.
 from __future__ import annotations
 
 import math
-import os
 import shlex
 
 import numpy as np
 
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
-from histkit.conformance.reproduce import python_command
+from histkit.conformance.reproduce import python_command, source_options, source_path
 from histkit.conformance.shrinking import UNNAMED
 
 INLINE_SAMPLES = 64  # samples (and edges) written out; more are named as their case
@@ -29,8 +28,7 @@ _PYTHON_NAMES = {"--block": "block", "--grid": "grid", "--counts": "count_bits",
 
 def _spec(impl) -> str | None:
     if isinstance(impl, BinningCudaFile):
-        path = os.path.relpath(impl.path)
-        path = impl.path if path.startswith("..") else path
+        path = source_path(impl.path)
         return path if impl.entry == ENTRY else f"{path}:{impl.entry}"
     name = impl.describe()
     return name if ":" in name else None
@@ -56,11 +54,7 @@ def _plain_range(case: BinCase) -> bool:
 
 def _options(impl) -> list[tuple[str, object]]:
     if isinstance(impl, BinningCudaFile):
-        options = [("--define", f"{name}={value}") for name, value in impl.defines]
-        if impl.block != 256:
-            options.append(("--block", impl.block))
-        if impl.grid is not None:
-            options.append(("--grid", impl.grid))
+        options = source_options(impl.defines, impl.block, impl.grid)
         if impl.count_bits != 32:
             options.append(("--counts", impl.count_bits))
         return options
