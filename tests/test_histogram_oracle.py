@@ -110,3 +110,39 @@ def test_a_thread_cap_set_by_a_caller_bounds_the_oracles_threads_and_ends_with_i
             assert _threads.idle_cpus(1 << 24) == 1
         assert _threads.idle_cpus(1 << 24) == 2
     assert _threads.idle_cpus(1 << 24) == 8
+
+
+# Up to 16 bins, contiguous 32-bit keys are counted two to a counter while every
+# key is below 16 (_count.count_by_pairs); keys in [num_bins, 16) pass that test
+# and are found when the pairs are folded.
+@pytest.mark.parametrize("key_dtype", [np.int32, np.uint32])
+@pytest.mark.parametrize("num_bins", [1, 2, 10, 15, 16])
+def test_keys_counted_by_pairs_equal_bincount_on_every_distribution(key_dtype, num_bins):
+    for distribution in DISTRIBUTIONS:
+        keys = make_keys(distribution, 20_003, num_bins, seed=num_bins, dtype=key_dtype)
+        assert np.array_equal(oracles.histogram(keys, num_bins),
+                              np.bincount(keys.astype(np.int64), minlength=num_bins)), distribution
+
+
+@pytest.mark.parametrize("key_dtype", [np.int32, np.uint32])
+@pytest.mark.parametrize("num_bins", [1, 10, 15])
+@pytest.mark.parametrize("bad_keys", [
+    {5001: "K"},                 # just past the bins, below 16: found at the fold
+    {5001: 15},                  # the largest key the pair index takes
+    {3000: 16, 5001: "K"},       # one that stops the pairs first, then one they passed
+    {5001: "K", 7000: 16},       # one they passed, then one that stops them
+    {4096: "K", 4097: 200},      # two in one group of eight
+    {20_002: "K"},               # in the tail the pairs leave to the plain loop
+])
+def test_the_first_bad_key_is_named_whether_the_pairs_pass_it_or_stop_at_it(
+        key_dtype, num_bins, bad_keys):
+    keys = make_keys("uniform", 20_003, num_bins, seed=3, dtype=key_dtype)
+    for index, value in bad_keys.items():
+        keys[index] = num_bins if value == "K" else value
+    first = min(bad_keys)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins)
+    assert (caught.value.index, caught.value.value) == (first, int(keys[first]))
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.counting_sort(keys, num_bins)
+    assert caught.value.index == first
