@@ -146,3 +146,14 @@ def test_the_first_bad_key_is_named_whether_the_pairs_pass_it_or_stop_at_it(
     with pytest.raises(oracles.BadKeyError) as caught:
         oracles.counting_sort(keys, num_bins)
     assert caught.value.index == first
+
+
+@pytest.mark.parametrize("index", [5000, 5001])  # the low and the high key of a load
+@pytest.mark.parametrize("value", [16, 17, 31, 2**31 + 16])
+def test_a_key_of_16_or_more_among_zeros_stops_the_pairs_and_is_named(index, value):
+    # zeros keep every pair index small: only the mask can tell 16 from 0
+    keys = np.zeros(20_003, dtype=np.uint32)
+    keys[index] = value
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, 10)
+    assert (caught.value.index, caught.value.value) == (index, value)
