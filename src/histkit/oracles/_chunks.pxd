@@ -64,6 +64,25 @@ cdef enum:
     SAW_NEG_INF = 4
     # add_weight's answer for a float outside a window's chunks (not a flag).
     OUTSIDE = 8
+    # Work sharing of both weighted paths: below this many weights per worker
+    # (or per handed-out chunk of work), starting threads costs more than it
+    # saves.
+    MIN_WEIGHTS_PER_WORKER = 1 << 16
+    MIN_WEIGHTS_PER_CHUNK = 1 << 15
+    CHUNKS_PER_WORKER = 8
+
+
+cdef inline Py_ssize_t split_weights(Py_ssize_t n, Py_ssize_t slots, Py_ssize_t most,
+                                     Py_ssize_t* chunks) noexcept nogil:
+    """How many workers (at most `most`) share n weights, each with its own
+    table of `slots` int64 slots: a worker must have enough weights to pay for
+    zeroing and merging its table. chunks[0] is set to the chunks of work
+    they take in turn (1 when serial)."""
+    cdef Py_ssize_t workers = max(1, min(most, n // max(MIN_WEIGHTS_PER_WORKER, slots)))
+    chunks[0] = 1
+    if workers > 1:
+        chunks[0] = max(workers, min(CHUNKS_PER_WORKER * workers, n // MIN_WEIGHTS_PER_CHUNK))
+    return workers
 
 
 cdef inline Py_ssize_t chunk_lo(const weight_t* tag) noexcept nogil:

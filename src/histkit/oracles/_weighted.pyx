@@ -27,9 +27,10 @@ from libc.stdint cimport int64_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 from histkit.oracles._chunks cimport (
-    ADDS_BEFORE_CARRY, DOUBLE_LO, DOUBLE_TOP, FLOAT_LO, FLOAT_TOP, INT_LO, INT_TOP, OUTSIDE,
+    ADDS_BEFORE_CARRY, DOUBLE_LO, DOUBLE_TOP, FLOAT_LO, FLOAT_TOP, INT_LO, INT_TOP,
+    MIN_WEIGHTS_PER_WORKER, OUTSIDE,
     SAW_NAN, SAW_NEG_INF, SAW_POS_INF, add_weight, carry, chunk_lo, chunk_top, chunks_written,
-    round_chunks, row_len, weight_t,
+    round_chunks, row_len, split_weights, weight_t,
 )
 from histkit.oracles._count cimport chunk_start, first_bad, load_key, threads_for
 from histkit.oracles._keys cimport key_t
@@ -53,11 +54,6 @@ cdef enum:
     # thread), where grouping took 94-122 ms at any of these.
     IN_PLACE_BINS = 1 << 17
     IN_PLACE_MAX_BYTES = 1 << 26
-    # Below this many weights per worker (or per handed-out chunk of work),
-    # starting threads costs more than it saves.
-    MIN_WEIGHTS_PER_WORKER = 1 << 16
-    MIN_WEIGHTS_PER_CHUNK = 1 << 15
-    CHUNKS_PER_WORKER = 8
     # A chunk of work is at most this long, so that one thread can carry all
     # its rows between chunks before any slot can overflow.
     MAX_WEIGHTS_PER_CHUNK = 1 << 30
@@ -281,11 +277,8 @@ def _sums_in_place(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t
     cdef Py_ssize_t[::1] bad_v
     sums = np.empty(num_bins, dtype=np.float64)
     cdef double[::1] sums_v = sums
-    # Every worker keeps a row per bin; a worker must have enough weights to
-    # pay for zeroing and merging its rows.
-    workers = max(1, min(most, n // max(MIN_WEIGHTS_PER_WORKER, num_bins * row)))
-    if workers > 1:
-        chunks = max(workers, min(CHUNKS_PER_WORKER * workers, n // MIN_WEIGHTS_PER_CHUNK))
+    # Every worker keeps a row per bin.
+    workers = split_weights(n, num_bins * row, most, &chunks)
     chunks = max(chunks, -(-n // MAX_WEIGHTS_PER_CHUNK))
     rows = np.zeros((workers, num_bins * row), dtype=np.int64)
     added = np.zeros(workers, dtype=np.int64)

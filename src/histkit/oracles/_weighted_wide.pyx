@@ -29,7 +29,7 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 from histkit.oracles._chunks cimport (
-    FRACTION64, LOW32, add_weight, chunks_written, round_chunks, signed_part,
+    FRACTION64, LOW32, add_weight, chunks_written, round_chunks, signed_part, split_weights,
 )
 from histkit.oracles._count cimport chunk_start, first_bad, key_at, threads_for
 from histkit.oracles._keys cimport key_t
@@ -63,10 +63,6 @@ cdef enum:
     # where at 256 bins it cost 17 -> 20 ms.
     PREFETCH_ABOVE_BINS = 8192
     PREFETCH_AHEAD = 16
-    # Work sharing, as in _weighted.
-    MIN_WEIGHTS_PER_WORKER = 1 << 16
-    MIN_WEIGHTS_PER_CHUNK = 1 << 15
-    CHUNKS_PER_WORKER = 8
 
 
 # By numpy's dtype.char: mantissa bits (the implicit one included), the
@@ -275,11 +271,7 @@ def wide_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t most
     cdef Py_ssize_t weight_step = weights.strides[0]
     cdef Py_ssize_t workers, chunks = 1, c, t, start, stop
     cdef Py_ssize_t stride = SLOTS * num_bins + PAD
-    # A worker must have enough weights to pay for zeroing and merging its
-    # accumulators.
-    workers = max(1, min(most, n // max(MIN_WEIGHTS_PER_WORKER, SLOTS * num_bins)))
-    if workers > 1:
-        chunks = max(workers, min(CHUNKS_PER_WORKER * workers, n // MIN_WEIGHTS_PER_CHUNK))
+    workers = split_weights(n, SLOTS * num_bins, most, &chunks)
     cdef Py_ssize_t capacity = (max(OUTSIDE_PER_WORKER, n // OUTSIDE_ONE_IN // workers)
                                 if outside_per_worker is None else outside_per_worker)
     acc = np.zeros((workers, stride), dtype=np.uint64)
