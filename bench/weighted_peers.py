@@ -1,15 +1,11 @@
-"""Weighted histograms of the peers judged by the exact rule, and run twice.
+"""Whether the weighted histograms of the peers return the same sums twice.
 
-Two questions, in one run on a GPU host (np.bincount alone on a CPU host),
-asked of the peers and of histkit's own GPU call:
-
-- the verdict of ``histkit check --kind weighted-histogram`` on each peer
-  (examples/peer_kernels.py wraps them): cases passed and failed, and the
-  smallest failing input with what the peer returned;
-- whether a peer returns the same sums twice: 10 calls on the same 2^24
-  int32 keys (uniform over K bins) and float32 weights over seven decades,
-  counting the distinct results and the bins that differ from the exact sum
-  (``oracles.histogram``, which is the same on every call).
+10 calls of each peer (``np.bincount`` on any host; torch, CuPy and histkit's
+own GPU call on a GPU host) on the same 2^24 int32 keys, uniform over K
+bins, with float32 weights over seven decades: the distinct results, and the
+bins that differ from the exact sum (``oracles.histogram``, which is the
+same on every call). bench/peer_verdicts.py judges the same peers by the
+exact rule.
 
     python bench/weighted_peers.py [--n-log2 24] [--calls 10] [--out bench/results]
 """
@@ -17,54 +13,12 @@ asked of the peers and of histkit's own GPU call:
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from pathlib import Path
 
 import numpy as np
 from _shared import write_results
+from peer_verdicts import device_name, missing
 
 from histkit import oracles
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-# (wrapper in examples/peer_kernels.py or examples/python_kernels.py, the inputs it takes)
-PEERS = {"np.bincount(weights=)": ("examples.python_kernels:weighted_bincount", "numpy"),
-         "torch.bincount(weights=)": ("examples.peer_kernels:torch_bincount_weights", "torch"),
-         "torch.Tensor.index_add_": ("examples.peer_kernels:torch_index_add", "torch"),
-         "cupy.bincount(weights=)": ("examples.peer_kernels:cupy_bincount_weights", "cupy"),
-         "histkit gpu.histogram(weights=)": ("examples.peer_kernels:histkit_weighted", "cupy")}
-
-
-def available(inputs: str) -> bool:
-    if inputs == "numpy":
-        return True
-    from histkit.gpu import gpu_unavailable_reason
-
-    try:
-        __import__(inputs)
-    except ImportError:
-        return False
-    return gpu_unavailable_reason() is None
-
-
-def verdicts() -> dict:
-    from histkit.conformance import check
-
-    found = {}
-    for name, (spec, inputs) in PEERS.items():
-        if not available(inputs):
-            continue
-        report = check(spec, "weighted-histogram", inputs=inputs)
-        first = report.failures[0] if report.failures else None
-        found[name] = {"counts": report.counts(),
-                       "smallest_failing_input": first.smallest.describe_input(64)
-                       if first else None,
-                       "detail": (first.shrunk_detail or first.detail) if first else None}
-        print(f"{name:26s} {report.summary()}", flush=True)
-        if first:
-            print(f"  {found[name]['smallest_failing_input']}: {found[name]['detail']}")
-    return found
 
 
 def repeat_calls(n: int, calls: int) -> list[dict]:
@@ -90,7 +44,7 @@ def repeat_calls(n: int, calls: int) -> list[dict]:
 def peer_calls(keys, weights, num_bins) -> dict:
     wide = weights.astype(np.float64)
     calls = {"np.bincount(weights=)": lambda: np.bincount(keys, wide, minlength=num_bins)}
-    if available("torch"):
+    if missing("torch") is None:
         import torch
 
         tk = torch.as_tensor(keys, device="cuda").long()
@@ -99,7 +53,7 @@ def peer_calls(keys, weights, num_bins) -> dict:
             tk, tw, minlength=num_bins).cpu().numpy()
         calls["torch.Tensor.index_add_"] = lambda: torch.zeros(
             num_bins, dtype=torch.float64, device="cuda").index_add_(0, tk, tw).cpu().numpy()
-    if available("cupy"):
+    if missing("cupy") is None:
         import cupy
 
         ck, cw = cupy.asarray(keys), cupy.asarray(wide)
@@ -119,16 +73,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args()
-    found = verdicts()
     rows = repeat_calls(1 << args.n_log2, args.calls)
-    device = f"cpu-{os.cpu_count()}core"
-    if available("torch"):
-        import torch
-
-        name = torch.cuda.get_device_name()
-        device = "h200" if "H200" in name else name.split()[-1].lower()
-    write_results(args.out, f"weighted-peers-{device}",
-                  {"n": 1 << args.n_log2, "verdicts": found, "repeats": rows}, indent=1)
+    write_results(args.out, f"weighted-peers-{device_name()}",
+                  {"n": 1 << args.n_log2, "repeats": rows})
 
 
 if __name__ == "__main__":

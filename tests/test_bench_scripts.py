@@ -46,11 +46,17 @@ def test_dask_stream_bench_counts_every_key(tmp_path):
     assert row["N"] == 1 << 26 and row["gpu"] is False
 
 
-def test_weighted_peers_bench_judges_np_bincount_and_repeats_its_calls(tmp_path):
+def test_peer_verdicts_judge_np_bincount_by_the_exact_rule(tmp_path):
+    results = run_bench("peer_verdicts.py", tmp_path, "--only", "np.bincount(weights=)")
+    verdict = results["np.bincount(weights=)"]
+    assert verdict["kind"] == "weighted-histogram" and verdict["counts"]["FAIL"] > 0
+    (cancellation,) = [f for f in verdict["failures"] if f["symptom"] == "bins differ"]
+    assert cancellation["smallest_failing_input"].startswith("keys = [0, 0, 0]")
+    assert "got 0.0, expected 1.0" in cancellation["detail"]
+
+
+def test_weighted_peers_bench_repeats_np_bincount_and_gets_one_result(tmp_path):
     results = run_bench("weighted_peers.py", tmp_path, "--n-log2", "10", "--calls", "2")
-    verdict = results["verdicts"]["np.bincount(weights=)"]
-    assert verdict["counts"]["FAIL"] > 0
-    assert verdict["smallest_failing_input"].startswith("keys = [0, 0, 0]")
     numpy_rows = [row for row in results["repeats"] if row["peer"] == "np.bincount(weights=)"]
     assert [row["K"] for row in numpy_rows] == [1, 256, 65536]
     assert all(row["distinct_results"] == 1 for row in numpy_rows)  # left to right: the same
