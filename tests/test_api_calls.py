@@ -263,6 +263,12 @@ class FakeCudaTensor:
     def is_neg(self):
         return self._neg
 
+    def get_device(self):
+        return self.device.index
+
+    def dim(self):
+        return len(self.shape)
+
     def stride(self, dim=None):
         return self._strides if dim is None else self._strides[dim]
 
@@ -276,21 +282,28 @@ def fake_torch(fake, monkeypatch):
     torch = types.ModuleType("torch")
     for name in ("int8", "int16", "int32", "int64", "uint64", "float32", "bfloat16"):
         setattr(torch, name, _TorchDtype(name))
+    allocated = []
 
     def empty(n, dtype, device):
-        return FakeCudaTensor(n, dtype, 0xB00000)
+        tensor = FakeCudaTensor(n, dtype, 0xB00000 + len(allocated) * 4096)
+        allocated.append(tensor)
+        return tensor
 
     def external_stream(handle, device):
         fake.log.append(("torch stream", handle))
         return handle
 
     torch.empty = empty
+    torch.Tensor = FakeCudaTensor
+    # the raw current-stream handle the compiled lane reads (PyTorch's own helper)
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda index: TORCH_STREAM)
     torch.cuda = types.SimpleNamespace(
         current_stream=lambda device: types.SimpleNamespace(cuda_stream=TORCH_STREAM),
         ExternalStream=external_stream, stream=lambda s: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(api, "_TORCH_DTYPES", {})
     fake.torch = torch
+    fake.torch_allocated = allocated
     return fake
 
 
@@ -1261,7 +1274,7 @@ def lane(fake, monkeypatch):
     fake.lane_open = lambda: fake.per_call.calls is not None
     fake.launch_handle = lambda kernel, geometry: kernel.handle
     sys.modules["cupy"].ndarray = FakeCupyArray
-    monkeypatch.setattr(api, "_LANE", [None, None])
+    monkeypatch.setattr(api, "_LANE", [None, None, set()])
     return calls
 
 
@@ -1282,13 +1295,18 @@ def through_python(fake, keys, num_bins, check=True):
     return counts, made
 
 
+def address(array) -> int:
+    """A fake CuPy array's or PyTorch tensor's device address."""
+    return array.data_ptr() if isinstance(array, FakeCudaTensor) else array.data.ptr
+
+
 def as_asked(log, counts, first_bad=None):
     """Driver calls with the counts' pointer named (each path allocates its
     own), and an unchecked call's first_bad word's."""
     def named(value):
-        if value == counts.data.ptr:
+        if value == address(counts):
             return "counts"
-        return "first_bad" if first_bad is not None and value == first_bad.data.ptr else value
+        return "first_bad" if first_bad is not None and value == address(first_bad) else value
 
     return [tuple(named(v) if not isinstance(v, tuple) else tuple(named(a) for a in v)
                   for v in entry) for entry in log]
@@ -1364,6 +1382,69 @@ def test_a_lane_call_whose_slot_was_flagged_raises_the_bad_key_through_the_pytho
     lane.log.clear()
     api.histogram(cupy_keys(), 256)
     assert not lane.log and fake.launched
+
+
+@pytest.mark.parametrize("n, num_bins", [(4096, 256), (1 << 20, 256), (4096, 1 << 20)],
+                         ids=["stores", "zeroes", "global-bins"])
+def test_torch_keys_take_the_lane_asking_the_driver_what_the_python_path_asks_on_torchs_stream(
+        fake_torch, lane, n, num_bins):
+    keys = torch_keys(fake_torch, n)
+    counts = api.histogram(keys, num_bins)
+    assert counts in fake_torch.torch_allocated and counts.shape == (num_bins,)
+    assert counts.dtype is fake_torch.torch.int64
+    *asked, waited = lane.log
+    assert waited == ("sync", TORCH_STREAM)
+    python_counts, python_asked = through_python(fake_torch, keys, num_bins)
+    assert python_asked and as_asked(asked, counts) == as_asked(python_asked, python_counts)
+    assert {entry[-3] if entry[0] == "launch" else entry[-1] for entry in asked} == {TORCH_STREAM}
+
+
+def test_an_unchecked_torch_lane_call_hands_back_a_torch_word_set_on_torchs_stream(
+        fake_torch, lane):
+    keys = torch_keys(fake_torch, 1 << 20)
+    counts, first_bad = api.histogram(keys, 256, check=False)
+    assert not any(entry[0] == "sync" for entry in lane.log)
+    assert first_bad in fake_torch.torch_allocated and first_bad.dtype is fake_torch.torch.uint64
+    assert lane.log[0] == ("memset", first_bad.data_ptr(), 0xFF, 8, TORCH_STREAM)
+    assert lane.scratch.slot_clean  # the thread's slot is not this call's
+    (python_counts, python_word), python_asked = through_python(fake_torch, keys, 256, False)
+    assert as_asked(lane.log, counts, first_bad) == as_asked(python_asked, python_counts,
+                                                             python_word)
+
+
+def test_a_torch_sort_takes_the_lane_and_hands_back_torch_tensors(fake_torch, lane):
+    keys = torch_keys(fake_torch, 1 << 20)
+    sorted_keys, index = api.counting_sort(keys, 256)
+    assert lane.log == [("sync", TORCH_STREAM)]  # its launches go through the runtime
+    assert {sorted_keys.shape, index.shape} == {(1 << 20,)}
+    assert (sorted_keys.dtype, index.dtype) == (keys.dtype, fake_torch.torch.int64)
+
+
+def test_the_lane_takes_a_frameworks_keys_only_once_they_come(fake, lane):
+    api.histogram(cupy_keys(), 256)
+    assert api._LANE[1].serves == ("cupy",)  # a CuPy caller is not made to import PyTorch
+
+
+@pytest.mark.parametrize("more, error", [
+    ({"strides": (2,)}, ValueError),
+    ({"device_index": 1}, ValueError),
+    ({"dtype": "float32"}, TypeError),
+    ({"n": 0}, None),
+    ({"neg": True}, BufferError),
+], ids=["strided", "other-device", "float-keys", "no-keys", "negated-view"])
+def test_the_lane_declines_torch_keys_but_the_common_call_before_asking_the_driver_anything(
+        fake_torch, lane, monkeypatch, more, error):
+    def view(rt, obj, name, integer=True):  # the general view, which a negated view needs
+        raise BufferError("Can't export tensors with the negative bit set")
+
+    monkeypatch.setattr(api, "_view", view)
+    keys = torch_keys(fake_torch, **more)
+    if error is None:
+        api.histogram(keys, 256)
+    else:
+        with pytest.raises(error):
+            api.histogram(keys, 256)
+    assert not lane.log
 
 
 def declined_calls():

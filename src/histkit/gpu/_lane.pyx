@@ -2,8 +2,9 @@
 """The compiled lane of gpu.histogram and gpu.counting_sort: their common
 call, without the Python glue.
 
-The common call: CuPy keys (1-d, contiguous, an integer dtype, on histkit's
-device, not empty) on CuPy's current stream, given nothing else but check=
+The common call: CuPy or PyTorch keys (1-d, contiguous, an integer dtype, on
+histkit's device, not empty) on their framework's current stream, given
+nothing else but check=
 (a histogram's method="auto", no out=, stream= or first_bad=; a sort's
 stable=True and int64 indices), with no conformance harness on, and, when
 checked, on a thread whose bad-key slot is clean. There the Python path
@@ -12,7 +13,8 @@ calls, more than the calls themselves (measured on the H200's host), and
 about 1.6x that on a slower host.
 
 Where auto launches the fast kernel alone (a LanePlan), the lane makes the
-Python path's driver calls in its order: CuPy allocates the counts, the C
+Python path's driver calls in its order: the keys' framework allocates the
+counts, the C
 path (histkit.gpu._driver_calls) zeroes them where the kernel adds into
 them, launches the fast kernel with the arguments fast_launch packs, and
 waits; then the slot's flag on the verdict board says whether any key was
@@ -30,9 +32,13 @@ A sort's launches are queued by the Python launcher (api._lane_sort, the
 same allocations and registry row as the Python path); the lane waits and
 reads the flag as for a histogram.
 
-An unchecked call (check=False) gets a new first_bad word, allocated and
-set by CuPy as the Python path does, in place of the slot, and returns
-without waiting.
+An unchecked call (check=False) gets a new first_bad word, allocated by the
+keys' framework and set to all ones on their stream as the Python path does,
+in place of the slot, and returns without waiting.
+
+A framework is served once the Python side hands the lane its module
+(serve_cupy, serve_torch), on its first call with that framework's keys:
+importing PyTorch for a CuPy caller would cost a second.
 
 Anything else, it declines (returns None) before it allocates or launches:
 the Python path then runs the call, and names every problem. A bad key found
@@ -151,7 +157,7 @@ cdef class DeviceWord:
 
 
 cdef class Lane:
-    """The lane of one runtime (rt) and one CuPy (cupy).
+    """The lane of one runtime (rt), for CuPy and PyTorch keys.
 
     plan_for(keys, n, num_bins) -> a LanePlan, or a callable
     (keys, n, num_bins, stream, slot) -> counts that queues auto's launches;
@@ -160,22 +166,25 @@ cdef class Lane:
     check(status, what) raises the error naming a driver call's failure
     (histkit.gpu.device.check); bad_key(keys, num_bins, stream, slot) raises
     the oracles' error for the bad key a kernel flagged; num_bins above
-    max_bins are declined (the Python path refuses them).
+    max_bins are declined (the Python path refuses them). Keys of a
+    framework not yet served (serve_cupy, serve_torch) are declined.
     """
 
-    # rt's driver calls and cupy's functions are looked up at each call (a
-    # dict lookup each), not kept: a measurement that wraps them sees the
-    # lane's calls too.
-    cdef object rt, per_call, cupy, cupy_cuda, ndarray, int64, uint64, uint8, plan_for, sort
+    # rt's driver calls and the frameworks' functions are looked up at each
+    # call (a dict lookup each), not kept: a measurement that wraps them sees
+    # the lane's calls too.
+    cdef object rt, per_call, int64, uint64, uint8, plan_for, sort
+    cdef object cupy, cupy_cuda, ndarray
+    cdef object torch, tensor, torch_int64, torch_uint64, torch_stream
+    cdef dict torch_dtypes
     cdef object check
     cdef object bad_key
     cdef dict plans
     cdef long long device_id
     cdef unsigned long long max_bins
 
-    def __init__(self, rt, cupy, plan_for, sort, check, bad_key, unsigned long long max_bins):
+    def __init__(self, rt, plan_for, sort, check, bad_key, unsigned long long max_bins):
         self.rt, self.per_call = rt, rt.per_call
-        self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
         self.int64, self.uint64 = np.dtype(np.int64), np.dtype(np.uint64)
         self.uint8 = np.dtype(np.uint8)
         self.plan_for, self.sort, self.check, self.bad_key = plan_for, sort, check, bad_key
@@ -183,11 +192,40 @@ cdef class Lane:
         self.device_id = rt.device.device_id
         self.max_bins = max_bins
 
+    @property
+    def serves(self):
+        """The frameworks whose keys the lane takes: a tuple of names."""
+        return (("cupy",) if self.cupy is not None else ()) + (
+            ("torch",) if self.torch is not None else ())
+
+    def serve_cupy(self, cupy):
+        """Take CuPy arrays from here on."""
+        self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
+
+    def serve_torch(self, torch):
+        """Take PyTorch CUDA tensors from here on (integer dtypes NumPy has;
+        unsigned ones from PyTorch 2.3), their stream read as a raw handle."""
+        dtypes = {}
+        for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"):
+            if getattr(torch, name, None) is not None:
+                dtypes[getattr(torch, name)] = np.dtype(name)
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if raw is None:  # the public way: a Stream object made per call, then its handle
+            current = torch.cuda.current_stream
+
+            def raw(index):
+                return current(index).cuda_stream
+        self.torch, self.tensor, self.torch_dtypes = torch, torch.Tensor, dtypes
+        self.torch_int64 = torch.int64
+        self.torch_uint64 = getattr(torch, "uint64", None)
+        self.torch_stream = raw
+
     def histogram(self, keys, num_bins, bint check):
         """keys' counts, a CuPy int64 array (check=False: with the first_bad
         word, unwaited), or None (declined: nothing done)."""
-        memory = self._memory_of(keys, num_bins)
-        if memory is None:
+        cdef bint torch_keys = type(keys) is self.tensor
+        keys_ptr = self._keys_ptr(keys, num_bins, torch_keys)
+        if keys_ptr is None:
             return None
         scratch = self._scratch_for(check)
         if scratch is None:
@@ -199,20 +237,21 @@ cdef class Lane:
             if len(self.plans) > 4096:  # many distinct shapes: keep the table bounded
                 self.plans.clear()
             made = self.plans[key] = self.plan_for(keys, n, num_bins)
-        stream = self.cupy_cuda.get_current_stream().ptr or 1  # 0, 1: the legacy default
-        words = self._words_for(check, scratch)
+        stream = self._stream_of(keys, torch_keys)
+        words = self._words_for(check, scratch, keys, torch_keys, stream)
         if words is None:
             return None
         slot, first_bad = words
         replay = None
         if type(made) is Recorded:
-            replay = (<Recorded>made).replay_for(memory.ptr)
+            replay = (<Recorded>made).replay_for(keys_ptr)
             if replay is None:
                 made = (<Recorded>made).launcher
         if type(made) is LanePlan:
-            counts = self._launch(made, memory, num_bins, slot.ptr, stream)
+            counts = self._launch(made, keys, keys_ptr, torch_keys, num_bins, slot.ptr, stream)
         elif replay is not None:
-            counts = self._replay(replay, memory, num_bins, slot.ptr, stream)
+            counts = self._replay(replay, keys, keys_ptr, torch_keys, num_bins, slot.ptr,
+                                  stream)
         else:
             counts = made(keys, n, num_bins, stream, slot)
         if counts is None:
@@ -225,13 +264,14 @@ cdef class Lane:
         """(sorted keys, original int64 indices), CuPy arrays, of a stable sort
         (check=False: with the first_bad word, unwaited), or None (declined:
         nothing done)."""
-        if self._memory_of(keys, num_bins) is None:
+        cdef bint torch_keys = type(keys) is self.tensor
+        if self._keys_ptr(keys, num_bins, torch_keys) is None:
             return None
         scratch = self._scratch_for(check)
         if scratch is None:
             return None
-        stream = self.cupy_cuda.get_current_stream().ptr or 1
-        words = self._words_for(check, scratch)
+        stream = self._stream_of(keys, torch_keys)
+        words = self._words_for(check, scratch, keys, torch_keys, stream)
         if words is None:
             return None
         slot, first_bad = words
@@ -247,28 +287,48 @@ cdef class Lane:
             return self.rt.lane_slot()
         return True if self.rt.lane_open() else None
 
-    cdef object _words_for(self, bint check, scratch):
+    cdef object _words_for(self, bint check, scratch, keys, bint torch_keys, stream):
         """(where the kernels note the first bad index, what the caller gets
         back as first_bad): a checked call's slot (scratch.slot) and None; for
-        an unchecked one a new CuPy uint64 holding NO_BAD_KEY (all ones), set
-        on CuPy's current stream as the Python path sets it. None
-        (declined) where CuPy cannot allocate it."""
+        an unchecked one a new uint64 of the keys' framework holding
+        NO_BAD_KEY (all ones), set on the call's stream as the Python path
+        sets it. None (declined) where it cannot be allocated."""
         if check:
             return scratch.slot, None
+        cdef int status
         try:
-            word = self.cupy.empty(1, self.uint64)
+            if not torch_keys:
+                word = self.cupy.empty(1, self.uint64)
+                word.data.memset_async(0xFF, 8)
+                return DeviceWord(word.data.ptr), word
+            if self.torch_uint64 is None:  # a PyTorch before 2.3: the Python path says so
+                return None
+            word = self.torch.empty(1, dtype=self.torch_uint64, device=keys.device)
         except Exception:  # out of memory, say: the Python path names it
             return None
-        word.data.memset_async(0xFF, 8)
-        return DeviceWord(word.data.ptr), word
+        status = self.per_call.calls.memset(word.data_ptr(), 0xFF, 8, stream)
+        if status:
+            self.check(status, "cuMemsetD8Async")
+        return DeviceWord(word.data_ptr()), word
 
-    cdef object _memory_of(self, keys, num_bins):
-        """keys' memory (keys.data) where the lane takes keys and num_bins:
-        a 1-d contiguous CuPy array of an integer dtype on rt's device, not
-        empty, and an int in [1, max_bins]; else None."""
-        if type(keys) is not self.ndarray or type(num_bins) is not int:
+    cdef object _keys_ptr(self, keys, num_bins, bint torch_keys):
+        """keys' device address where the lane takes keys and num_bins: a 1-d
+        contiguous array of an integer dtype on rt's device, not empty, of a
+        framework the lane serves (a CuPy ndarray; a PyTorch CUDA tensor, not
+        a lazily negated view), and an int in [1, max_bins]; else None."""
+        if type(num_bins) is not int or not 1 <= num_bins <= self.max_bins:
             return None
-        if not 1 <= num_bins <= self.max_bins:
+        if torch_keys:
+            dtype = self.torch_dtypes.get(keys.dtype)
+            if dtype is None or not keys.is_cuda or keys.is_neg():
+                return None
+            if keys.get_device() != self.device_id or keys.dim() != 1:
+                return None
+            n = keys.shape[0]
+            if n == 0 or (n > 1 and keys.stride(0) != 1):
+                return None
+            return keys.data_ptr()
+        if type(keys) is not self.ndarray:
             return None
         dtype = keys.dtype
         if dtype.kind not in ("i", "u"):
@@ -283,7 +343,22 @@ cdef class Lane:
         memory = keys.data
         if memory.device_id != self.device_id:
             return None
-        return memory
+        return memory.ptr
+
+    cdef object _stream_of(self, keys, bint torch_keys):
+        """The keys' framework's current stream, a raw handle (0 and 1 both
+        name the legacy default stream: 1 here, as the Python path has it)."""
+        if torch_keys:
+            return self.torch_stream(keys.get_device()) or 1
+        return self.cupy_cuda.get_current_stream().ptr or 1
+
+    cdef object _counts_for(self, keys, bint torch_keys, num_bins):
+        """(a new int64 array of num_bins of the keys' framework, its address)."""
+        if torch_keys:
+            counts = self.torch.empty(num_bins, dtype=self.torch_int64, device=keys.device)
+            return counts, counts.data_ptr()
+        counts = self.cupy.empty(num_bins, self.int64)
+        return counts, counts.data.ptr
 
     cdef object _checked(self, result, keys, num_bins, scratch, stream):
         """result, once the call's work on stream is done and the slot's flag
@@ -298,15 +373,14 @@ cdef class Lane:
         self.bad_key(keys, num_bins, stream, scratch.slot)
         return result  # the word said no bad key after all
 
-    cdef object _launch(self, LanePlan plan, memory, num_bins, slot_ptr, stream):
+    cdef object _launch(self, LanePlan plan, keys, keys_ptr, bint torch_keys, num_bins,
+                        slot_ptr, stream):
         """Allocate the counts and queue plan's memset and launch: the counts,
-        or None (declined: nothing queued) where CuPy cannot allocate them."""
+        or None (declined: nothing queued) where they cannot be allocated."""
         try:
-            counts = self.cupy.empty(num_bins, self.int64)
+            counts, counts_ptr = self._counts_for(keys, torch_keys, num_bins)
         except Exception:  # out of memory, say: the Python path names it
             return None
-        counts_ptr = counts.data.ptr
-        keys_ptr = memory.ptr
         args = (keys_ptr, *plan.n_and_bins, plan.heads[keys_ptr % len(plan.heads)],
                 plan.shared_bins, plan.overwrite, counts_ptr, slot_ptr)
         calls = self.per_call.calls
@@ -321,12 +395,13 @@ cdef class Lane:
             self.check(status, f"launching {plan.geometry}")
         return counts
 
-    cdef object _replay(self, Replay replay, memory, num_bins, slot_ptr, stream):
+    cdef object _replay(self, Replay replay, keys, keys_ptr, bint torch_keys, num_bins,
+                        slot_ptr, stream):
         """Allocate the counts and the replay's scratch, then queue its memsets
         and launches with the call's pointers: the counts, or None (declined:
         nothing queued) where either allocation fails."""
         try:
-            counts = self.cupy.empty(num_bins, self.int64)
+            counts, counts_ptr = self._counts_for(keys, torch_keys, num_bins)
             # The runtime's allocation on the call's stream, as the launcher's
             # own scratch is (pooled there, or graph memory while captured).
             scratch = (self.rt.on(stream).empty(replay.scratch_bytes, self.uint8)
@@ -334,8 +409,8 @@ cdef class Lane:
         except Exception:  # out of memory, say: the Python path names it
             return None
         bases = [0, 0, 0, 0]
-        bases[KEYS] = memory.ptr
-        bases[COUNTS] = counts.data.ptr
+        bases[KEYS] = keys_ptr
+        bases[COUNTS] = counts_ptr
         bases[FIRST_BAD] = slot_ptr
         bases[SCRATCH] = 0 if scratch is None else scratch.ptr
         calls = self.per_call.calls

@@ -22,8 +22,9 @@ into the error later. Bad keys are never counted, nor written anywhere. With
 ``out=`` and ``first_bad=`` given, a histogram call allocates nothing, so a
 loop of calls can be captured in a CUDA graph and replayed.
 
-The compiled lane. gpu.histogram's common call (CuPy keys on CuPy's current
-stream, method="auto", check= and nothing else given) runs in
+The compiled lane. gpu.histogram's common call (CuPy or PyTorch keys on
+their framework's current stream, method="auto", check= and nothing else
+given) runs in
 histkit.gpu._lane: where auto launches one kernel, it makes the same driver
 calls as the Python path below without its glue; elsewhere it replays auto's
 launches, recorded once per shape (histkit.gpu.recording).
@@ -39,6 +40,7 @@ first call on a thread makes histkit's device's CUDA context current there.
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -488,16 +490,25 @@ def _check_options(check, first_bad) -> None:
 
 # --- the compiled lane ------------------------------------------------------
 
-# (runtime, its lane): the lane is made on the first CuPy call of a runtime
-# (None where it cannot be: no C path, or the extension not built).
-_LANE: list = [None, None]
+# (runtime, its lane, the frameworks it serves): the lane is made on the first
+# CuPy or PyTorch call of a runtime (None where it cannot be: no C path, or the
+# extension not built), and handed each framework's module on its first call.
+_LANE: list = [None, None, set()]
+# The frameworks whose keys the lane takes.
+_LANE_FRAMEWORKS = ("cupy", "torch")
 
 
-def _lane(rt: Runtime):
-    """rt's compiled lane (histkit.gpu._lane), or None."""
+def _lane(rt: Runtime, framework: str):
+    """rt's compiled lane (histkit.gpu._lane) serving framework, or None."""
     if _LANE[0] is not rt:
-        _LANE[:] = [rt, _make_lane(rt)]
-    return _LANE[1]
+        _LANE[:] = [rt, _make_lane(rt), set()]
+    lane = _LANE[1]
+    if lane is not None and framework not in _LANE[2]:
+        # the caller's keys are of this framework: its module is imported
+        module = sys.modules[framework]
+        (lane.serve_cupy if framework == "cupy" else lane.serve_torch)(module)
+        _LANE[2].add(framework)
+    return lane
 
 
 @contextlib.contextmanager
@@ -505,7 +516,7 @@ def python_path_only():
     """Within: every call takes the Python path, the compiled lane off (for
     A/B measurements of the lane)."""
     saved = _LANE[:]
-    _LANE[:] = [runtime(), None]
+    _LANE[:] = [runtime(), None, set()]
     try:
         yield
     finally:
@@ -519,22 +530,19 @@ def _make_lane(rt: Runtime):
         from histkit.gpu._lane import Lane
     except ImportError:  # a build without it: every call takes the Python path
         return None
-    import cupy
-
-    return Lane(rt, cupy, lambda keys, n, num_bins: _lane_plan(rt, keys, n, num_bins),
+    return Lane(rt, lambda keys, n, num_bins: _lane_plan(rt, keys, n, num_bins),
                 _lane_sort, check_driver_result, _lane_bad_key, MAX_BINS)
 
 
 def _lane_plan(rt: Runtime, keys, n: int, num_bins: int):
-    """The lane's plan for CuPy keys of this length and num_bins: a LanePlan
+    """The lane's plan for keys of this dtype, length and num_bins: a LanePlan
     from the auto row's lane_plan where auto makes one launch, else auto's
     launcher recorded for the lane to replay (histkit.gpu.recording), with
     _lane_auto (the launcher itself) where it cannot be."""
     from histkit.gpu._lane import LanePlan, Recorded
 
-    dtype = keys.dtype
-    plan = registry.serving("histogram", "auto").lane_plan(
-        rt, Keys(keys.data.ptr, n, dtype), num_bins)
+    ptr, _, dtype = _read_in_place(_framework_of(keys), keys, rt, "keys")
+    plan = registry.serving("histogram", "auto").lane_plan(rt, Keys(ptr, n, dtype), num_bins)
     if plan is None:
         return Recorded(lambda residue: _lane_replay(rt, dtype, n, num_bins, residue),
                         _lane_auto, VECTOR_BYTES)
@@ -562,13 +570,16 @@ def _lane_replay(rt: Runtime, dtype, n: int, num_bins: int, residue: int):
 
 
 def _lane_call(keys, n: int, stream: int) -> _Call:
-    """A lane call's CuPy keys (checked by the lane) as the launchers take them,
-    on CuPy's current stream (stream)."""
-    return _Call(runtime().on(stream), Keys(keys.data.ptr, n, keys.dtype), "cupy", keys, stream)
+    """A lane call's keys (checked by the lane) as the launchers take them, on
+    their framework's current stream (stream)."""
+    rt = runtime().on(stream)
+    framework = _framework_of(keys)
+    ptr, _, dtype = _read_in_place(framework, keys, rt, "keys")
+    return _Call(rt, Keys(ptr, n, dtype), framework, keys, stream)
 
 
 def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
-    """Queue auto's launches for CuPy keys on stream, their bad keys noted in
+    """Queue auto's launches for a lane call's keys on stream, their bad keys noted in
     slot, as the Python path does (its counts allocated once auto's first
     passes are queued); the lane waits and reads the verdict."""
     call = _lane_call(keys, n, stream)
@@ -578,11 +589,11 @@ def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
 
 
 def _lane_sort(keys, n: int, num_bins: int, stream: int, slot):
-    """Queue gpu.counting_sort's launches (stable, int64 indices) for CuPy keys
-    on stream, their bad keys noted in slot, as the Python path does; the
-    lane waits and reads the verdict."""
+    """Queue gpu.counting_sort's launches (stable, int64 indices) for a lane
+    call's keys on stream, their bad keys noted in slot, as the Python path
+    does; the lane waits and reads the verdict."""
     call = _lane_call(keys, n, stream)
-    out_keys = _allocate(call, n, keys.dtype, "sorting {} keys", n)
+    out_keys = _allocate(call, n, call.keys.dtype, "sorting {} keys", n)
     out_index = _allocate(call, n, np.int64, "sorting {} keys", n)
     keep_alive: list = []  # scratch, freed on the call's stream after its kernels
     registry.serving("counting_sort", True).run(call.rt, call.keys, num_bins, out_keys,
@@ -597,7 +608,7 @@ _INT64 = np.dtype(np.int64)
 def _lane_bad_key(keys, num_bins: int, stream: int, slot) -> None:
     """A lane call's kernels flagged a bad key: raise it as the Python path does."""
     rt = runtime().on(stream)
-    ptr, n, dtype = _cupy_array(keys, rt, "keys")
+    ptr, n, dtype = _read_in_place(_framework_of(keys), keys, rt, "keys")
     _raise_if_bad(rt, slot, Keys(ptr, n, dtype), num_bins)
 
 
@@ -696,9 +707,10 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     if weights is not None:
         return _weighted_histogram(keys, weights, num_bins, method, out, stream, check,
                                    first_bad)
+    framework = _framework_of(keys)
     if (method == "auto" and (check is True or check is False) and out is None
-            and stream is None and first_bad is None and _framework_of(keys) == "cupy"):
-        lane = _lane(runtime())
+            and stream is None and first_bad is None and framework in _LANE_FRAMEWORKS):
+        lane = _lane(runtime(), framework)
         result = None if lane is None else lane.histogram(keys, num_bins, check)
         if result is not None:
             return result
@@ -837,8 +849,8 @@ def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,
     """
     if (stable is True and (check is True or check is False) and stream is None
             and first_bad is None and index_dtype is np.int64
-            and _framework_of(keys) == "cupy"):
-        lane = _lane(runtime())
+            and _framework_of(keys) in _LANE_FRAMEWORKS):
+        lane = _lane(runtime(), _framework_of(keys))
         result = None if lane is None else lane.counting_sort(keys, num_bins, check)
         if result is not None:
             return result
