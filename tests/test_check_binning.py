@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
-from histkit.conformance import check
+from histkit.conformance import check, check_output
 from histkit.conformance.check_binning import cases_for, smaller_inputs
 from histkit.conformance.loading import UsageError
 from histkit.gpu import gpu_unavailable_reason
@@ -44,6 +45,12 @@ def test_binning_by_numpy_s_own_edges_passes_with_findings_where_numpy_parts_fro
     assert list(found) == ["binned by numpy's own edges"]
     names = {case.name for case, _ in found["binned by numpy's own edges"]}
     assert "float16/estimate-misses-two-bins" in names
+    assert f"{len(names)} findings" in report.summary()  # counted in the plural
+    console = Console(record=True, width=200)
+    check_output.print_findings(console, report)
+    shown = console.export_text()
+    assert f"({len(names)} cases)" in shown
+    assert f"and {len(names) - check_output.FINDING_EXAMPLES} more" in shown  # none unsaid
 
 
 def test_the_naive_estimate_fails_with_a_one_sample_input_whose_reproducers_fail_again():
@@ -56,9 +63,9 @@ def test_the_naive_estimate_fails_with_a_one_sample_input_whose_reproducers_fail
                   bins=shrunk.bins, range=shrunk.range)
     assert not again.passed
     for line in (differ.python_reproducer, differ.reproducer):
-        assert line.startswith(("python -c", "histkit check")), line
+        assert line.startswith(("python3 -c", "histkit check")), line
     done = subprocess.run(["bash", "-c", differ.python_reproducer.replace(
-        "python -c", f"{sys.executable} -c", 1)], capture_output=True, text=True, cwd=ROOT)
+        "python3 -c", f"{sys.executable} -c", 1)], capture_output=True, text=True, cwd=ROOT)
     assert done.stdout.startswith("FAIL"), done.stdout + done.stderr
 
 

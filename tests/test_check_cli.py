@@ -39,6 +39,34 @@ def test_a_grid_below_1_or_not_a_number_is_refused(text, says, capsys):
     assert stop.value.code == 2 and says in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text", ["inf", "nan", "0", "-1", "soon"])
+def test_a_timeout_that_is_not_a_positive_finite_number_of_seconds_is_a_usage_error(text,
+                                                                                  capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
+              f"--timeout={text}"])
+    assert stop.value.code == 2 and "--timeout" in capsys.readouterr().err
+
+
+def test_num_bins_without_keys_is_a_usage_error_not_a_silent_matrix_run(capsys):
+    assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
+                 "--num-bins", "3"]) == 2
+    assert "--num-bins goes with --keys" in capsys.readouterr().out
+
+
+def test_the_help_aligns_every_kind_and_names_binning_and_weighted_kernels(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = capsys.readouterr().out
+    assert "binning of real values" in text and "weighted histogram" in text
+    rows = [line for line in text.splitlines()
+            if line.strip().split(" ")[0] in ("histogram", "bin-histogram-half-open",
+                                              "weighted-histogram")]
+    starts = {len(line) - len(line.lstrip(" ").split(" ", 1)[1].lstrip(" ")) for line in rows}
+    assert len(rows) >= 3 and len(starts) == 1  # the rules start in one column
+    assert "(default: [])" not in text and "--compile-only compiles" in text
+
+
 def _handed_to_check(monkeypatch, argv):
     seen = {}
 

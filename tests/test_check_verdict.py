@@ -221,7 +221,7 @@ def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reprodu
     # the same input, the bug fixed: PASS, from the command and the Python call
     fixed, said = shell(command.replace("drops_a_key", "exact"))
     assert fixed == 0 and said.splitlines()[-1].startswith("PASS"), said
-    (python,) = [line.strip() for line in lines if line.strip().startswith("python -c")]
+    (python,) = [line.strip() for line in lines if line.strip().startswith("python3 -c")]
     fixed, said = shell(python.replace("drops_a_key", "exact"))
     assert fixed == 0 and said.strip().startswith("PASS"), said
 
@@ -237,6 +237,17 @@ def test_failures_are_grouped_by_symptom_and_capped(kernels):
         "crash: SIGABRT"
     report = check("my_kernels:drops_a_key", "histogram", shrink_failures=False)
     assert len(report.groups()) == 1 and len(report.groups()[0]) == len(report.failures)
+
+
+def test_a_long_symptom_keeps_one_group_whatever_its_values_and_is_cut_at_a_word():
+    from histkit.conformance.check import SYMPTOM_WIDTH, symptom_of
+
+    small = symptom_of("no bad key reported; the first is at index 3 (value 256)")
+    large = symptom_of("no bad key reported; the first is at index 3 (value 2147483647)")
+    assert small == large == "no bad key reported; the first is at index N (value N)"
+    long = symptom_of("raised ValueError('list' argument must have no negative elements)")
+    assert long.endswith(" ...") and len(long) <= SYMPTOM_WIDTH + 4
+    assert long[:-4] == "raised ValueError('list' argument must have no negative"
 
 
 def test_findings_carry_their_detail_in_the_terminal(kernels):

@@ -38,7 +38,7 @@ def test_left_to_right_sums_fail_with_a_three_key_reproducer_that_fails_again():
     first = report.failures[0]
     assert first.smallest.n <= 3 and "expected 1.0" in (first.shrunk_detail or first.detail)
     done = subprocess.run(["bash", "-c", first.python_reproducer.replace(
-        "python -c", f"{sys.executable} -c", 1)], capture_output=True, text=True, cwd=ROOT)
+        "python3 -c", f"{sys.executable} -c", 1)], capture_output=True, text=True, cwd=ROOT)
     assert done.stdout.startswith("FAIL"), done.stdout + done.stderr
     argv = first.reproducer.split()[2:]
     done = subprocess.run([sys.executable, "-m", "histkit", "check", *argv],

@@ -57,7 +57,7 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if (action.default in (None, False, True) or action.required
+        if (action.default in (None, False, True, []) or action.required
                 or "default" in text or action.default == argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)

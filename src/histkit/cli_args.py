@@ -24,6 +24,22 @@ def bounded_int(low: int, high: int):
     return parse
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (at most a day),
+    else a usage error saying so."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be a number of seconds in (0, 86400]; "
+                                         f"got {text}")
+    return value
+
+
+positive_seconds.__name__ = "seconds"
+
+
 def writable_file(text: str) -> str:
     """An argparse type: a file path the run can write at its end, checked now
     (a missing folder, a folder, a read-only place), so that no work is lost."""

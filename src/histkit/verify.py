@@ -128,8 +128,15 @@ def _same_bits(got: np.ndarray, want: np.ndarray) -> bool:
     return got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
-GPU_HOW_TO = ('install the GPU extra on a host with an NVIDIA GPU and driver: '
-              'python3 -m pip install "histkit[gpu]" (or ".[gpu]" from a checkout)')
+def gpu_how_to() -> str:
+    """What would let this host check the kernels: the GPU extra where
+    cuda-python is missing, else the GPU and driver it lacks."""
+    import importlib.util
+
+    if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.core") is None:
+        return ('install the GPU extra: python3 -m pip install ".[gpu]" from a checkout '
+                '(cuda-python is not installed here), on a host with an NVIDIA GPU and driver')
+    return "run this on a host with an NVIDIA GPU and its driver (the GPU extra is installed)"
 
 
 def run_verify(console: Console | None = None, gpu: str = "auto", quick: bool = False,
@@ -180,7 +187,7 @@ def _gpu_conformance(console: Console, gpu: str, quick: bool, json_path,
             return False, {"ran": False, "why": reason}
         console.rule("[bold yellow]GPU conformance SKIPPED[/]")
         console.print(f"[bold yellow]GPU conformance: skipped -- {escape(reason)}[/]\n"
-                      f"No kernel was checked. To check them, {escape(GPU_HOW_TO)}; "
+                      f"No kernel was checked. To check them, {escape(gpu_how_to())}; "
                       f"--gpu on makes a missing GPU a failure.")
         return True, {"ran": False, "why": reason}
     from histkit.conformance.cases import large_cases

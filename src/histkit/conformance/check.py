@@ -55,6 +55,7 @@ SHRINK_MAX_FAULTS = 20
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHRUNK_GROUPS = 3  # the groups of failures whose smallest input is shrunk
+SYMPTOM_WIDTH = 60  # a symptom longer than this (a message with no "head: rest") is cut
 SHOWN_KEYS = 64
 DEFAULT_ARCH = "sm_90"
 # The implementations built from a .cu file: compiled before any case, always
@@ -86,7 +87,8 @@ class Failure:
         where = self.case.name
         if hasattr(self.case, "describe_input") and self.case.name == check_binning.UNNAMED:
             where = self.case.describe_input(SHOWN_KEYS)
-        text = f"FAIL on {where} [{self.geometry or 'n/a'}]: {self.detail}"
+        launched = f" [{self.geometry}]" if self.geometry else ""  # a .cu kernel's launch
+        text = f"FAIL on {where}{launched}: {self.detail}"
         if hasattr(self.shrunk, "describe_input"):
             text += (f"\n  smallest failing input: {self.shrunk.describe_input(SHOWN_KEYS)}: "
                      f"{self.shrunk_detail}")
@@ -116,9 +118,10 @@ def symptom_of(detail: str) -> str:
         word = re.match(r"[A-Za-z_.]+", rest)
         signal = re.search(r"killed by (SIG[A-Z]+)", rest)
         head += f": {signal.group(1) if signal else word.group(0) if word else ''}"
-    elif not rest and len(head) > 60:
-        head = head[:60]
-    return _NUMBER.sub("N", head).strip()
+    head = _NUMBER.sub("N", head).strip()  # before any cut: values never split a group
+    if not rest and len(head) > SYMPTOM_WIDTH:
+        head = head[:head.rfind(" ", 0, SYMPTOM_WIDTH)].rstrip(" ,;:(") + " ..."
+    return head
 
 
 @dataclass
@@ -160,7 +163,8 @@ class CheckReport:
         """One line: the verdict, what was judged, the cells by status."""
         counts = self.counts()
         verdict = "PASS" if self.passed else "FAIL"
-        cells = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("pass", "FAIL"))
+        cells = ", ".join(f"{n} {s}{'s' if s in ('finding', 'skip') and n != 1 else ''}"
+                          for s, n in counts.items() if n or s in ("pass", "FAIL"))
         groups = len(self.groups())
         kinds = f" ({groups} kind{'s' if groups != 1 else ''} of failure)" if groups else ""
         return (f"{verdict}: {self.implementation} as {self.kind}: {cells}{kinds} "

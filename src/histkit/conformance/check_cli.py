@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from histkit.cli_args import bounded_int, writable_file
+from histkit.cli_args import bounded_int, positive_seconds, writable_file
 from histkit.conformance.loading import CALL_FORMS, call_form
 from histkit.conformance.sanitize import TOOLS as SANITIZERS
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
@@ -119,21 +119,29 @@ def keys_array(values: list[int], dtype: str):
     return np.array(values, dtype=dtype)
 
 
-CALLABLES_HELP = "A Python callable of each kind is called as:\n" + "\n".join(
-    f"  {kind:15} {call_form(kind)}" for kind in CALL_FORMS)
+def _table(rows: dict) -> str:
+    """name: text rows, the texts aligned past the longest name."""
+    width = max(map(len, rows))
+    return "\n".join(f"  {name:{width}}  {text}" for name, text in rows.items())
+
+
+CALLABLES_HELP = "A Python callable of each kind is called as:\n" + _table(
+    {kind: call_form(kind) for kind in CALL_FORMS})
 
 
 def add_check_parser(commands, formatter, handler) -> None:
     check = commands.add_parser(
         "check", formatter_class=formatter,
         help="judge YOUR kernel (a .cu file or a Python callable) by the conformance suite",
-        description="Judge a histogram, scan or sort implementation: a CUDA C++ file "
+        description="Judge an implementation of a histogram, a binning of real values, a "
+                    "weighted histogram, a scan or a sort: a CUDA C++ file "
                     "(path/to/file.cu[:entry]) compiled with NVRTC, or a Python callable "
                     "(package.module:function or path/to/file.py:function), on the "
-                    "conformance cases, by the rule of its kind:\n" + "\n".join(
-                        f"  {k:15} {rule}" for k, rule in CHECK_KINDS.items()),
+                    "conformance cases, by the rule of its kind:\n" + _table(CHECK_KINDS),
         epilog=CALLABLES_HELP + "\nA bad key is reported by raising ValueError naming "
-               "'index N' of the first one.\nExit status: 0 PASS, 1 FAIL, 2 usage error.")
+               "'index N' of the first one.\nExit status: 0 PASS, 1 FAIL, 2 usage error or "
+               "nothing to run it on (a .cu file where no GPU is: --compile-only compiles "
+               "it).")
     check.add_argument("kernel", metavar="KERNEL",
                        help="path/to/file.cu[:entry[,entry]], package.module:function or "
                             "path/to/file.py:function")
@@ -189,11 +197,11 @@ def add_check_parser(commands, formatter, handler) -> None:
                         help="compile the .cu file with NVRTC and stop (no GPU needed)")
     run = check.add_argument_group("how it runs and what it prints")
     run.add_argument("--inputs", choices=("auto", "numpy", "cupy", "torch"), default="auto",
-                     help="the array kind a Python callable receives (auto: numpy)")
+                     help="the array kind a Python callable receives (auto means numpy)")
     run.add_argument("--in-process", action="store_true",
                      help="run a Python callable in this process (for a debugger) rather "
                           "than in a worker process that a crash or hang cannot take down")
-    run.add_argument("--timeout", type=float, default=60.0,
+    run.add_argument("--timeout", type=positive_seconds, default=60.0,
                      help="seconds a case may run before it counts as a hang (after a "
                           "first hang at most 10 s; after two, the remaining cases are "
                           "not run)")
@@ -265,6 +273,9 @@ def run_check_command(args, console) -> int:
                                    f"{', '.join(WEIGHTED_KINDS)} alone")
         if args.weights is not None:
             args.weights = samples_array(args.weights, args.weights_dtype, "--weights")
+        if args.num_bins is not None and args.keys is None:
+            return _usage(console, "--num-bins goes with --keys (one input of your own); "
+                                   "without --keys the whole matrix runs")
         if args.keys is not None:
             if args.case is not None:
                 return _usage(console, "give --keys or --case, not both")
@@ -292,6 +303,7 @@ def run_check_command(args, console) -> int:
 def _judge(args, console, impl, keys, check, check_output) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from histkit.conformance.check import FROM_SOURCE
     from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -319,8 +331,12 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
                        weights=args.weights)
     except KernelCompileError as error:
         return _does_not_compile(console, args.kernel, error)
-    except (FileNotFoundError, ValueError, TypeError, ImportError,
-            GpuUnavailableError) as error:
+    except GpuUnavailableError as error:
+        if isinstance(impl, FROM_SOURCE):
+            return _usage(console, f"{error}\n  (--compile-only compiles the file with NVRTC, "
+                                   f"no GPU needed)")
+        return _usage(console, error)
+    except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
         return _usage(console, error)
     finally:
         progress.stop()

@@ -121,6 +121,8 @@ def print_findings(console: Console, report: CheckReport) -> None:
         for case, cell in found[:FINDING_EXAMPLES]:
             console.print(f"  {escape(case.name)}: {escape(_without_case(cell.detail))}",
                           soft_wrap=True)
+        if len(found) > FINDING_EXAMPLES:
+            console.print(f"  and {len(found) - FINDING_EXAMPLES} more (-v lists every cell)")
 
 
 def print_cells(console: Console, report: CheckReport) -> None:

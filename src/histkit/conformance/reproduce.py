@@ -134,7 +134,7 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         arguments.append(f"keys=np.array([{keys}], dtype={target.dtype!r})")
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             arguments.append(f"num_bins={target.num_bins}")
-    else:
+    else:  # a Case's repr names it: import it
         arguments.append(f"cases=[{target!r}]")
     values: dict[str, object] = {}
     for option, value in _options(impl, kind, target, named):
@@ -145,7 +145,8 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         else:
             values[name] = value
     arguments += [f"{name}={value!r}" for name, value in values.items()]
-    code = ("import numpy as np; from histkit.conformance import check, Case; "
+    names = "check, Case" if arguments[2].startswith("cases=") else "check"
+    code = (f"import numpy as np; from histkit.conformance import {names}; "
             f"print(check({', '.join(arguments)}))")
     if spec is None:
         return f"(in your own code) {code}"
@@ -153,7 +154,7 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
 
 
 def python_command(code: str) -> str:
-    """``python -c CODE``, quoted for a POSIX shell (double quotes where they
+    """``python3 -c CODE``, quoted for a POSIX shell (double quotes where they
     are safe, as they read best)."""
     quoted = f'"{code}"' if not any(c in code for c in '"$`\\') else shlex.quote(code)
-    return f"python -c {quoted}"
+    return f"python3 -c {quoted}"

@@ -93,7 +93,7 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
 
 
 def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None) -> str:
-    """A ``python -c`` line that runs this input through check() and prints its verdict."""
+    """A ``python3 -c`` line that runs this input through check() and prints its verdict."""
     spec = _spec(impl)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
     if _inline(case):

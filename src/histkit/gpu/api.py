@@ -1135,7 +1135,7 @@ def raise_if_bad(first_bad: AnyArray, keys: AnyArray, num_bins: int) -> None:
     >>> gpu.raise_if_bad(np.array([1], dtype=np.uint64), keys, 4)
     Traceback (most recent call last):
     ...
-    histkit.oracles._inputs.BadKeyError: key at index 1 is 7, outside [0, 4)
+    histkit.oracles.BadKeyError: key at index 1 is 7, outside [0, 4)
     """
     index = _element(first_bad, 0)
     if index != NO_BAD_KEY:

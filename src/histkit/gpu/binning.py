@@ -226,7 +226,7 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     >>> gpu.bin_histogram(np.array([0.5]), 3, range=(1, 0))
     Traceback (most recent call last):
     ...
-    ValueError: range must have lo <= hi; got [1, 0]
+    ValueError: range must have lo <= hi; got lo=1, hi=0
     """
     for name, value in (("right_closed_last", right_closed_last), ("flow", flow)):
         if not isinstance(value, bool | np.bool_):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from histkit.oracles import _pages
-from histkit.oracles._bin_rule import Flow, as_sample_array
+from histkit.oracles._bin_rule import Flow, NumpyFailsError, as_sample_array
 from histkit.oracles._binned import TALLIES, bin_samples
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BadKeyError",
     "Flow",
+    "NumpyFailsError",
     "argsort",
     "bin_histogram",
     "counting_sort",
@@ -158,7 +159,7 @@ def histogram(keys: ArrayLike, num_bins: int,
     >>> oracles.histogram([0, 5, 1, 7], 4)
     Traceback (most recent call last):
     ...
-    histkit.oracles._inputs.BadKeyError: key at index 1 is 5, outside [0, 4)
+    histkit.oracles.BadKeyError: key at index 1 is 5, outside [0, 4)
 
     Weights that cancel: the exact sum, where summing in order loses the 1.0.
 

@@ -93,7 +93,7 @@ def checked_edges(edges: np.ndarray) -> np.ndarray:
     if len(falls):
         i = int(falls[0])
         raise ValueError(f"bins must increase monotonically when an array; edge {i + 1} "
-                         f"({edges[i + 1]!r}) is below edge {i} ({edges[i]!r})")
+                         f"({edges[i + 1].item()!r}) is below edge {i} ({edges[i].item()!r})")
     return edges
 
 
@@ -186,6 +186,8 @@ def even_rule(samples: np.ndarray, num_bins: int, range,
 class NumpyFailsError(ValueError):
     """A sample numpy's even-bin code fails on; ``.index`` is its index."""
 
+    __module__ = "histkit.oracles"  # where users import it from
+
     def __init__(self, message: str, index: int):
         super().__init__(message)
         self.index = index
@@ -234,7 +236,7 @@ def _outer_edges(samples: np.ndarray, range, min_max: Callable[[], tuple]) -> tu
             raise ValueError(f"range must be a pair (lo, hi); got {range!r}") from None
         first, last = _range_value(first, "lo"), _range_value(last, "hi")
         if first > last:
-            raise ValueError(f"range must have lo <= hi; got [{first}, {last}]")
+            raise ValueError(f"range must have lo <= hi; got lo={first}, hi={last}")
     elif samples.size == 0:
         first, last = 0, 1
     else:

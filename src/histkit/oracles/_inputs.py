@@ -138,6 +138,8 @@ def _human(nbytes: int) -> str:
 class BadKeyError(ValueError):
     """A key outside [0, num_bins); ``index`` is the first such key's, ``value`` its value."""
 
+    __module__ = "histkit.oracles"  # where users import it from
+
     def __init__(self, index: int, value: int, num_bins: int):
         super().__init__(f"key at index {index} is {value}, outside [0, {num_bins})")
         self.index = index
