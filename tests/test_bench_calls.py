@@ -105,6 +105,20 @@ def test_a_histogram_row_is_judged_against_its_kernel_and_the_fastest_peer():
     assert peer["what"] == "x CUB HistogramEven" and not peer["met"]
 
 
+def test_histkits_call_on_torch_keys_is_held_to_the_same_fastest_peer():
+    row = _timed(1 << 12, 256, **{"histkit gpu.histogram": 25.0,
+                                  "histkit gpu.histogram (torch keys)": 60.0,
+                                  "torch.bincount": 65.0})
+    mine, torch_keys = bench_calls.against_targets("histogram", row)
+    assert mine["what"] == "x torch.bincount" and mine["met"]
+    assert torch_keys["what"] == "torch keys x torch.bincount"
+    assert torch_keys["value"] == round(60 / 65, 2) and not torch_keys["met"]
+    sort = _timed(1 << 20, 256, **{"histkit gpu.counting_sort": 81.0, "torch.sort(stable)": 113.0,
+                                   "histkit gpu.counting_sort (torch keys)": 85.0})
+    assert [t["what"] for t in bench_calls.against_targets("sort", sort)] == [
+        "x torch.sort(stable)", "torch keys x torch.sort(stable)"]
+
+
 def test_only_2_28_keys_over_at_most_4096_bins_are_held_to_the_bandwidth_target():
     # 2^28 int32 keys (1 GiB) in 280 us: 3.83 TB/s
     fast = _timed(1 << 28, 256, **{"histkit gpu.histogram": 280.0})

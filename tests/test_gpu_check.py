@@ -103,7 +103,10 @@ def test_histkits_sorts_pass_the_fenced_case_past_2_31_keys_radix_values_include
     report = run_conformance(cases=[fenced, radix_past_2_31_case()],
                              rows=["sort-atomic-cursor", "radix-sort"], json_path=None)
     assert report.passed, [(r.kernel, r.cell.detail) for r in report.failures]
-    judged = [(r.case.kinds, r.kernel) for r in report.results if r.cell.status == "pass"]
+    # judged: passed, or (the unstable sort, whose order its atomics decide
+    # from run to run) a finding that the rule allows
+    judged = [(r.case.kinds, r.kernel) for r in report.results
+              if r.cell.status in ("pass", "finding")]
     assert (("radix-sort",), "radix-sort") in judged
     assert any(kernel.startswith("sort-atomic-cursor") for _, kernel in judged)
 

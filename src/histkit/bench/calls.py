@@ -7,7 +7,8 @@ whole call as a user writes it, ending with the result ready on the device
 synchronise of its stream), timed on the host clock one call at a time:
 
 - histkit: ``gpu.histogram(keys, K)`` and ``gpu.counting_sort(keys, K)`` on a
-  CuPy array (results come back as CuPy arrays);
+  CuPy array (results come back as CuPy arrays), and the same calls on the
+  keys as a PyTorch tensor (results come back as tensors);
 - histkit's kernel alone: the kernel ``auto`` picks, launched on
   pre-allocated buffers (with the zeroing of its counts where it adds into
   them) and timed with CUDA events (the floor a call can reach), in the same
@@ -60,6 +61,9 @@ PEER_RATIO = 0.8
 MIN_TBPS_AT_2_28 = 3.8
 HISTOGRAM_PEERS = ("torch.bincount", "cupy.bincount", "CUB HistogramEven")
 SORT_PEERS = ("torch.sort(stable)",)
+# histkit's calls on the keys as a PyTorch tensor, judged by the same targets
+TORCH_KEYS = {"histogram": "histkit gpu.histogram (torch keys)",
+              "sort": "histkit gpu.counting_sort (torch keys)"}
 WARM_UP_CALLS = 3
 ROUNDS = 3
 # Calls timed per contender and round, and the time they may take per round.
@@ -264,6 +268,8 @@ def histogram_row(cupy, torch, n: int, num_bins: int) -> dict:
              cupy.asnumpy, want)
     _torch_peer(row, "torch.bincount", torch, keys,
                 lambda tkeys: torch.bincount(tkeys, minlength=num_bins), want)
+    _torch_peer(row, TORCH_KEYS["histogram"], torch, keys,
+                lambda tkeys: gpu.histogram(tkeys, num_bins), want)
     _peer(row, "CUB HistogramEven", lambda: _cub_histogram_call(cupy, keys, num_bins), sync,
           cupy.asnumpy, want)
     _kernel_alone(row, cupy, keys, num_bins, want)
@@ -289,6 +295,8 @@ def sort_row(cupy, torch, n: int, num_bins: int) -> dict:
              want_index)
     _torch_peer(row, "torch.sort(stable)", torch, keys,
                 lambda tkeys: torch.sort(tkeys, stable=True).indices, want_index)
+    _torch_peer(row, TORCH_KEYS["sort"], torch, keys,
+                lambda tkeys: gpu.counting_sort(tkeys, num_bins)[1], want_index)
     bits = max(1, int(np.ceil(np.log2(num_bins))))
     _peer(row, "CUB DeviceRadixSort pairs", lambda: _cub_sort_call(cupy, keys, bits), sync,
           cupy.asnumpy, want_index)
@@ -340,9 +348,12 @@ def against_targets(job: str, row: dict) -> list[dict]:
              if name in us}
     if peers:
         fastest = min(peers, key=peers.get)
-        ratio = mine / peers[fastest]
-        judged.append({"what": f"x {fastest}", "value": round(ratio, 2),
-                       "target": f"<= {PEER_RATIO:g}", "met": ratio <= PEER_RATIO})
+        for label, ours in (("", mine), ("torch keys ", us.get(TORCH_KEYS[job]))):
+            if ours is None:
+                continue
+            ratio = ours / peers[fastest]
+            judged.append({"what": f"{label}x {fastest}", "value": round(ratio, 2),
+                           "target": f"<= {PEER_RATIO:g}", "met": ratio <= PEER_RATIO})
     if job == "histogram" and row["N"] == 1 << 28 and row["K"] <= 4096:
         tbps = row["N"] * np.dtype(np.int32).itemsize / (mine * 1e-6) / 1e12
         judged.append({"what": "TB/s", "value": round(tbps, 2),
