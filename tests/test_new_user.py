@@ -62,8 +62,20 @@ def test_a_skipped_gpu_conformance_is_loud_and_says_what_this_host_lacks(
 def test_out_of_range_demo_options_are_usage_errors_of_demo(option):
     done = run_histkit("demo", *option)
     assert done.returncode == 2
-    assert "usage: histkit demo" in done.stderr and "must be in [" in done.stderr
+    assert "histkit demo: error: argument" in done.stderr and "must be in [" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, near", [
+    (["chek", "k.py:f"], "did you mean 'check'?"),
+    (["check", "k.py:f", "--kind", "histgram"], "did you mean 'histogram'?"),
+    (["bench", "--only", "weigted"], "did you mean 'weighted'?"),
+], ids=["command", "kind", "bench-part"])
+def test_a_misspelt_choice_is_a_two_line_usage_error_naming_the_nearest_one(argv, near):
+    done = run_histkit(*argv)
+    assert done.returncode == 2 and near in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 2 and "--help lists the options" in lines[1]
 
 
 def test_demo_with_no_keys_runs_every_section():

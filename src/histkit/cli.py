@@ -63,9 +63,27 @@ class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescription
         return super()._get_help_string(action)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are two lines: what is wrong
+    (with the nearest valid choice, for a misspelt one) and where the help is,
+    rather than the whole usage block first."""
+
+    def error(self, message: str):
+        import difflib
+        import re
+
+        wrong = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if wrong:
+            choices = re.findall(r"'?([^',\s]+)'?", wrong.group(2))
+            near = difflib.get_close_matches(wrong.group(1), choices, n=1)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
+        self.exit(2, f"{self.prog}: error: {message}\n"
+                     f"  ({self.prog} --help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="histkit", description=__doc__,
-                                     formatter_class=_Formatter)
+    parser = _Parser(prog="histkit", description=__doc__, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"histkit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
