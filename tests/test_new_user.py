@@ -1,6 +1,7 @@
 """What a new user hits: each reproducer of the new-user issue, pinned."""
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -388,3 +389,10 @@ def test_the_pipe_safe_stdout_flushes_until_the_pipe_closes_then_stays_quiet(tmp
     stream.flush()  # the reader went away: silenced, no error
     assert stream.closed_pipe and stream.write("more\n") == 5
     os.close(Pipe.descriptor)
+
+
+@pytest.mark.parametrize("name", ["histkit.oracles", "histkit.gpu", "histkit.conformance"])
+def test_a_public_package_offers_its_public_names_alone_to_completion(name):
+    module = importlib.import_module(name)
+    assert dir(module) == sorted(module.__all__)
+    assert all(hasattr(module, public) for public in module.__all__)

@@ -10,3 +10,8 @@ from histkit.conformance.check import CheckReport, check
 from histkit.conformance.loading import UsageError
 
 __all__ = ["Case", "CheckReport", "UsageError", "check"]
+
+
+def __dir__() -> list[str]:
+    """The public names (what tab completion offers), not the imports."""
+    return sorted(__all__)

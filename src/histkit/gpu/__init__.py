@@ -39,3 +39,8 @@ __all__ = [
     "radix_sort",
     "raise_if_bad",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public names (what tab completion offers), not the imports."""
+    return sorted(__all__)

@@ -66,6 +66,12 @@ __all__ = [
     "release_pages",
 ]
 
+
+def __dir__() -> list[str]:
+    """The public names (what tab completion offers), not the imports."""
+    return sorted(__all__)
+
+
 WARP_SIZE = 32
 BLOCK_SIZE = 256
 
