@@ -119,6 +119,46 @@ cdef inline int64_t signed_part(uint64_t part, int64_t negative) noexcept nogil:
     return (<int64_t>part ^ negative) - negative
 
 
+# A float weight as mantissa * 2^(p - 1074): the mantissa with its implicit
+# bit, p, and the sign bit. NaN and infinities come out with the top p (2046
+# for a float64, 1179 for a float32), past every finite weight's, and with
+# the implicit bit; special says which they are and fraction (nonzero for a
+# NaN) tells them apart.
+cdef struct FloatParts:
+    uint64_t mantissa
+    uint64_t p
+    uint64_t negative  # 1: the weight's sign bit is set
+    uint64_t fraction  # the stored fraction bits
+    bint special  # NaN or an infinity
+
+
+cdef inline FloatParts float_parts(const char* at, const weight_t* tag) noexcept nogil:
+    """The float32 or float64 stored at `at`, decoded (the one place both
+    weighted paths read a float's bits)."""
+    cdef FloatParts out
+    cdef uint64_t bits, exponent, normal
+    cdef uint32_t bits32
+    if weight_t is double:
+        memcpy(&bits, at, 8)
+        exponent = (bits >> 52) & 0x7FF
+        out.fraction = bits & FRACTION64
+        out.special = exponent == 0x7FF
+        normal = exponent != 0
+        out.mantissa = out.fraction | (normal << 52)
+        out.p = exponent - normal
+        out.negative = bits >> 63
+    else:
+        memcpy(&bits32, at, 4)
+        exponent = (bits32 >> 23) & 0xFF
+        out.fraction = bits32 & 0x7FFFFF
+        out.special = exponent == 0xFF
+        normal = exponent != 0
+        out.mantissa = out.fraction | (normal << 23)
+        out.p = exponent - normal + (1074 - 149)
+        out.negative = bits32 >> 31
+    return out
+
+
 cdef inline Py_ssize_t add_weight(int64_t* chunks, const char* at, Py_ssize_t base,
                                   Py_ssize_t last, const weight_t* tag) noexcept nogil:
     """Add the weight stored at `at` to the chunks (chunks[0] is absolute
@@ -130,11 +170,11 @@ cdef inline Py_ssize_t add_weight(int64_t* chunks, const char* at, Py_ssize_t ba
     outside [base, base + last + 2], which writes nothing either (a zero
     writes nothing and returns 0).
     """
-    cdef uint64_t bits, mantissa, exponent, normal, p, shifted_low, shifted_high
-    cdef uint32_t bits32
+    cdef uint64_t mantissa, shifted_low, shifted_high
     cdef int64_t negative, x
     cdef unsigned int s
     cdef Py_ssize_t c
+    cdef FloatParts parts
     if weight_t is int64_t or weight_t is uint64_t:
         # x * 2^1074: bit 0 of x lands on bit 18 of chunk 33, so x spans
         # 14 bits of chunk 33, 32 of chunk 34 and the rest (signed) in 35.
@@ -147,32 +187,15 @@ cdef inline Py_ssize_t add_weight(int64_t* chunks, const char* at, Py_ssize_t ba
             chunks[2] += <int64_t>(<uint64_t>x >> 46)
         return 0
     else:
-        if weight_t is double:
-            memcpy(&bits, at, 8)
-            exponent = (bits >> 52) & 0x7FF
-            mantissa = bits & FRACTION64
-            if exponent == 0x7FF:
-                if mantissa:
-                    return -SAW_NAN
-                return -SAW_NEG_INF if bits >> 63 else -SAW_POS_INF
-            normal = exponent != 0
-            mantissa |= normal << 52
-            p = exponent - normal  # value = mantissa * 2^(p - 1074)
-            negative = -<int64_t>(bits >> 63)
-        else:
-            memcpy(&bits32, at, 4)
-            exponent = (bits32 >> 23) & 0xFF
-            mantissa = bits32 & 0x7FFFFF
-            if exponent == 0xFF:
-                if mantissa:
-                    return -SAW_NAN
-                return -SAW_NEG_INF if bits32 >> 31 else -SAW_POS_INF
-            normal = exponent != 0
-            mantissa |= normal << 23
-            p = exponent - normal + (1074 - 149)
-            negative = -<int64_t>(bits32 >> 31)
-        s = p & 31
-        c = <Py_ssize_t>(p >> 5) - base
+        parts = float_parts(at, tag)
+        if parts.special:
+            if parts.fraction:
+                return -SAW_NAN
+            return -SAW_NEG_INF if parts.negative else -SAW_POS_INF
+        mantissa = parts.mantissa
+        negative = -<int64_t>parts.negative
+        s = parts.p & 31
+        c = <Py_ssize_t>(parts.p >> 5) - base
         if <uint64_t>c > <uint64_t>last:  # below base too (c < 0 wraps)
             return 0 if mantissa == 0 else -OUTSIDE
         # mantissa << s, up to 84 bits, as three 32-bit parts (two for a float32).

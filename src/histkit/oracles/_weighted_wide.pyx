@@ -25,11 +25,11 @@ and 256 bins and 29-32 ms at 65536 bins, against 25-31 and 55-62 in rows
 import numpy as np
 
 from cython.parallel cimport prange, threadid
-from libc.stdint cimport int64_t, uint32_t, uint64_t, uintptr_t
-from libc.string cimport memcpy
+from libc.stdint cimport int64_t, uint64_t, uintptr_t
 
 from histkit.oracles._chunks cimport (
-    FRACTION64, LOW32, add_weight, chunks_written, round_chunks, signed_part, split_weights,
+    LOW32, FloatParts, add_weight, chunks_written, float_parts, round_chunks, signed_part,
+    split_weights,
 )
 from histkit.oracles._count cimport chunk_start, first_bad, key_at, threads_for
 from histkit.oracles._keys cimport key_t
@@ -129,8 +129,8 @@ cdef inline Py_ssize_t add_wide(const key_t* keys, Py_ssize_t key_step, const ch
     weights before it are added), or OUTSIDE_IS_FULL.
     """
     cdef Py_ssize_t i, k = num_outside[0]
-    cdef uint64_t b, bits, exponent, mantissa, normal, s, low, high, x, negative
-    cdef uint32_t bits32
+    cdef uint64_t b, mantissa, s, low, high, x, negative
+    cdef FloatParts parts
     cdef uint64_t* a
     cdef const char* key = <const char*>keys + start * key_step
     cdef const char* at = weights + start * weight_step
@@ -145,22 +145,10 @@ cdef inline Py_ssize_t add_wide(const key_t* keys, Py_ssize_t key_step, const ch
             break
         if i < prefetch_until:
             __builtin_prefetch(acc + SLOTS * key_at(keys, key + PREFETCH_AHEAD * key_step), 1, 3)
-        if float_t is double:
-            memcpy(&bits, at, 8)
-            exponent = (bits >> 52) & 0x7FF
-            mantissa = bits & FRACTION64
-            normal = exponent != 0
-            mantissa |= normal << 52
-            s = exponent - normal - base
-            negative = bits >> 63
-        else:
-            memcpy(&bits32, at, 4)
-            exponent = (bits32 >> 23) & 0xFF
-            mantissa = bits32 & 0x7FFFFF
-            normal = exponent != 0
-            mantissa |= normal << 23
-            s = exponent - normal + (1074 - 149) - base
-            negative = bits32 >> 31
+        parts = float_parts(at, tag)
+        mantissa = parts.mantissa
+        s = parts.p - base
+        negative = parts.negative
         key += key_step
         at += weight_step
         if s > span:  # below base too (s wraps)
