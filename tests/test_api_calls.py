@@ -1274,7 +1274,7 @@ def lane(fake, monkeypatch):
     fake.lane_open = lambda: fake.per_call.calls is not None
     fake.launch_handle = lambda kernel, geometry: kernel.handle
     sys.modules["cupy"].ndarray = FakeCupyArray
-    monkeypatch.setattr(api, "_LANE", [None, None, set()])
+    monkeypatch.setattr(api, "_LANE", [None, None])
     return calls
 
 
@@ -1422,7 +1422,7 @@ def test_a_torch_sort_takes_the_lane_and_hands_back_torch_tensors(fake_torch, la
 
 def test_the_lane_takes_a_frameworks_keys_only_once_they_come(fake, lane):
     api.histogram(cupy_keys(), 256)
-    assert api._LANE[1].serves == ("cupy",)  # a CuPy caller is not made to import PyTorch
+    assert api._LANE[1].served == {"cupy"}  # a CuPy caller is not made to import PyTorch
 
 
 @pytest.mark.parametrize("more, error", [

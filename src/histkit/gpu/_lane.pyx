@@ -177,6 +177,7 @@ cdef class Lane:
     cdef object cupy, cupy_cuda, ndarray
     cdef object torch, tensor, torch_int64, torch_uint64, torch_stream
     cdef dict torch_dtypes
+    cdef readonly set served  # the frameworks whose keys the lane takes
     cdef object check
     cdef object bad_key
     cdef dict plans
@@ -191,24 +192,17 @@ cdef class Lane:
         self.plans = {}
         self.device_id = rt.device.device_id
         self.max_bins = max_bins
-
-    @property
-    def serves(self):
-        """The frameworks whose keys the lane takes: a tuple of names."""
-        return (("cupy",) if self.cupy is not None else ()) + (
-            ("torch",) if self.torch is not None else ())
+        self.served = set()
 
     def serve_cupy(self, cupy):
         """Take CuPy arrays from here on."""
         self.cupy, self.cupy_cuda, self.ndarray = cupy, cupy.cuda, cupy.ndarray
+        self.served.add("cupy")
 
-    def serve_torch(self, torch):
-        """Take PyTorch CUDA tensors from here on (integer dtypes NumPy has;
-        unsigned ones from PyTorch 2.3), their stream read as a raw handle."""
-        dtypes = {}
-        for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"):
-            if getattr(torch, name, None) is not None:
-                dtypes[getattr(torch, name)] = np.dtype(name)
+    def serve_torch(self, torch, dict dtypes):
+        """Take PyTorch CUDA tensors from here on, of the dtypes in `dtypes`
+        (PyTorch's integer dtype -> NumPy's), their stream read as a raw
+        handle."""
         raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
         if raw is None:  # the public way: a Stream object made per call, then its handle
             current = torch.cuda.current_stream
@@ -219,10 +213,11 @@ cdef class Lane:
         self.torch_int64 = torch.int64
         self.torch_uint64 = getattr(torch, "uint64", None)
         self.torch_stream = raw
+        self.served.add("torch")
 
     def histogram(self, keys, num_bins, bint check):
-        """keys' counts, a CuPy int64 array (check=False: with the first_bad
-        word, unwaited), or None (declined: nothing done)."""
+        """keys' counts, an int64 array of their framework (check=False: with
+        the first_bad word, unwaited), or None (declined: nothing done)."""
         cdef bint torch_keys = type(keys) is self.tensor
         keys_ptr = self._keys_ptr(keys, num_bins, torch_keys)
         if keys_ptr is None:
@@ -261,7 +256,7 @@ cdef class Lane:
         return self._checked(counts, keys, num_bins, scratch, stream)
 
     def counting_sort(self, keys, num_bins, bint check):
-        """(sorted keys, original int64 indices), CuPy arrays, of a stable sort
+        """(sorted keys, original int64 indices), arrays of the keys' framework, of a stable sort
         (check=False: with the first_bad word, unwaited), or None (declined:
         nothing done)."""
         cdef bint torch_keys = type(keys) is self.tensor

@@ -262,6 +262,16 @@ def _cupy_array(array, rt: Runtime, name: str, integer: bool = True) -> tuple[in
 _TORCH_DTYPES: dict = {}
 
 
+def _torch_dtypes(torch) -> dict:
+    """_TORCH_DTYPES, made on the first call."""
+    if not _TORCH_DTYPES:
+        for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                      "uint64", "float16", "float32", "float64", "complex64", "complex128"):
+            if getattr(torch, dtype, None) is not None:  # the unsigned ones: PyTorch 2.3+
+                _TORCH_DTYPES[getattr(torch, dtype)] = np.dtype(dtype)
+    return _TORCH_DTYPES
+
+
 def _torch_tensor(tensor, rt: Runtime, name: str,
                   integer: bool = True) -> tuple[int, int, np.dtype] | None:
     """(pointer, length, dtype) of a PyTorch CUDA tensor, read from its
@@ -271,12 +281,7 @@ def _torch_tensor(tensor, rt: Runtime, name: str,
     negation: read raw, they would be wrong), which the general view reports."""
     import torch
 
-    if not _TORCH_DTYPES:
-        for dtype in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                      "uint64", "float16", "float32", "float64", "complex64", "complex128"):
-            if getattr(torch, dtype, None) is not None:  # the unsigned ones: PyTorch 2.3+
-                _TORCH_DTYPES[getattr(torch, dtype)] = np.dtype(dtype)
-    dtype = _TORCH_DTYPES.get(tensor.dtype)
+    dtype = _torch_dtypes(torch).get(tensor.dtype)
     if dtype is None or tensor.is_conj() or tensor.is_neg():
         return None
     shape = tuple(tensor.shape)
@@ -490,10 +495,10 @@ def _check_options(check, first_bad) -> None:
 
 # --- the compiled lane ------------------------------------------------------
 
-# (runtime, its lane, the frameworks it serves): the lane is made on the first
-# CuPy or PyTorch call of a runtime (None where it cannot be: no C path, or the
-# extension not built), and handed each framework's module on its first call.
-_LANE: list = [None, None, set()]
+# (runtime, its lane): the lane is made on the first CuPy or PyTorch call of a
+# runtime (None where it cannot be: no C path, or the extension not built),
+# and handed each framework's module on its first call.
+_LANE: list = [None, None]
 # The frameworks whose keys the lane takes.
 _LANE_FRAMEWORKS = ("cupy", "torch")
 
@@ -501,13 +506,16 @@ _LANE_FRAMEWORKS = ("cupy", "torch")
 def _lane(rt: Runtime, framework: str):
     """rt's compiled lane (histkit.gpu._lane) serving framework, or None."""
     if _LANE[0] is not rt:
-        _LANE[:] = [rt, _make_lane(rt), set()]
+        _LANE[:] = [rt, _make_lane(rt)]
     lane = _LANE[1]
-    if lane is not None and framework not in _LANE[2]:
+    if lane is not None and framework not in lane.served:
         # the caller's keys are of this framework: its module is imported
         module = sys.modules[framework]
-        (lane.serve_cupy if framework == "cupy" else lane.serve_torch)(module)
-        _LANE[2].add(framework)
+        if framework == "cupy":
+            lane.serve_cupy(module)
+        else:  # the integer dtypes alone: the lane takes keys
+            lane.serve_torch(module, {torch_dtype: dtype for torch_dtype, dtype
+                                      in _torch_dtypes(module).items() if dtype.kind in "iu"})
     return lane
 
 
@@ -516,7 +524,7 @@ def python_path_only():
     """Within: every call takes the Python path, the compiled lane off (for
     A/B measurements of the lane)."""
     saved = _LANE[:]
-    _LANE[:] = [runtime(), None, set()]
+    _LANE[:] = [runtime(), None]
     try:
         yield
     finally:
@@ -849,8 +857,8 @@ def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,
     """
     if (stable is True and (check is True or check is False) and stream is None
             and first_bad is None and index_dtype is np.int64
-            and _framework_of(keys) in _LANE_FRAMEWORKS):
-        lane = _lane(runtime(), _framework_of(keys))
+            and (framework := _framework_of(keys)) in _LANE_FRAMEWORKS):
+        lane = _lane(runtime(), framework)
         result = None if lane is None else lane.counting_sort(keys, num_bins, check)
         if result is not None:
             return result
