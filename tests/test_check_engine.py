@@ -114,6 +114,7 @@ def test_a_failing_input_shrinks_to_the_fewest_keys_that_still_fail():
     assert "smallest failing input" in str(failure) and "keys = [" in str(failure)
     assert "reproduce: " in str(failure) and failure.reproducer.startswith("histkit check")
     assert failure.python_reproducer.startswith("python3 -c")
+    assert "from histkit.conformance import check;" in failure.python_reproducer  # no Case
     again = check(loses_a_count_from_five_keys, "histogram",
                   keys=np.array(failure.shrunk.literal, failure.shrunk.dtype),
                   num_bins=failure.shrunk.num_bins)

@@ -121,12 +121,13 @@ def command_line(impl, kind: str, case: Case, original: Case | None = None) -> s
 
 
 def python_call(impl, kind: str, case: Case, original: Case | None = None) -> str:
-    """A ``python -c`` line that runs this case through check() and prints
+    """A ``python3 -c`` line that runs this case through check() and prints
     its verdict; for a callable with no importable name, the call to make
     with the function itself."""
     spec = _spec(impl)
     target, named = _input(case, original)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
+    names = "check"  # what the call imports
     if named:
         arguments.append(f"case={target.name!r}")
     elif target.literal is not None and (_inline(target) or not target.skewed):
@@ -134,8 +135,9 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         arguments.append(f"keys=np.array([{keys}], dtype={target.dtype!r})")
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             arguments.append(f"num_bins={target.num_bins}")
-    else:  # a Case's repr names it: import it
+    else:
         arguments.append(f"cases=[{target!r}]")
+        names = "check, Case"  # the Case's repr names it
     values: dict[str, object] = {}
     for option, value in _options(impl, kind, target, named):
         name = _PYTHON_NAMES[option]
@@ -145,7 +147,6 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         else:
             values[name] = value
     arguments += [f"{name}={value!r}" for name, value in values.items()]
-    names = "check, Case" if arguments[2].startswith("cases=") else "check"
     code = (f"import numpy as np; from histkit.conformance import {names}; "
             f"print(check({', '.join(arguments)}))")
     if spec is None:
