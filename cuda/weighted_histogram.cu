@@ -28,6 +28,10 @@
 // each less than 2^32 to a global slot, and a block's merge adds a digit
 // below 2^16 (its carry out of the window below 2^46), so no global slot
 // passes 2^62 before carry_rows (run between launches) carries them again.
+// With no shared window (WHOLE_ADD_BITS > 0) an add below 2^WHOLE_ADD_BITS
+// goes to its global slot whole, one atomic, and a launch adds at most
+// GLOBAL_LAUNCH_WEIGHTS weights, at most two adds each to one slot: below
+// 2^62 again.
 //
 // round_rows: one thread a bin carries its row into the oracle's 32-bit
 // chunks CHUNK_LO .. CHUNK_TOP and rounds it to float64 in integer arithmetic
@@ -70,6 +74,12 @@
 #endif
 #ifndef COPIES
 #define COPIES 1
+#endif
+#ifndef WHOLE_ADD_BITS
+#define WHOLE_ADD_BITS 0  // > 0: global adds below 2^WHOLE_ADD_BITS go whole (contract.WHOLE_ADD_BITS)
+#endif
+#if WHOLE_ADD_BITS > 0 && SHARED_SLOTS > 0
+#error "whole global adds need launches sized for them: the global layout's alone"
 #endif
 #ifndef WEIGHTS_PER_THREAD
 #define WEIGHTS_PER_THREAD 4  // loads issued before the first add (memory-level parallelism)
@@ -170,9 +180,14 @@ struct Sink {
         if (SHARED_SLOTS > 0 && j - SHARED_LO < (unsigned)SHARED_SLOTS) {
             atomicAdd((u64*)&slots[b * SHARED_ROW + (j - SHARED_LO)], (u64)v);
         } else {
+            i64* row = rows + b * ROW16 + (j - LO16);
+            const i64 whole = (i64)1 << WHOLE_ADD_BITS;
+            if (WHOLE_ADD_BITS > 0 && v > -whole && v < whole) {
+                atomicAdd((u64*)row, (u64)v);
+                return;
+            }
             // Below 2^32 a part: its low 32 bits here, the rest two digits up
             // (where v has any: a float32's add never reaches past TOP16).
-            i64* row = rows + b * ROW16 + (j - LO16);
             const i64 high = v >> 32;  // floor
             atomicAdd((u64*)row, (u64)(v & LOW32));
             if (high) atomicAdd((u64*)(row + 2), (u64)high);

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 from test_api_calls import FakeArray, FakeRuntime
 
-from histkit.gpu.contract import BLOCK_WEIGHTS, FAST_BLOCK, MAX_LAUNCH_WEIGHTS
+from histkit.gpu.contract import (
+    BLOCK_WEIGHTS,
+    FAST_BLOCK,
+    GLOBAL_LAUNCH_WEIGHTS,
+    MAX_LAUNCH_WEIGHTS,
+    WHOLE_ADD_BITS,
+)
 from histkit.gpu.launch import weighted
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.launch.weighted import Weights
@@ -90,6 +96,24 @@ def test_the_stated_bounds_keep_every_slot_below_2_62():
     assert BLOCK_WEIGHTS * 2**40 <= 2**62
     # a global slot: 2^28 weights a launch, each below 2^32
     assert MAX_LAUNCH_WEIGHTS * 2**32 <= 2**62
+    # with no shared window: at most two whole adds a weight to one slot
+    assert 2 * GLOBAL_LAUNCH_WEIGHTS * 2**WHOLE_ADD_BITS <= 2**62
+    # a float64 weight's two parts always go whole
+    assert 2**WHOLE_ADD_BITS >= 2**(53 - 32 + 15)
+
+
+def test_only_the_global_layout_adds_whole_and_takes_smaller_launches():
+    for layout in ("rows", "window", "global"):
+        plan = weighted.shared_plan(MAX_SHARED, np.dtype(np.float32), 16, layout)
+        made = weighted.defines(np.dtype(np.float32), plan, True, np.dtype(np.int32))
+        assert ("WHOLE_ADD_BITS" in made) == (layout == "global"), layout
+    launched = _launches(2**28, 65536)  # past shared memory: the global layout
+    counts = [args[2] for name, _, args in launched if name == "accumulate_weights"]
+    assert counts == [GLOBAL_LAUNCH_WEIGHTS] * (2**28 // GLOBAL_LAUNCH_WEIGHTS)
+    names = [name for name, _, _ in launched]
+    assert names.count("carry_rows") == len(counts) - 1 and names[-1] == "round_rows"
+    assert [args[2] for name, _, args in _launches(2**28, 256)
+            if name == "accumulate_weights"] == [2**28]  # a shared layout: one launch
 
 
 def _launches(n, num_bins, **options):

@@ -147,6 +147,14 @@ def resident_tile_items(itemsize: int) -> int:
 WEIGHTS_PER_THREAD = 4
 MAX_LAUNCH_WEIGHTS = 2**28
 BLOCK_WEIGHTS = 2**22
+# With no shared window every add goes to the global rows; there an add below
+# 2^WHOLE_ADD_BITS goes whole, one atomic (a float32 weight's shifted mantissa
+# is below 2^36 for 13 of its 16 shifts, a float64 weight's two parts always),
+# where splitting it below 2^32 took two for most weights (every negative
+# one). A weight makes at most two adds to one slot, so GLOBAL_LAUNCH_WEIGHTS
+# a launch keep a global slot below 2^62 until carry_rows runs.
+WHOLE_ADD_BITS = 36
+GLOBAL_LAUNCH_WEIGHTS = 2**24
 WEIGHTED_MIN_BLOCKS = 1  # blocks of FAST_BLOCK per SM its registers are budgeted for
 
 

@@ -480,6 +480,8 @@ WEIGHTED_KERNELS: tuple[Kernel, ...] = (
                Variant("grid-1", {"grid": 1}, "one block adds every weight"),
                Variant("launches", {"launch_weights": 4096},
                        "4096 weights a launch: the rows carried between launches"),
+               Variant("global-launches", {"layout": "global", "launch_weights": 4096},
+                       "every add global, small ones whole, rows carried between launches"),
            )),
 )
 

@@ -18,7 +18,14 @@ from typing import NamedTuple
 import numpy as np
 
 from histkit.gpu import contract
-from histkit.gpu.contract import BLOCK_WEIGHTS, FAST_BLOCK, MAX_LAUNCH_WEIGHTS, WARP
+from histkit.gpu.contract import (
+    BLOCK_WEIGHTS,
+    FAST_BLOCK,
+    GLOBAL_LAUNCH_WEIGHTS,
+    MAX_LAUNCH_WEIGHTS,
+    WARP,
+    WHOLE_ADD_BITS,
+)
 from histkit.gpu.device import DeviceArray, Runtime
 from histkit.gpu.geometry import Geometry
 from histkit.gpu.launch.common import Keys, blocks_for
@@ -115,6 +122,8 @@ def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
             **{name: str(bit) for name, bit in SPECIAL_FLAGS.items()},
             "SHARED_LO": str(plan.first_digit), "SHARED_SLOTS": str(plan.digits),
             "COPIES": str(plan.copies), **({} if runs else {"RUN_SLOTS": "0"}),
+            # every add global: small ones whole (launches of GLOBAL_LAUNCH_WEIGHTS)
+            **({} if plan.digits else {"WHOLE_ADD_BITS": str(WHOLE_ADD_BITS)}),
             **({} if min_span == 1 else {"MIN_SPAN": str(min_span)})}
 
 
@@ -151,8 +160,10 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
                           rt.sm_count * resident)
     else:
         full = grid
-    # No block adds more than BLOCK_WEIGHTS weights a launch (its slots' room).
-    per_launch = max(1, min(launch_weights, MAX_LAUNCH_WEIGHTS, full * BLOCK_WEIGHTS))
+    # No block adds more than BLOCK_WEIGHTS weights a launch (its slots' room),
+    # nor a launch more than its global slots have room for.
+    most = MAX_LAUNCH_WEIGHTS if plan.digits else GLOBAL_LAUNCH_WEIGHTS
+    per_launch = max(1, min(launch_weights, most, full * BLOCK_WEIGHTS))
     for start in range(0, keys.n, per_launch):
         count = min(per_launch, keys.n - start)
         if start:  # every slot back below 2^32 before the next launch adds
