@@ -20,6 +20,7 @@ from histkit.dask._chunks import (
 from histkit.dask._histogram import exact_parts, join_parts, sum_parts
 from histkit.oracles._bin_rule import Flow, NumpyFailsError, as_sample_array, parse_bins
 from histkit.oracles._binned import TALLIES, bin_samples
+from histkit.oracles._inputs import boolean
 from histkit.oracles._threads import at_most
 
 # --- binning real-valued samples ------------------------------------------------------
@@ -53,8 +54,8 @@ def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
     import dask
 
     da = _require_dask_samples(samples)
-    if not (isinstance(right_closed_last, bool | np.bool_) and isinstance(flow, bool | np.bool_)):
-        raise TypeError("right_closed_last and flow must be True or False")
+    right_closed_last = boolean(right_closed_last, "right_closed_last")
+    flow = boolean(flow, "flow")
     if weights is not None:
         weights = weights_chunked_as(da, weights, samples, "samples")
     samples = samples.ravel()

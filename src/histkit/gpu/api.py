@@ -62,6 +62,7 @@ from histkit.oracles._inputs import (
     as_weight_array,
     bad_key_error,
     bin_count,
+    boolean,
 )
 
 if TYPE_CHECKING:
@@ -491,6 +492,32 @@ def _check_options(check, first_bad) -> None:
     if check and first_bad is not None:
         raise ValueError("first_bad= is where a call with check=False leaves the first bad "
                          "index; pass check=False with it")
+    _precheck_out(first_bad, 1, np.uint64, "first_bad")
+
+
+def _precheck_out(array, n: int, dtype, name: str) -> None:
+    """A caller's array for the call to write (out=, first_bad=; None: none),
+    checked before a GPU is looked for: a device array, and n elements of dtype
+    where its attributes tell (CuPy, PyTorch; others are read by _borrow)."""
+    if array is None:
+        return
+    dtype = np.dtype(dtype)
+    if not is_device_array(array):
+        raise TypeError(f"{name} must be a device array (CuPy, PyTorch, ...) of {n} {dtype}; "
+                        f"got {type(array).__name__}")
+    framework = _framework_of(array)
+    if framework == "cupy":
+        got = array.dtype
+    elif framework == "torch":
+        import torch
+
+        got = _torch_dtypes(torch).get(array.dtype, array.dtype)
+    else:
+        return
+    shape = tuple(array.shape)
+    if got != dtype or shape != (n,):
+        held = f"{shape[0]} {got}" if len(shape) == 1 else f"shape {shape} of {got}"
+        raise ValueError(f"{name} must hold {n} {dtype}; got {held}")
 
 
 # --- the compiled lane ------------------------------------------------------
@@ -712,6 +739,9 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     ...
     TypeError: keys must have an integer dtype (int8 ... uint64); got float64
     """
+    if type(method) is not str:
+        raise TypeError(f"method must be one of {METHODS}; got {type(method).__name__} "
+                        f"(weights go by keyword: gpu.histogram(keys, num_bins, weights=w))")
     if weights is not None:
         return _weighted_histogram(keys, weights, num_bins, method, out, stream, check,
                                    first_bad)
@@ -722,9 +752,11 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
         result = None if lane is None else lane.histogram(keys, num_bins, check)
         if result is not None:
             return result
+    keys = keys if is_device_array(keys) else as_key_array(keys)  # named before num_bins
     num_bins = bin_count(num_bins)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    _precheck_out(out, num_bins, np.int64, "out")
     call = _open(keys, stream, check, first_bad)
     hist = (_Deferred(call, num_bins, np.int64, "num_bins={} (int64 counts)", num_bins)
             if out is None
@@ -743,16 +775,18 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
 
 def _weighted_histogram(keys, weights, num_bins, method, out, stream, check, first_bad):
     """gpu.histogram with weights: exact float64 sums (launch.weighted)."""
+    on_device = is_device_array(keys)
+    keys = keys if on_device else as_key_array(keys)  # named before num_bins, as the oracle does
     num_bins = bin_count(num_bins)
     if method != "auto":
         raise ValueError(f"with weights, method must be 'auto'; got {method!r}")
     _check_options(check, first_bad)
-    on_device = is_device_array(keys)
     _check_same_kind(keys, weights, on_device, "weights")
     if not on_device:
-        keys = as_key_array(keys)
         weights = host_gpu_weights(weights, len(keys))
-    call = _begin(runtime(), keys, stream_handle(stream), on_device)
+    _precheck_out(out, num_bins, np.float64, "out")
+    handle = stream_handle(stream)
+    call = _begin(runtime(), keys, handle, on_device)
     device_weights, owner = weights_on_device(call, weights, on_device)
     sums = (_allocate(call, num_bins, np.float64, "num_bins={} (float64 sums)", num_bins)
             if out is None else _borrow(call, out, num_bins, np.float64, "out"))
@@ -862,7 +896,9 @@ def counting_sort(keys: AnyArray, num_bins: int, stable: bool = True, *,
         result = None if lane is None else lane.counting_sort(keys, num_bins, check)
         if result is not None:
             return result
+    keys = keys if is_device_array(keys) else as_key_array(keys)  # named before num_bins
     num_bins = bin_count(num_bins)
+    stable = boolean(stable, "stable")
     index_dtype = _index_dtype(index_dtype, _length(keys))
     call = _open(keys, stream, check, first_bad)
     n = call.keys.n
@@ -989,8 +1025,7 @@ def radix_sort(keys: AnyArray, values: AnyArray | None = None, *, stable: bool =
     >>> gpu.radix_sort(np.array([5, -3, 70000, -3, 0]))  # doctest: +SKIP
     (array([   -3,    -3,     0,     5, 70000]), array([1, 3, 4, 0, 2]))
     """
-    if not isinstance(stable, bool | np.bool_):
-        raise TypeError(f"stable must be True or False; got {stable!r}")
+    stable = boolean(stable, "stable")
     index_dtype = _index_dtype(index_dtype, _length(keys))
     call, values_in = _open_radix(keys, values, stream)
     n = call.keys.n
@@ -1100,7 +1135,8 @@ def _open_radix(keys, values, stream) -> tuple[_Call, _Out | None]:
             if len(values) != len(keys):
                 raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
                                  f"{len(values)} values")
-    call = _begin(runtime(), keys, stream_handle(stream), on_device)
+    handle = stream_handle(stream)
+    call = _begin(runtime(), keys, handle, on_device)
     if values is None:
         return call, None
     if not on_device:
@@ -1145,9 +1181,30 @@ def raise_if_bad(first_bad: AnyArray, keys: AnyArray, num_bins: int) -> None:
     ...
     histkit.oracles.BadKeyError: key at index 1 is 7, outside [0, 4)
     """
+    num_bins = bin_count(num_bins)
+    if _elements(first_bad) != 1:
+        raise ValueError(f"first_bad must be the one-element word a check=False call "
+                         f"returned; got {type(first_bad).__name__} of "
+                         f"{_elements(first_bad)} elements")
     index = _element(first_bad, 0)
-    if index != NO_BAD_KEY:
-        raise bad_key_error(index, _element(keys, index), bin_count(num_bins))
+    if index == NO_BAD_KEY:
+        return
+    n = _elements(keys)
+    if not 0 <= index < n:
+        raise ValueError(f"first_bad holds {index}: neither an index of the {n} keys nor "
+                         f"2**64 - 1 (no bad key); pass the word the check=False call on "
+                         f"these keys returned")
+    value = _element(keys, index)
+    if 0 <= value < num_bins:
+        raise ValueError(f"first_bad names index {index}, whose key {value} lies in "
+                         f"[0, {num_bins}); pass the word the check=False call on these "
+                         f"keys returned, and its num_bins")
+    raise bad_key_error(index, value, num_bins)
+
+
+def _elements(array) -> int:
+    """How many elements array holds (histkit's DeviceArray included)."""
+    return array.n if isinstance(array, DeviceArray) else _length(array)
 
 
 def _element(array, index: int) -> int:

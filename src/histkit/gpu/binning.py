@@ -42,8 +42,9 @@ from histkit.oracles._bin_rule import (
     parse_bins,
     search_edges,
 )
+from histkit.oracles._binned import even_bins_fit
 from histkit.oracles._binning import sample_span
-from histkit.oracles._inputs import flat_sample_weights
+from histkit.oracles._inputs import boolean, flat_sample_weights
 from histkit.oracles._threads import idle_cpus
 
 # Rules of explicit edges up to this many bytes (8192 float64 edges) are
@@ -228,10 +229,11 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     ...
     ValueError: range must have lo <= hi; got lo=1, hi=0
     """
-    for name, value in (("right_closed_last", right_closed_last), ("flow", flow)):
-        if not isinstance(value, bool | np.bool_):
-            raise TypeError(f"{name} must be True or False; got {value!r}")
+    right_closed_last = boolean(right_closed_last, "right_closed_last")
+    flow = boolean(flow, "flow")
     num_bins, edges = parse_bins(bins)
+    if edges is None:
+        even_bins_fit(num_bins)
     handle = stream_handle(stream)
     on_device = is_device_array(samples)
     if weights is not None:

@@ -180,7 +180,12 @@ ALWAYS_SAMPLE = AutoPolicy(min_bins=1, max_bins=PARTITION_MAX_AUTO_BINS, min_key
 
 def check_index_dtype(n: int, index_dtype) -> np.dtype:
     """index_dtype as a dtype the sorts write: int64, or int32 up to 2^31 keys."""
-    dtype = np.dtype(index_dtype)
+    if index_dtype is None:  # np.dtype(None) is float64: name what was given
+        raise TypeError("index_dtype must be int32 or int64; got None")
+    try:
+        dtype = np.dtype(index_dtype)
+    except TypeError:
+        raise TypeError(f"index_dtype must be int32 or int64; got {index_dtype!r}") from None
     if dtype not in contract.INDEX_C_TYPES:
         raise TypeError(f"index_dtype must be int32 or int64; got {dtype}")
     if dtype == np.int32 and n > contract.MAX_INT32_INDEX_KEYS:

@@ -37,9 +37,11 @@ from histkit.oracles._inputs import (
     as_key_array,
     as_weight_array,
     bin_count,
+    boolean,
     flat_sample_weights,
     positive_int,
     raise_bad_key,
+    raise_first_bad_key,
     require_memory,
 )
 from histkit.oracles._scan import exclusive_scan_counts
@@ -182,6 +184,9 @@ def histogram(keys: ArrayLike, num_bins: int,
     num_bins = bin_count(num_bins)
     if weights is not None:
         weights = as_weight_array(weights, len(keys))
+    if num_bins > len(keys):  # a bad key found before num_bins counters are set up
+        raise_first_bad_key(keys, num_bins)
+    if weights is not None:
         require_memory(8 * num_bins, f"num_bins={num_bins} (float64 sums)")
         sums, bad = weighted_sums(keys, weights, num_bins, idle_cpus(len(keys)))
         if bad >= 0:
@@ -310,6 +315,8 @@ def bin_histogram(
     ...                       weights=[1e16, 1.0, -1e16, 0.5])[0]
     array([1. , 0.5])
     """
+    right_closed_last = boolean(right_closed_last, "right_closed_last")
+    flow = boolean(flow, "flow")
     shape = np.shape(samples)
     samples = as_sample_array(samples)
     if weights is not None:
@@ -658,11 +665,12 @@ def radix_sort(keys: ArrayLike, values: ArrayLike | None = None) -> tuple[NDArra
     array(['b', 'd', 'e', 'a', 'c'], dtype='<U1')
     """
     keys = as_key_array(keys)
+    if values is not None:  # checked before the sort, not after it
+        values = np.asarray(values)
+        if values.shape[:1] != keys.shape:
+            raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
+                             f"values of shape {values.shape}")
     order = argsort(keys)
     if values is None:
         return keys[order], order
-    values = np.asarray(values)
-    if values.shape[:1] != keys.shape:
-        raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
-                         f"values of shape {values.shape}")
     return keys[order], values[order]

@@ -147,10 +147,14 @@ def even_rule(samples: np.ndarray, num_bins: int, range,
     if edge_dtype not in FLOAT_BITS:
         raise TypeError(f"range {first!r}, {last!r} over samples of {samples.dtype} would give "
                         f"edges of {edge_dtype}; edges must be float16, float32 or float64")
+    # More edges than the dtype has values can never increase strictly: said
+    # before np.linspace spends minutes on them.
+    too_many = num_bins >= 2 ** (8 * edge_dtype.itemsize)
     with np.errstate(all="ignore"):
-        edges = np.linspace(first, last, num_bins + 1, endpoint=True, dtype=edge_dtype)
+        edges = (None if too_many else
+                 np.linspace(first, last, num_bins + 1, endpoint=True, dtype=edge_dtype))
         # NaN edges (a span past the dtype's range) pass this test, as in numpy.
-        if np.any(edges[:-1] >= edges[1:]):
+        if too_many or np.any(edges[:-1] >= edges[1:]):
             widened = (" (lo == hi, and widening them by 0.5 either side leaves them equal)"
                        if first == last else "")
             raise ValueError(f"{num_bins} bins over [{first}, {last}] do not fit in "

@@ -32,6 +32,12 @@ class Binned(NamedTuple):
     counters: np.ndarray | None  # int64 per sample, when asked for
 
 
+def even_bins_fit(num_bins: int) -> None:
+    """A MemoryError naming bins where its edges and counts (and the host's
+    copies of them) do not fit in memory: said before any of them is made."""
+    require_memory(8 * 3 * (num_bins + 1), f"bins={num_bins} (edges and int64 counts)")
+
+
 def bin_samples(samples: np.ndarray, bins, range, right_closed_last: bool, threads: int,
                 counters: bool = False) -> Binned:
     """Samples (already checked by ``as_sample_array``) binned by numpy's rule;
@@ -43,7 +49,7 @@ def bin_samples(samples: np.ndarray, bins, range, right_closed_last: bool, threa
     half = samples.dtype == np.float16
     view = samples.view(np.uint16) if half else samples
     if edges is None:
-        require_memory(8 * 3 * (num_bins + 1), f"bins={num_bins} (edges and int64 counts)")
+        even_bins_fit(num_bins)
         rule = even_rule(samples, num_bins, range, lambda: sample_span(view, half, threads))
         edges = rule.edges
         counts, under, over, nan, failed = even_counts(

@@ -16,12 +16,12 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     """Return keys as a 1-d native-endian integer ndarray, copying only if needed."""
     if keys is None:
         raise TypeError(f"{name} must be a 1-d array of integers; got None")
-    arr = np.asarray(keys)
+    arr = _python_ints(keys, name)
+    if arr is None:
+        arr = np.asarray(keys)
     if arr.size == 0 and not isinstance(keys, np.ndarray):
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
-    if arr.dtype.kind in "fO" and isinstance(keys, (list, tuple)):
-        _refuse_python_ints_no_dtype_holds(keys, name)
     if arr.dtype.kind not in "iu":
         raise TypeError(
             f"{name} must have an integer dtype (int8 ... uint64); got {arr.dtype}"
@@ -33,15 +33,30 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     return arr
 
 
-def _refuse_python_ints_no_dtype_holds(values, name: str) -> None:
-    """NumPy turns Python ints that no one integer dtype holds (say -1 and 2**63,
-    or 2**64) into float64 or object arrays; say so rather than "got float64"."""
-    if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return
+def _python_ints(values, name: str) -> np.ndarray | None:
+    """A list or tuple of Python ints as int64, else uint64 where they need it
+    (NumPy makes float64 of [2**63, 1], rounding it); a ValueError where no
+    integer dtype holds them all (-1 with 2**63, or 2**64). None for anything
+    else."""
+    if not isinstance(values, list | tuple) or not values:
+        return None
+    if not all(type(v) is int for v in values):
+        return None
     low, high = min(values), max(values)
+    for dtype in (np.int64, np.uint64):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return np.array(values, dtype=dtype)
     raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "
-                     f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64)); "
-                     f"keys must lie in [0, num_bins)")
+                     f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64))")
+
+
+def boolean(value, name: str) -> bool:
+    """value as a bool; a TypeError naming the argument for anything but True,
+    False or a NumPy bool (a None or a string is not taken for a flag)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return bool(value)
 
 
 def flat_sample_weights(weights, shape: tuple) -> np.ndarray:
@@ -62,7 +77,9 @@ def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "k
     at the cost of a copy. Other dtypes (bool, complex, long double, object)
     raise TypeError: none has a sum that this rule defines.
     """
-    arr = np.asarray(weights)
+    arr = _python_ints(weights, name)
+    if arr is None:
+        arr = np.asarray(weights)
     if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.itemsize > 8):
         raise TypeError(f"{name} must be float16, float32, float64 or integer; got {arr.dtype}")
     if arr.ndim != 1:
@@ -158,3 +175,15 @@ def bad_key_error(index: int, value: int, num_bins: int) -> BadKeyError:
 
 def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:
     raise bad_key_error(index, keys[index].item(), num_bins)
+
+
+def raise_first_bad_key(keys: np.ndarray, num_bins: int) -> None:
+    """BadKeyError for the first key outside [0, num_bins), if any: a pass over
+    the keys, for calls whose counters cost more to set up than the keys do
+    to read (num_bins > len(keys))."""
+    outside = keys >= num_bins
+    if keys.dtype.kind == "i":
+        outside |= keys < 0
+    found = np.flatnonzero(outside)
+    if len(found):
+        raise_bad_key(keys, int(found[0]), num_bins)

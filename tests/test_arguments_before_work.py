@@ -1,0 +1,143 @@
+"""Every argument is checked, and named, before any work: on the CPU oracles
+and on the GPU calls alike (whose argument errors come before a GPU is looked
+for, so these tests run on any machine)."""
+
+import numpy as np
+import pytest
+
+import histkit.oracles as oracles_module
+from histkit import gpu, oracles
+
+KEYS = np.array([0, 1, 1, 3])
+SAMPLES = np.array([0.5, 1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("binning", [oracles.bin_histogram, gpu.bin_histogram],
+                         ids=["oracle", "gpu"])
+@pytest.mark.parametrize("flag", ["right_closed_last", "flow"])
+@pytest.mark.parametrize("value", [None, "yes", 0, 2.5, []])
+def test_a_binning_flag_that_is_not_a_bool_is_refused(binning, flag, value):
+    # right_closed_last=None used to drop the sample on the last edge silently
+    with pytest.raises(TypeError, match=rf"{flag} must be True or False; got"):
+        binning(SAMPLES, 3, (0, 3), **{flag: value})
+
+
+def test_python_ints_past_int64_are_sorted_as_uint64():
+    keys = [2**63, 1, 2**64 - 1, 0]
+    want = np.argsort(np.array(keys, dtype=np.uint64), kind="stable")
+    assert oracles.argsort(keys).tolist() == want.tolist() == [3, 1, 0, 2]
+    assert oracles.radix_sort(keys)[0].tolist() == sorted(keys)
+
+
+def test_a_python_int_key_past_int64_is_a_bad_key_not_a_dtype_error():
+    with pytest.raises(oracles.BadKeyError, match=r"index 1 is 9223372036854775808, outside"):
+        oracles.histogram([0, 2**63], 4)
+
+
+def test_python_ints_no_dtype_holds_are_named_without_num_bins_where_there_is_none():
+    with pytest.raises(ValueError, match=r"keys hold integers from -1 to 2\*\*63|"
+                                         r"keys hold integers from -1 to 9223372036854775808"):
+        oracles.argsort([-1, 2**63])
+
+
+def test_python_int_weights_past_int64_are_summed_exactly():
+    weights = [2**63 + 1, 2**63 - 1, 3]
+    exact = sum(weights)  # Python ints: the exact sum, 2**64 + 3
+    # float() of a Python int rounds correctly; numpy's float64 list would not be exact
+    assert oracles.histogram([0, 0, 0], 1, weights).tolist() == [float(exact)]
+    assert oracles.histogram([0, 0], 1, [2**64 - 1, 2**64 - 1]).tolist() == [float(2**65 - 2)]
+
+
+@pytest.mark.parametrize("weights, low, high", [([2**64, 1], 1, 2**64),
+                                                 ([2**63 + 1, -(2**63)], -(2**63), 2**63 + 1)])
+def test_python_int_weights_no_dtype_holds_are_named(weights, low, high):
+    # numpy would make float64 of them and lose the low bits silently
+    with pytest.raises(ValueError, match=rf"weights hold integers from {low} to {high}, which"):
+        oracles.histogram([0, 0], 1, weights)
+
+
+def test_weights_given_where_gpu_histogram_takes_its_method_say_to_pass_them_by_keyword():
+    with pytest.raises(TypeError, match=r"method must be one of .*got ndarray.*weights=w"):
+        gpu.histogram(KEYS, 4, np.ones(4))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: gpu.radix_sort(KEYS, stream="x"), TypeError, "stream must be"),
+    (lambda: gpu.argsort(KEYS, stream=-1), ValueError, "stream handle must be >= 0"),
+    (lambda: gpu.histogram(KEYS, 4, weights=np.ones(4), stream="x"), TypeError,
+     "stream must be"),
+    (lambda: gpu.histogram(KEYS, 4, out=np.zeros(4, np.int64)), TypeError,
+     "out must be a device array"),
+    (lambda: gpu.histogram(KEYS, 4, weights=np.ones(4), out="x"), TypeError,
+     "out must be a device array"),
+    (lambda: gpu.histogram(KEYS, 4, check=False, first_bad=np.zeros(1, np.uint64)),
+     TypeError, "first_bad must be a device array"),
+    (lambda: gpu.counting_sort(KEYS, 4, stable=None), TypeError,
+     "stable must be True or False; got None"),
+    (lambda: gpu.counting_sort(KEYS, 4, index_dtype=None), TypeError,
+     "index_dtype must be int32 or int64; got None"),
+    (lambda: gpu.counting_sort(KEYS, 4, index_dtype="bogus"), TypeError,
+     "index_dtype must be int32 or int64; got 'bogus'"),
+    (lambda: gpu.bin_histogram(np.array([0.5]), 2**62), MemoryError,
+     r"bins=4611686018427387904 \(edges and int64 counts\) needs"),
+], ids=["radix-stream", "argsort-stream", "weighted-stream", "out-host", "weighted-out",
+        "first-bad-host", "stable-none", "index-dtype-none", "index-dtype-bogus",
+        "bins-past-memory"])
+def test_gpu_arguments_are_refused_before_a_gpu_is_looked_for(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@pytest.mark.parametrize("args", [(None, 0), (np.array([0.5]), 0)], ids=["none", "float"])
+@pytest.mark.parametrize("name", ["histogram", "counting_sort"])
+def test_gpu_names_the_keys_before_num_bins_as_the_oracle_does(name, args):
+    with pytest.raises(TypeError) as on_cpu:
+        getattr(oracles, name)(*args)
+    with pytest.raises(TypeError) as on_gpu:
+        getattr(gpu, name)(*args)
+    assert str(on_gpu.value) == str(on_cpu.value)
+
+
+@pytest.mark.parametrize("word, match", [
+    (np.array([10], np.uint64), "neither an index of the 3 keys"),
+    (np.array([-1]), "neither an index of the 3 keys"),
+    (np.array([0], np.uint64), r"names index 0, whose key 0 lies in \[0, 4\)"),
+    (np.array([], np.uint64), "one-element word .* of 0 elements"),
+    (None, "one-element word"),
+])
+def test_raise_if_bad_refuses_a_word_that_names_no_bad_key(word, match):
+    with pytest.raises(ValueError, match=match):
+        gpu.raise_if_bad(word, np.array([0, 7, 1]), 4)
+
+
+def test_raise_if_bad_still_raises_the_bad_key_a_word_names():
+    with pytest.raises(oracles.BadKeyError, match=r"index 1 is 7, outside \[0, 4\)"):
+        gpu.raise_if_bad(np.array([1], np.uint64), np.array([0, 7, 1]), 4)
+
+
+def test_the_oracle_radix_sort_checks_its_values_before_sorting(monkeypatch):
+    def no_sort(keys):
+        raise AssertionError("sorted before the values were checked")
+
+    monkeypatch.setattr(oracles_module, "argsort", no_sort)
+    with pytest.raises(ValueError, match="values must hold one entry per key: 3 keys"):
+        oracles.radix_sort(np.array([3, 1, 2]), values=np.zeros(2))
+
+
+def test_a_bad_key_among_few_keys_is_named_before_the_counters_are_set_up(monkeypatch):
+    def no_counting(*args):
+        raise AssertionError("counters set up for a call with a bad key")
+
+    monkeypatch.setattr(oracles_module, "histogram_counts", no_counting)
+    with pytest.raises(oracles.BadKeyError, match=r"index 1 is -1, outside \[0, 1073741824\)"):
+        oracles.histogram(np.array([0, -1]), 2**30)
+
+
+@pytest.mark.parametrize("binning", [oracles.bin_histogram, gpu.bin_histogram],
+                         ids=["oracle", "gpu"])
+def test_more_float16_bins_than_float16_has_values_are_refused_as_numpy_refuses_them(binning):
+    samples = np.array([0, 1], dtype=np.float16)
+    with pytest.raises(ValueError, match="(?i)too many bins"), np.errstate(all="ignore"):
+        np.histogram(samples, 2**16)
+    with pytest.raises(ValueError, match=r"65536 bins over \[0.0, 1.0\] do not fit in float16"):
+        binning(samples, 2**16)
