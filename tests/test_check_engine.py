@@ -4,6 +4,7 @@ counts, how a failing input shrinks, what its report and reproducer say.
 tests/test_check_examples.py runs the full quick matrix on the examples."""
 
 import importlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -148,21 +149,26 @@ def test_an_input_too_large_is_not_shrunk():
 def test_a_callable_that_crashes_fails_its_cell_with_the_error():
     report = check(crashes, "histogram", cases=[small(10)], shrink_failures=False)
     (failure,) = report.failures
-    assert failure.detail == "ZeroDivisionError: a bug in the callable"
+    assert failure.detail.startswith("ZeroDivisionError: a bug in the callable (at ")
+    assert failure.detail.endswith(" in crashes)")  # the line of the callable that raised
     assert failure.shrunk is None and failure.reproducer
 
 
-def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_path):
+def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_path,
+                                                                        monkeypatch):
     from histkit.conformance.reproduce import INLINE_KEYS, python_call
 
+    # this module is imported from tests/ (pytest's path): from the repository's
+    # root a command line names it by its file
+    monkeypatch.chdir(Path(__file__).parents[1])
     literal = Case.of_keys(np.array([3, 1], np.int32), 4)
     python = make_impl(exact, "histogram")
     line = python_call(python, "histogram", literal)
     assert "keys=np.array([3, 1], dtype='int32'), num_bins=4" in line
-    assert "'test_check_engine:exact', 'histogram'" in line
+    assert "'tests/test_check_engine.py:exact', 'histogram'" in line
     assert reproducer(python, "histogram", literal) == (
-        "histkit check test_check_engine:exact --kind histogram --keys 3,1 --num-bins 4 "
-        "--dtype int32")
+        "histkit check tests/test_check_engine.py:exact --kind histogram --keys 3,1 "
+        "--num-bins 4 --dtype int32")
     sort = python_call(make_impl(np.argsort, "radix-sort"), "radix-sort",
                        Case.of_keys(np.array([3, 1], np.int64), 0, full_width=True))
     assert "num_bins" not in sort and "dtype='int64'" in sort
@@ -459,11 +465,14 @@ def test_a_cuda_file_becomes_a_registry_row_of_its_kind(tmp_path):
     assert row("histogram").may_refuse is None and not row("histogram").skips_bad_keys
 
 
-def test_a_callable_is_named_for_its_reproducer_when_it_can_be_imported():
+def test_a_callable_is_named_for_its_reproducer_when_it_can_be_imported(monkeypatch):
     def local(keys, num_bins):
         return exact(keys, num_bins)
 
+    monkeypatch.chdir(Path(__file__).parent)  # where its module imports from by name
     assert make_impl(exact, "histogram").describe() == "test_check_engine:exact"
+    monkeypatch.chdir(Path(__file__).parents[1])  # elsewhere: named by its file
+    assert make_impl(exact, "histogram").describe() == "tests/test_check_engine.py:exact"
     assert make_impl(local, "histogram").describe() == local.__qualname__
     assert ":" not in make_impl(local, "histogram").describe()
     assert make_impl("examples.python_kernels:histogram", "histogram").describe() == (

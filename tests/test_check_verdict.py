@@ -70,6 +70,18 @@ def one_argument(keys):
     return keys
 
 
+def raises_naming_cuda(keys, num_bins):
+    if len(keys) > 100:
+        raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED (a message: no GPU was touched)")
+    return _checked(keys, num_bins)
+
+
+def exits_3_past_1000(keys, num_bins):
+    if len(keys) > 1000:
+        os._exit(3)
+    return _checked(keys, num_bins)
+
+
 def weighted_as_the_oracle_orders_it(keys, num_bins, weights):
     return np.bincount(keys, weights, minlength=num_bins)
 '''
@@ -222,6 +234,8 @@ def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reprodu
     fixed, said = shell(command.replace("drops_a_key", "exact"))
     assert fixed == 0 and said.splitlines()[-1].startswith("PASS"), said
     (python,) = [line.strip() for line in lines if line.strip().startswith("python3 -c")]
+    again, said = shell(python)  # the Python call exits as the command does
+    assert again == 1 and said.strip().startswith("FAIL"), said
     fixed, said = shell(python.replace("drops_a_key", "exact"))
     assert fixed == 0 and said.strip().startswith("PASS"), said
 
@@ -380,3 +394,114 @@ def test_a_cu_file_compiles_without_a_gpu_and_shows_its_compile_errors(tmp_path,
         from histkit.conformance.check import compile_only, make_impl
 
         compile_only(make_impl(str(good), "sort"))
+
+
+def test_an_exception_naming_cuda_is_a_fail_of_its_case_not_a_fault_that_stops_the_run(kernels):
+    # no context was lost: the worker goes on, as the run in process does
+    isolated = check("my_kernels:raises_naming_cuda", "histogram", shrink_failures=False)
+    in_process = check("my_kernels:raises_naming_cuda", "histogram", shrink_failures=False,
+                       in_process=True)
+    assert isolated.isolated and not in_process.isolated
+    assert isolated.counts() == in_process.counts()
+    assert isolated.counts()["FAIL"] > check_module.MAX_FAULTS
+    assert not any("faulted" in cell.detail for _, cell, _ in isolated.cells)
+
+
+def test_a_crash_by_exit_code_is_headed_by_its_code_and_skips_say_why_by_default(kernels):
+    code, out = run("my_kernels:exits_3_past_1000", "--kind", "histogram", "--no-shrink")
+    lines = out.splitlines()
+    assert code == 1, out
+    (heading,) = [line for line in lines if line.startswith("FAIL (failure")]
+    assert "crash: exit code 3" in heading, out
+    skips = [line for line in lines if line.startswith("skip ")]
+    assert skips and "not run: the kernel crashed or faulted on" in skips[0], out
+    assert "(" not in skips[0].split("faulted on", 1)[1], skips[0]  # no list of cases
+    count = int(skips[0].split()[1])
+    assert f"{count} skips" in lines[-1], lines[-1]
+
+
+def test_a_group_is_headed_by_its_smallest_inputs_values_and_keyed_without_them():
+    from histkit.conformance.cases import Case
+    from histkit.conformance.check import Failure
+
+    detail = "no bad key reported; the first is at index 3 (value 256) [case x]"
+    failure = Failure(case=Case("uniform", 10, 4), geometry="", detail=detail)
+    assert failure.title == "no bad key reported; the first is at index 3 (value 256)"
+    assert failure.symptom == "no bad key reported; the first is at index N (value N)"
+    failure.shrunk_detail = "no bad key reported; the first is at index 0 (value 4)"
+    assert failure.title == "no bad key reported; the first is at index 0 (value 4)"
+
+
+def test_a_reproducer_keeps_the_timeout_it_was_run_with(kernels):
+    report = check("my_kernels:drops_a_key", "histogram", timeout=7.5)
+    assert report.failures and all(f.reproducer.endswith(" --timeout 7.5")
+                                   for f in report.failures)
+    report = check("my_kernels:drops_a_key", "histogram", keys=np.array([1, 2, 1]), num_bins=3)
+    assert "--timeout" not in report.failures[0].reproducer  # the default is not repeated
+
+
+def test_empty_edges_are_quoted_in_a_binning_reproducer():
+    from histkit.conformance.binning_cases import BinCase
+    from histkit.conformance.reproduce_binning import command_line
+
+    class Named:
+        inputs = "numpy"
+
+        def describe(self):
+            return "k.py:f"
+
+    case = BinCase("unnamed", np.array([0.0]), np.array([], dtype=np.float64), None)
+    assert command_line(Named(), "bin-histogram", case).endswith(
+        "--samples 0.0 --bins '' --dtype float64")
+
+
+def test_compile_only_without_nvrtc_is_a_usage_error_naming_the_extra(tmp_path, monkeypatch,
+                                                                     capsys):
+    from histkit.gpu.errors import GpuUnavailableError
+
+    def no_nvrtc(impl, dtype, arch):
+        raise GpuUnavailableError("cuda-python is not installed (No module named 'cuda')")
+
+    monkeypatch.setattr(check_module, "compile_only", no_nvrtc)
+    source = tmp_path / "k.cu"
+    source.write_text("extern \"C\" __global__ void histogram() {}\n")
+    assert main(["check", str(source), "--kind", "histogram", "--compile-only"]) == 2
+    out = capsys.readouterr().out
+    assert "cuda-python is not installed" in out and 'pip install "histkit[gpu]"' in out
+    assert "Traceback" not in out
+
+
+def test_an_exception_names_the_line_of_the_users_code_that_raised_it(kernels):
+    report = check("my_kernels:raises_naming_cuda", "histogram", shrink_failures=False)
+    raising = 'raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED (a message: no GPU was touched)")'
+    line = [text.strip() for text in KERNELS.splitlines()].index(raising) + 1
+    assert report.failures and all(
+        f"(at my_kernels.py:{line} in raises_naming_cuda)" in failure.detail
+        for failure in report.failures), report.failures[0].detail
+
+
+def test_a_privatized_verdict_shows_the_block_and_grid_its_input_was_called_with(kernels):
+    code, out = run("my_kernels:privatized_one_block_atomics", "--kind", "privatized")
+    assert code == 1, out
+    inputs = [line for line in out.splitlines() if line.strip().startswith("input ")]
+    assert inputs and all("; called with block_size=" in line and "num_blocks=" in line
+                          for line in inputs), out
+
+
+def test_a_function_found_through_a_path_of_the_callers_own_is_named_by_its_file(
+        tmp_path, monkeypatch):
+    folder, work = tmp_path / "elsewhere", tmp_path / "work"
+    folder.mkdir()
+    work.mkdir()
+    (folder / "far_kernels.py").write_text(KERNELS)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.chdir(work)
+    module = importlib.import_module("far_kernels")
+    try:
+        report = check(module.drops_a_key, "histogram", keys=np.array([1, 2, 1]), num_bins=3)
+    finally:
+        sys.modules.pop("far_kernels", None)
+    command = report.failures[0].reproducer
+    assert command.startswith(f"histkit check {folder / 'far_kernels.py'}:drops_a_key "), command
+    again, said = shell(command)  # a new process: the caller's sys.path is not there
+    assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said

@@ -35,11 +35,13 @@ from histkit.conformance.foreign import (
     PythonImpl,
     parse_kernel_spec,
 )
+from histkit.conformance.isolation import DEFAULT_TIMEOUT_S
 from histkit.conformance.loading import (
     UsageError,
     check_inputs_available,
     check_signature,
     load_callable,
+    raised,
 )
 from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
@@ -70,6 +72,7 @@ class Failure:
     detail: str
     shrunk: Case | None = None
     shrunk_detail: str = ""
+    shrunk_geometry: str = ""  # the launch that ran the shrunk input (privatized, .cu)
     reproducer: str = ""  # a command line
     python_reproducer: str = ""  # the same as a Python call (or why there is none)
     figures: dict | None = None  # the first differences, where the rule lists them
@@ -82,6 +85,17 @@ class Failure:
     @property
     def symptom(self) -> str:
         return symptom_of(self.detail)
+
+    @property
+    def launch(self) -> str:
+        """The launch shape the shown input ran with ("" where none applies)."""
+        return self.shrunk_geometry if self.shrunk is not None else self.geometry
+
+    @property
+    def title(self) -> str:
+        """The symptom with the values of the input shown (the smallest one):
+        a group's heading, where `symptom` (values blanked) is its key."""
+        return symptom_of(self.shrunk_detail or self.detail, blank=False)
 
     def __str__(self) -> str:
         where = self.case.name
@@ -106,19 +120,24 @@ _CASE_SUFFIX = re.compile(r"\s*\[case [^\]]*\]\s*$")
 _NUMBER = re.compile(r"-?\b\d+(\.\d+)?\b")
 
 
-def symptom_of(detail: str) -> str:
-    """What went wrong, without the values: failures with one symptom are one
-    group in the verdict ("bins differ", "hang", "crash: ... killed by SIGABRT")."""
+def symptom_of(detail: str, blank: bool = True) -> str:
+    """What went wrong, without the values (blank=False: with them, for a
+    heading): failures with one symptom are one group in the verdict ("bins
+    differ", "hang", "crash: SIGABRT", "crash: exit code 3")."""
     text = _CASE_SUFFIX.sub("", detail)
     head, _, rest = text.partition(": ")
     if head == "hang":
         return head
-    if head in ("raised on valid input", "crash") and rest:
-        # name the exception or the signal, not its message
+    if head == "crash" and rest:  # the signal or the exit code, not the sentence
+        ended = re.search(r"killed by (SIG[A-Z]+)|(exit code -?\d+|exit code None)", rest)
+        return f"crash: {ended.group(1) or ended.group(2)}" if ended else head
+    if head == "raised on valid input" and rest:
+        # name the exception, not its message
         word = re.match(r"[A-Za-z_.]+", rest)
-        signal = re.search(r"killed by (SIG[A-Z]+)", rest)
-        head += f": {signal.group(1) if signal else word.group(0) if word else ''}"
-    head = _NUMBER.sub("N", head).strip()  # before any cut: values never split a group
+        head += f": {word.group(0) if word else ''}"
+    if blank:
+        head = _NUMBER.sub("N", head)  # before any cut: values never split a group
+    head = head.strip()
     if not rest and len(head) > SYMPTOM_WIDTH:
         head = head[:head.rfind(" ", 0, SYMPTOM_WIDTH)].rstrip(" ,;:(") + " ..."
     return head
@@ -197,11 +216,31 @@ class CheckReport:
                            "geometry": g} for c, cell, g in self.cells]}
 
 
-def _smallness(failure: Failure) -> tuple[int, int]:
+def _smallness(failure: Failure) -> tuple:
+    """How small a failure's input is, for choosing the one a group shows: its
+    length and bins first; among equals, the plainer dtype and the smaller
+    values (keys = [1] over [66887], float64 samples near 1 over uint64
+    samples past 2^63)."""
     case = failure.smallest
-    if failure.kind == "scan" and not case.scan_counts:  # the scan's input: K counts
-        return case.num_bins, case.n
-    return case.n, case.num_bins
+    size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
+            else (case.n, case.num_bins))  # the scan's input: K counts
+    return (*size, _PLAIN_DTYPES.get(case.dtype, 2), _magnitude(case))
+
+
+_PLAIN_DTYPES = {"int32": 0, "float64": 0, "int64": 1, "float32": 1}
+
+
+def _magnitude(case) -> float:
+    """The largest magnitude among a short input's written-out values (0 for
+    an input generated from its case name, or too long to write out)."""
+    values = getattr(case, "samples", None)
+    if values is None:
+        values = getattr(case, "literal", None) or ()
+    if not 0 < len(values) <= SHOWN_KEYS:
+        return 0.0
+    with np.errstate(all="ignore"):
+        magnitudes = np.abs(np.asarray(values).astype(np.float64))
+    return float("inf") if np.isnan(magnitudes).any() else float(magnitudes.max())
 
 
 def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int = 256,
@@ -285,7 +324,7 @@ class Judge:
         try:
             return self.impl.judge(case)
         except Exception as error:  # the callable crashed: one FAIL cell
-            return Cell("FAIL", f"{type(error).__name__}: {error}"), ""
+            return Cell("FAIL", raised(error)), ""
 
     def close(self) -> None:
         if self._isolated is not None:
@@ -443,7 +482,7 @@ def compile_only(impl: CudaFileImpl, dtype="int32", arch: str = DEFAULT_ARCH) ->
 def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=None,
           keys=None, num_bins: int | None = None, case: str | None = None,
           defines: dict | None = None, block: int = 256, grid: int | None = None,
-          count_bits: int = 32, warp_size: int = 32, timeout: float = 60.0,
+          count_bits: int = 32, warp_size: int = 32, timeout: float = DEFAULT_TIMEOUT_S,
           shrink_failures: bool = True, in_process: bool = False, progress=None,
           on_start=None, samples=None, bins=None, range=None, weights=None) -> CheckReport:
     """Judge `impl` as an implementation of `kind` on the conformance cases.
@@ -563,7 +602,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
                 _shrink_samples(judge, report, check_binning if binning else check_weighted)
             else:
                 _shrink_smallest(judge, report)
-        _attach_reproducers(implementation, kind, report)
+        _attach_reproducers(implementation, kind, report, timeout)
     finally:
         judge.close()
         report.seconds = time.perf_counter() - start
@@ -599,9 +638,10 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
         found = shrink(judge, start)
         if found is not None:
             smallest.shrunk, smallest.shrunk_detail = found
-            cell, _ = judge(smallest.shrunk)  # its figures, on the shrunk input
+            cell, geometry = judge(smallest.shrunk)  # its figures, on the shrunk input
             if cell.status == "FAIL":
                 smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
+                smallest.shrunk_geometry = geometry
     ordered = [f for group in report.groups() for f in group]
     report.failures[:] = ordered
 
@@ -622,7 +662,8 @@ def _shrink_samples(judge: Judge, report: CheckReport, rule) -> None:
     report.failures[:] = [f for group in report.groups() for f in group]
 
 
-def _attach_reproducers(implementation, kind: str, report: CheckReport) -> None:
+def _attach_reproducers(implementation, kind: str, report: CheckReport,
+                        timeout: float = DEFAULT_TIMEOUT_S) -> None:
     if kind in BINNING_KINDS:
         from histkit.conformance.reproduce_binning import command_line, python_call
     elif kind in WEIGHTED_KINDS:
@@ -633,5 +674,7 @@ def _attach_reproducers(implementation, kind: str, report: CheckReport) -> None:
     for failure in report.failures:
         failure.reproducer = command_line(implementation, kind, failure.smallest,
                                           failure.case)
+        if timeout != DEFAULT_TIMEOUT_S and failure.reproducer.startswith("histkit check"):
+            failure.reproducer += f" --timeout {timeout:g}"  # a hang again takes as long
         failure.python_reproducer = python_call(implementation, kind, failure.smallest,
                                                 failure.case)

@@ -48,7 +48,7 @@ from histkit.conformance import checks
 from histkit.conformance.binning_cases import BinCase, bin_cases
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import PythonImpl, callable_impl, to_input_kind, to_numpy
-from histkit.conformance.loading import UsageError
+from histkit.conformance.loading import UsageError, raised
 from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.gpu.contract import FLOAT_C_TYPES, KEY_C_TYPES
 from histkit.gpu.registry import BINNING_KIND, BINNING_KINDS
@@ -151,7 +151,7 @@ class BinningCallable(PythonImpl):
             result = self.function(to_input_kind(np.asarray(case.samples), self.inputs), bins,
                                    case.range)
         except Exception as error:
-            return Cell("FAIL", f"raised on valid input: {type(error).__name__}: {error}"), ""
+            return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
         got_edges = None
         if isinstance(result, (tuple, list)):
             if len(result) != 2:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from histkit.cli_args import bounded_int, positive_seconds, writable_file
+from histkit.conformance.isolation import DEFAULT_TIMEOUT_S
 from histkit.conformance.loading import CALL_FORMS, call_form
 from histkit.conformance.sanitize import TOOLS as SANITIZERS
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
@@ -201,7 +202,7 @@ def add_check_parser(commands, formatter, handler) -> None:
     run.add_argument("--in-process", action="store_true",
                      help="run a Python callable in this process (for a debugger) rather "
                           "than in a worker process that a crash or hang cannot take down")
-    run.add_argument("--timeout", type=positive_seconds, default=60.0,
+    run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S,
                      help="seconds a case may run before it counts as a hang (after a "
                           "first hang at most 10 s; after two, the remaining cases are "
                           "not run)")
@@ -246,7 +247,7 @@ def _does_not_compile(console, kernel: str, error) -> int:
 def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
     from histkit.conformance.check import FROM_SOURCE, check, compile_only, make_impl
-    from histkit.gpu.errors import KernelCompileError
+    from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
     if args.sanitize:
         return _under_sanitizer(args)
@@ -295,6 +296,9 @@ def run_check_command(args, console) -> int:
             return 0
     except KernelCompileError as error:
         return _does_not_compile(console, args.kernel, error)
+    except GpuUnavailableError as error:  # --compile-only where NVRTC is missing
+        return _usage(console, f"{error}\n  (--compile-only needs cuda-python and NVRTC, "
+                               f"not a GPU: pip install \"histkit[gpu]\")")
     except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
         return _usage(console, error)
     return _judge(args, console, impl, keys, check, check_output)

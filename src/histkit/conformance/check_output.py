@@ -3,11 +3,14 @@
 A header (what is judged, by which rule, on how many cases and how it runs),
 then the failures grouped by symptom, each group with its smallest input,
 the first differences, one reproducer and a few of the other cases; then
-the findings with their detail; the verdict last. ``verbose`` adds every
+the findings with their detail; why cases were skipped, a line a reason;
+the verdict last. ``verbose`` adds every
 cell. The JSON report (``CheckReport.to_json``) has everything.
 """
 
 from __future__ import annotations
+
+import re
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +25,7 @@ from histkit.gpu.registry import CHECK_KINDS
 DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
 OTHER_CASES_SHOWN = 3  # cases named beside a group's smallest
 FINDING_EXAMPLES = 2  # cases shown per kind of finding
+SKIP_REASONS_SHOWN = 3  # reasons for skipped cases, one line each
 STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"}
 
 
@@ -70,6 +74,8 @@ def _input_lines(failure: Failure) -> list[str]:
                                          (f"offset {case.offset}", case.offset)) if on]
     if extras:
         what += f", {', '.join(extras)}"
+    if failure.kind == "privatized" and failure.launch:  # to call it with by hand
+        what += f"; called with {failure.launch}"
     lines = [f"  input     {escape(what)}"]
     if failure.shrunk is not None:
         lines.append(f"            (shrunk from case {escape(failure.case.name)})")
@@ -98,8 +104,8 @@ def _without_case(detail: str) -> str:
 def print_group(console: Console, number: int, total: int, group: list[Failure]) -> None:
     first = group[0]
     cases = f"{len(group)} case{'s' if len(group) != 1 else ''}"
-    console.print(f"[bold red]FAIL[/] {number} of {total}: [bold]{escape(first.symptom)}[/] "
-                  f"({cases})")
+    console.print(f"[bold red]FAIL[/] (failure {number} of {total}): "
+                  f"[bold]{escape(first.title)}[/] ({cases})")
     for line in _input_lines(first) + _difference_lines(first):
         console.print(line, soft_wrap=True)
     console.print(f"  reproduce {escape(first.reproducer)}", soft_wrap=True, highlight=False)
@@ -125,6 +131,33 @@ def print_findings(console: Console, report: CheckReport) -> None:
             console.print(f"  and {len(found) - FINDING_EXAMPLES} more (-v lists every cell)")
 
 
+def skip_reasons(report: CheckReport) -> list[tuple[str, int]]:
+    """Why cells were skipped: (reason, how many cells), commonest first; a
+    reason's list of cases, in parentheses, left out so that one cause is one
+    line."""
+    reasons: dict[str, int] = {}
+    for _, cell, _ in report.cells:
+        if cell.status == "skip":
+            reason = _CASE_LIST.sub("", _without_case(cell.detail)).strip() or "no reason given"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return sorted(reasons.items(), key=lambda item: -item[1])
+
+
+_CASE_LIST = re.compile(r" \([^()]*\)")
+
+
+def print_skips(console: Console, report: CheckReport) -> None:
+    reasons = skip_reasons(report)
+    for reason, count in reasons[:SKIP_REASONS_SHOWN]:
+        cells = f"{count} case{'s' if count != 1 else ''}"
+        console.print(f"[dim]skip[/] {cells}: {escape(reason)}", soft_wrap=True,
+                      highlight=False)
+    if len(reasons) > SKIP_REASONS_SHOWN:
+        console.print(f"[dim]skip[/] {sum(c for _, c in reasons[SKIP_REASONS_SHOWN:])} more "
+                      f"cases for {len(reasons) - SKIP_REASONS_SHOWN} other reasons "
+                      f"(-v lists every cell)")
+
+
 def print_cells(console: Console, report: CheckReport) -> None:
     for case, cell, geometry in report.cells:
         where = f" [{geometry}]" if geometry else ""
@@ -141,11 +174,14 @@ def print_verdict(console: Console, report: CheckReport, max_failures: int = DEF
         print_group(console, number, len(groups), group)
     if len(groups) > max_failures:
         hidden = groups[max_failures:]
-        console.print(f"... and {len(hidden)} more kinds of failure "
+        kinds = f"{len(hidden)} more kind{'s' if len(hidden) != 1 else ''}"
+        console.print(f"... and {kinds} of failure "
                       f"({', '.join(escape(g[0].symptom) for g in hidden[:3])}"
                       f"{', ...' if len(hidden) > 3 else ''}): --max-failures "
                       f"{len(groups)} shows them; --json has every cell", soft_wrap=True)
     print_findings(console, report)
+    if not verbose:  # -v has printed each skipped cell with its reason
+        print_skips(console, report)
     style = "bold green" if report.passed else "bold red"
     verdict, _, rest = report.summary().partition(":")
     console.print(f"[{style}]{verdict}[/]:{escape(rest)}", soft_wrap=True, highlight=False)

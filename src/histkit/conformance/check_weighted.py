@@ -43,8 +43,13 @@ from histkit.conformance.foreign import (
     to_input_kind,
     to_numpy,
 )
-from histkit.conformance.loading import UsageError
-from histkit.conformance.reproduce import python_command, source_options, source_path
+from histkit.conformance.loading import UsageError, raised
+from histkit.conformance.reproduce import (
+    exit_with_verdict,
+    python_command,
+    source_options,
+    source_path,
+)
 from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
 
@@ -107,14 +112,14 @@ class WeightedCallable(PythonImpl):
                                    to_input_kind(case.weights, self.inputs), case.num_bins)
         except ValueError as error:
             if not isinstance(want, int):
-                return Cell("FAIL", f"raised on valid input: ValueError: {error}"), ""
+                return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
             index = reported_index(error)
             if index != want:
                 return Cell("FAIL", f"the first bad key is at index {want}; the error named "
                                     f"{'none' if index is None else index}"), ""
             return Cell("pass"), ""
         except Exception as error:
-            return Cell("FAIL", f"raised on valid input: {type(error).__name__}: {error}"), ""
+            return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
         if isinstance(want, int):
             return Cell("FAIL", f"key {case.keys[want]} at index {want} is outside [0, "
                                 f"{case.num_bins}) and was not reported"), ""
@@ -298,8 +303,9 @@ def python_call(impl, kind: str, case: WeightedCase,
             arguments.append(f"{option[2:]}={value!r}")
     if isinstance(impl, WeightedCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
-    code = ("import numpy as np; from histkit.conformance import check; "
-            f"print(check({', '.join(arguments)}))")
+    call = f"check({', '.join(arguments)})"
+    code = ("import sys, numpy as np; from histkit.conformance import check; "
+            f"{exit_with_verdict(call)}")
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)

@@ -45,6 +45,7 @@ from histkit.conformance.loading import (
     importable_name,
     load_callable,
     main_script_name,
+    raised,
 )
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
@@ -150,7 +151,7 @@ class PythonImpl:
             result = self._call(keys, case, outcome)
         except ValueError as error:
             if expected.bad is None:
-                return Cell("FAIL", f"raised on valid input: {type(error).__name__}: {error}"), ""
+                return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
             outcome.first_bad = reported_index(error)
             if outcome.first_bad is None:
                 return Cell("FAIL", f"raised {type(error).__name__}({error}) without naming "

@@ -13,8 +13,9 @@ the conformance runner, as histkit's own rows are) and a Python callable
 (imported by name in the worker, or sent by value with cloudpickle). When a
 case hangs past the timeout the worker is killed; when it dies (a signal, an
 abort inside a C extension) its exit is recorded with the last line it wrote
-to stderr; after a CUDA error the worker is replaced, since a CUDA fault
-leaves its context unusable. The next case gets a fresh worker.
+to stderr; after a CUDA error that left its context unusable (the driver
+says so, _context_lost) the worker is replaced, and the next case gets a
+fresh one. A Python exception that only names CUDA is a FAIL like any other.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
@@ -26,6 +27,7 @@ that a hanging kernel costs a minute or so, not the timeout on every case
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pickle
 import signal
@@ -37,7 +39,9 @@ from multiprocessing.connection import Connection
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
+from histkit.conformance.loading import raised
 
+DEFAULT_TIMEOUT_S = 60.0  # seconds a case may take before it is a hang (check()'s default)
 AFTER_HANG_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 300
 
@@ -74,8 +78,26 @@ def _worker(conn) -> None:
                 built[slot] = _build(impl)
             cell, geometry = _judge_in_worker(built[slot], case)
         except Exception as error:  # anything the judging did not turn into a cell
-            cell, geometry = Cell("FAIL", f"{type(error).__name__}: {error}"), ""
-        conn.send((cell, geometry))
+            cell, geometry = Cell("FAIL", raised(error)), ""
+        fault = cell.status == "FAIL" and "CUDA" in cell.detail.upper() and _context_lost()
+        conn.send((cell, geometry, fault))
+
+
+def _context_lost() -> bool:
+    """Whether this worker's CUDA context is left unusable: a sticky error (an
+    illegal address, a launch failure) that the driver then returns from every
+    call, cuCtxSynchronize included. A Python exception that merely names CUDA
+    leaves a usable context, and a worker with no driver or no context has
+    none to lose. Asked through the driver library itself, so that it works
+    whichever framework (histkit, CuPy, PyTorch) made the context."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    context = ctypes.c_void_p()
+    if driver.cuCtxGetCurrent(ctypes.byref(context)) != 0 or not context.value:
+        return False
+    return driver.cuCtxSynchronize() != 0
 
 
 def sendable(impl) -> object:
@@ -174,11 +196,11 @@ class IsolatedJudge:
             return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
                                 f"(the worker was killed) [case {case.name}]"), ""
         try:
-            cell, geometry = self._conn.recv()
+            cell, geometry, fault = self._conn.recv()
         except (EOFError, ConnectionResetError):
             return self._died(case)
-        if cell.status == "FAIL" and "CUDA" in cell.detail.upper():
-            self._stop()  # a CUDA fault leaves the worker's context unusable
+        if fault:
+            self._stop()  # its context is unusable: the next case gets a new worker
             self.faulted.append(case.name)
         return cell, geometry
 

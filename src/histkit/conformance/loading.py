@@ -17,6 +17,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
 import zlib
 from pathlib import Path
 
@@ -184,9 +185,30 @@ def importable_name(function) -> str | None:
         file = getattr(sys.modules.get(module), "__file__", None)
         return f"{file}:{qualname}" if file else None
     found = sys.modules.get(module)
+    file = getattr(found, "__file__", None)
     for part in qualname.split("."):
         found = getattr(found, part, None)
-    return f"{module}:{qualname}" if found is function else None
+    if found is not function:
+        return None
+    if "." not in module and file and file.endswith(".py") and _outside_cwd(file):
+        # a top-level module found through a path of the caller's own (sys.path
+        # changed, PYTHONPATH): named by its file, which loads from anywhere
+        return f"{source_file_name(file)}:{qualname}"
+    return f"{module}:{qualname}"
+
+
+def _outside_cwd(file: str) -> bool:
+    """Whether file's folder is not the current directory (where a command
+    line run from here would import a top-level module from)."""
+    folder = Path(file).resolve().parent
+    return folder != Path.cwd().resolve() and not str(folder).startswith(_library_roots())
+
+
+def source_file_name(file: str) -> str:
+    """A file as a command line names it: relative where it is below the
+    current directory, absolute elsewhere."""
+    relative = os.path.relpath(file)
+    return file if relative.startswith("..") else relative
 
 
 def main_script_name(function) -> str | None:
@@ -199,3 +221,32 @@ def main_script_name(function) -> str | None:
     if "<" in qualname or not file:
         return None
     return f"{os.path.relpath(file)}:{qualname}"
+
+
+_HISTKIT = str(Path(__file__).resolve().parents[1])  # this package's own frames
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Where installed code lives (the standard library, site-packages, and
+    histkit itself): frames there are not the user's."""
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib",
+                                                       "platlib")}
+    return (_HISTKIT, *(str(Path(root).resolve()) for root in roots))
+
+
+def raised(error: BaseException) -> str:
+    """``Type: message (at file.py:LINE in function)``: an exception from a
+    user's code, with the innermost frame of the user's own files (not the
+    standard library's, an installed package's or histkit's) where it was
+    raised: the line to look at. Just ``Type: message`` where no such frame
+    is on the traceback."""
+    text = f"{type(error).__name__}: {error}"
+    roots = _library_roots()
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not str(Path(frame.filename).resolve()).startswith(roots)]
+    if not frames:
+        return text
+    frame = frames[-1]
+    return f"{text} (at {os.path.relpath(frame.filename)}:{frame.lineno} in {frame.name})"

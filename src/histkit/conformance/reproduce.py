@@ -9,11 +9,11 @@ came from (``--case NAME``). Both print PASS once the bug is fixed.
 
 from __future__ import annotations
 
-import os
 import shlex
 
 from histkit.conformance.cases import Case
 from histkit.conformance.foreign import CudaFileImpl
+from histkit.conformance.loading import source_file_name as source_path
 from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 INLINE_KEYS = 64  # keys written out in a reproducer; more are named as their case
@@ -24,13 +24,6 @@ def _inline(case: Case) -> bool:
     """Whether case is a short list of keys and nothing else."""
     return (case.literal is not None and case.n <= INLINE_KEYS and not case.offset
             and not case.skewed and not case.fenced)
-
-
-def source_path(path: str) -> str:
-    """A .cu file's path as a command line gives it: relative where the file
-    is below the current directory, absolute elsewhere."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
 
 
 def _spec(impl) -> str | None:
@@ -147,11 +140,18 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         else:
             values[name] = value
     arguments += [f"{name}={value!r}" for name, value in values.items()]
-    code = (f"import numpy as np; from histkit.conformance import {names}; "
-            f"print(check({', '.join(arguments)}))")
+    call = f"check({', '.join(arguments)})"
+    code = (f"import sys, numpy as np; from histkit.conformance import {names}; "
+            f"{exit_with_verdict(call)}")
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)
+
+
+def exit_with_verdict(call: str) -> str:
+    """Statements that print the verdict of `call` (a check(...) expression)
+    and exit with 1 where it failed, as ``histkit check`` does."""
+    return f"verdict = {call}; print(verdict); sys.exit(not verdict.passed)"
 
 
 def python_command(code: str) -> str:

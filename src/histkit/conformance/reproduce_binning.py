@@ -18,7 +18,12 @@ import numpy as np
 
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
-from histkit.conformance.reproduce import python_command, source_options, source_path
+from histkit.conformance.reproduce import (
+    exit_with_verdict,
+    python_command,
+    source_options,
+    source_path,
+)
 from histkit.conformance.shrinking import UNNAMED
 
 INLINE_SAMPLES = 64  # samples (and edges) written out; more are named as their case
@@ -75,7 +80,8 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
                      else f"--samples {samples}")
         bins = str(case.bins) if isinstance(case.bins, int) else ",".join(
             repr(v) for v in case.bins.tolist())
-        words.append(f"--bins={bins}" if bins.startswith("-") else f"--bins {bins}")
+        words.append(f"--bins={bins}" if bins.startswith("-")
+                     else f"--bins {bins}" if bins else "--bins ''")
         if case.range is not None:
             words.append("--range=" + ",".join(repr(v) for v in case.range))
         words += ["--dtype", case.dtype]
@@ -116,8 +122,9 @@ def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None)
             arguments.append(f"{_PYTHON_NAMES[option]}={value!r}")
     if isinstance(impl, BinningCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
-    code = ("import numpy as np; from histkit.conformance import check; "
-            f"print(check({', '.join(arguments)}))")
+    call = f"check({', '.join(arguments)})"
+    code = ("import sys, numpy as np; from histkit.conformance import check; "
+            f"{exit_with_verdict(call)}")
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)
