@@ -76,6 +76,10 @@ def raises_naming_cuda(keys, num_bins):
     return _checked(keys, num_bins)
 
 
+def skips_bad_keys(keys, num_bins):
+    return np.bincount(keys[(keys >= 0) & (keys < num_bins)], minlength=num_bins)
+
+
 def exits_3_past_1000(keys, num_bins):
     if len(keys) > 1000:
         os._exit(3)
@@ -390,6 +394,7 @@ def test_a_cu_file_compiles_without_a_gpu_and_shows_its_compile_errors(tmp_path,
     assert main(["check", str(bad), "--kind", "histogram"]) == 1
     out = capsys.readouterr().out
     assert "does not compile" in out and "undefined_name" in out
+    assert "bad.cu(1): error" in out and "default_program" not in out  # the file, by name
     with pytest.raises(UsageError, match="no entry count, scatter"):
         from histkit.conformance.check import compile_only, make_impl
 
@@ -505,3 +510,11 @@ def test_a_function_found_through_a_path_of_the_callers_own_is_named_by_its_file
     assert command.startswith(f"histkit check {folder / 'far_kernels.py'}:drops_a_key "), command
     again, said = shell(command)  # a new process: the caller's sys.path is not there
     assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
+
+
+def test_an_unreported_bad_key_says_how_a_callable_reports_one(kernels):
+    report = check("my_kernels:skips_bad_keys", "histogram", keys=np.array([1, 5]), num_bins=3)
+    (failure,) = report.failures
+    assert failure.detail.startswith("no bad key reported; the first is at index 1 (value 5)")
+    assert "raising ValueError with the index in its message" in failure.detail
+    assert failure.title == "no bad key reported; the first is at index 1 (value 5)"

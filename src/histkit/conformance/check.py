@@ -139,7 +139,9 @@ def symptom_of(detail: str, blank: bool = True) -> str:
         head = _NUMBER.sub("N", head)  # before any cut: values never split a group
     head = head.strip()
     if not rest and len(head) > SYMPTOM_WIDTH:
-        head = head[:head.rfind(" ", 0, SYMPTOM_WIDTH)].rstrip(" ,;:(") + " ..."
+        clause = head.rfind("; ", 0, SYMPTOM_WIDTH + 1)  # whole clauses where they fit
+        head = (head[:clause] if clause > 0
+                else head[:head.rfind(" ", 0, SYMPTOM_WIDTH)].rstrip(" ,;:(") + " ...")
     return head
 
 

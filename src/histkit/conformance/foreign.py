@@ -31,7 +31,7 @@ message must say "index N").
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -161,7 +161,12 @@ class PythonImpl:
             block, grid = self.geometry(case)
             geometry = f"block_size={block}, num_blocks={grid}"
         self._fill(outcome, result)
-        return checks.judge(self.kind, expected, outcome, self.warp_size), geometry
+        cell = checks.judge(self.kind, expected, outcome, self.warp_size)
+        if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
+            cell = replace(cell, detail=cell.detail + (
+                "; a callable reports one by raising ValueError with the index in its "
+                "message (\"index 3\") or as .index"))
+        return cell, geometry
 
     def _call(self, keys: np.ndarray, case: Case, outcome: checks.Outcome):
         arg = to_input_kind(keys, self.inputs)

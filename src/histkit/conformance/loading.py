@@ -245,7 +245,8 @@ def raised(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
     roots = _library_roots()
     frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if not str(Path(frame.filename).resolve()).startswith(roots)]
+              if not frame.filename.startswith("<")  # generated code: <string>, <frozen ...>
+              and not str(Path(frame.filename).resolve()).startswith(roots)]
     if not frames:
         return text
     frame = frames[-1]

@@ -98,7 +98,9 @@ def nvrtc_version() -> tuple[int, int]:
 def _options(defines: dict[str, str], arch: str, source_name: str = ""):
     from cuda.core import ProgramOptions
 
-    return ProgramOptions(arch=arch, std="c++17", include_path=_include_dirs(source_name),
+    # The program's name is what NVRTC's errors call the file: "hist.cu(4): error ...".
+    return ProgramOptions(name=Path(source_name).name or "default_program", arch=arch,
+                          std="c++17", include_path=_include_dirs(source_name),
                           define_macro=sorted(defines.items()) or None)
 
 
