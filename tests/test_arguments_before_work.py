@@ -141,3 +141,19 @@ def test_more_float16_bins_than_float16_has_values_are_refused_as_numpy_refuses_
         np.histogram(samples, 2**16)
     with pytest.raises(ValueError, match=r"65536 bins over \[0.0, 1.0\] do not fit in float16"):
         binning(samples, 2**16)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: oracles.histogram([[0, 1], [2]], 4), "keys"),
+    (lambda: oracles.bin_histogram([[0.5, 1.5], [2.5]], 4, (0, 3)), "samples"),
+    (lambda: oracles.histogram([0, 1], 4, [[1.0], [2.0, 3.0]]), "weights"),
+])
+def test_a_ragged_list_is_named_as_the_argument_it_was_given_for(call, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be a 1-d array; "):
+        call()
+
+
+def test_a_bool_in_a_list_of_integer_keys_is_refused_not_counted_as_one():
+    assert np.asarray([True, 2]).dtype.kind == "i"  # what NumPy alone would make of it
+    with pytest.raises(TypeError, match=r"keys must not hold bools; got True at index 0"):
+        oracles.histogram([True, 2], 4)

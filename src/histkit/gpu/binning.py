@@ -44,7 +44,7 @@ from histkit.oracles._bin_rule import (
 )
 from histkit.oracles._binned import even_bins_fit
 from histkit.oracles._binning import sample_span
-from histkit.oracles._inputs import boolean, flat_sample_weights
+from histkit.oracles._inputs import as_array, boolean, flat_sample_weights
 from histkit.oracles._threads import idle_cpus
 
 # Rules of explicit edges up to this many bytes (8192 float64 edges) are
@@ -247,6 +247,8 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         rule, returned_edges, even = _kernel_rule(samples, dtype, n, num_bins, edges, range,
                                                   right_closed_last, span)
     else:
+        if samples is not None:  # a ragged list named as samples, before its shape is read
+            samples = as_array(samples, "samples")
         shape = np.shape(samples)
         samples = as_sample_array(samples)
         if weights is not None:

@@ -34,6 +34,7 @@ from histkit.oracles._binned import TALLIES, bin_samples
 from histkit.oracles._histogram import histogram_counts
 from histkit.oracles._inputs import (
     BadKeyError,
+    as_array,
     as_key_array,
     as_weight_array,
     bin_count,
@@ -317,6 +318,8 @@ def bin_histogram(
     """
     right_closed_last = boolean(right_closed_last, "right_closed_last")
     flow = boolean(flow, "flow")
+    if samples is not None:  # a ragged list named as samples, before its shape is read
+        samples = as_array(samples, "samples")
     shape = np.shape(samples)
     samples = as_sample_array(samples)
     if weights is not None:

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from histkit.oracles._inputs import as_array
+
 
 class Flow(NamedTuple):
     """The samples no bin holds, as ``bin_histogram(..., flow=True)`` returns
@@ -48,7 +50,7 @@ def as_sample_array(samples) -> np.ndarray:
     """
     if samples is None:
         raise TypeError("samples must be an array of real numbers; got None")
-    arr = np.asarray(samples)
+    arr = as_array(samples, "samples")
     if not _real(arr.dtype):
         raise TypeError(f"samples must have a float16, float32, float64 or integer dtype; "
                         f"got {arr.dtype}")

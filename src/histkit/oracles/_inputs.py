@@ -18,7 +18,7 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
         raise TypeError(f"{name} must be a 1-d array of integers; got None")
     arr = _python_ints(keys, name)
     if arr is None:
-        arr = np.asarray(keys)
+        arr = as_array(keys, name)
     if arr.size == 0 and not isinstance(keys, np.ndarray):
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
@@ -41,6 +41,10 @@ def _python_ints(values, name: str) -> np.ndarray | None:
     if not isinstance(values, list | tuple) or not values:
         return None
     if not all(type(v) is int for v in values):
+        flags = [i for i, v in enumerate(values) if isinstance(v, bool | np.bool_)]
+        if flags:  # NumPy would take [True, 2] for [1, 2]
+            raise TypeError(f"{name} must not hold bools; got {values[flags[0]]!r} at "
+                            f"index {flags[0]}")
         return None
     low, high = min(values), max(values)
     for dtype in (np.int64, np.uint64):
@@ -49,6 +53,14 @@ def _python_ints(values, name: str) -> np.ndarray | None:
             return np.array(values, dtype=dtype)
     raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "
                      f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64))")
+
+
+def as_array(values, name: str) -> np.ndarray:
+    """np.asarray(values), its error naming the argument (a ragged list, say)."""
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{name} must be a 1-d array; {error}") from None
 
 
 def boolean(value, name: str) -> bool:
@@ -79,7 +91,7 @@ def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "k
     """
     arr = _python_ints(weights, name)
     if arr is None:
-        arr = np.asarray(weights)
+        arr = as_array(weights, name)
     if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.itemsize > 8):
         raise TypeError(f"{name} must be float16, float32, float64 or integer; got {arr.dtype}")
     if arr.ndim != 1:
