@@ -98,6 +98,21 @@ def test_gpu_names_the_keys_before_num_bins_as_the_oracle_does(name, args):
     assert str(on_gpu.value) == str(on_cpu.value)
 
 
+@pytest.mark.parametrize("args, kwargs", [
+    ((None, 0), {}),
+    ((np.array(["a"]), 0), {}),
+    ((np.array([0.5, 1.5]), 0), {"weights": np.ones(3)}),
+], ids=["none", "strings", "weights-length"])
+def test_gpu_binning_names_the_samples_and_weights_before_the_bins_as_the_oracle_does(args,
+                                                                                    kwargs):
+    with pytest.raises((TypeError, ValueError)) as on_cpu:
+        oracles.bin_histogram(*args, **kwargs)
+    with pytest.raises((TypeError, ValueError)) as on_gpu:
+        gpu.bin_histogram(*args, **kwargs)
+    assert type(on_gpu.value) is type(on_cpu.value)
+    assert str(on_gpu.value) == str(on_cpu.value)
+
+
 @pytest.mark.parametrize("word, match", [
     (np.array([10], np.uint64), "neither an index of the 3 keys"),
     (np.array([-1]), "neither an index of the 3 keys"),

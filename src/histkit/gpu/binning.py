@@ -231,13 +231,21 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     """
     right_closed_last = boolean(right_closed_last, "right_closed_last")
     flow = boolean(flow, "flow")
+    on_device = is_device_array(samples)
+    if weights is not None:
+        _check_same_kind(samples, weights, on_device, "weights")
+    if not on_device:  # checked in the oracle's order: samples, weights, then bins
+        if samples is not None:  # a ragged list named as samples, before its shape is read
+            samples = as_array(samples, "samples")
+        shape = np.shape(samples)
+        samples = as_sample_array(samples)
+        if weights is not None:
+            weights = host_gpu_weights(flat_sample_weights(weights, shape), len(samples),
+                                       per="sample")
     num_bins, edges = parse_bins(bins)
     if edges is None:
         even_bins_fit(num_bins)
     handle = stream_handle(stream)
-    on_device = is_device_array(samples)
-    if weights is not None:
-        _check_same_kind(samples, weights, on_device, "weights")
     if on_device:
         # Device samples: their layout and dtype are read (no work queued)
         # before the rule is derived.
@@ -247,13 +255,6 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         rule, returned_edges, even = _kernel_rule(samples, dtype, n, num_bins, edges, range,
                                                   right_closed_last, span)
     else:
-        if samples is not None:  # a ragged list named as samples, before its shape is read
-            samples = as_array(samples, "samples")
-        shape = np.shape(samples)
-        samples = as_sample_array(samples)
-        if weights is not None:
-            weights = host_gpu_weights(flat_sample_weights(weights, shape), len(samples),
-                                       per="sample")
         dtype = samples.dtype
         rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
                                                      right_closed_last)
