@@ -518,3 +518,9 @@ def test_an_unreported_bad_key_says_how_a_callable_reports_one(kernels):
     assert failure.detail.startswith("no bad key reported; the first is at index 1 (value 5)")
     assert "raising ValueError with the index in its message" in failure.detail
     assert failure.title == "no bad key reported; the first is at index 1 (value 5)"
+
+
+def test_a_scans_counts_are_shrunk_to_small_values_as_well_as_fewer():
+    report = check("examples/python_kernels.py:inclusive_scan", "scan")
+    (group,) = report.groups()
+    assert group[0].shrunk is not None and group[0].shrunk.literal == (1,)  # not [66887]

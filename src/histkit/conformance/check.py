@@ -333,10 +333,11 @@ class Judge:
             self._isolated.close()
 
 
-def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False):
+def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False,
+                counts: bool = False):
     """Smaller inputs to try, most aggressive first (fewer_only: full-width
-    keys or a scan's counts, only fewer of them; there is no num_bins to
-    shrink)."""
+    keys or a scan's counts, only fewer of them, there being no num_bins to
+    shrink; counts: a scan's counts, also smaller ones, [1] before [66887])."""
     n = len(keys)
     if n > 1:
         yield keys[: n // 2], num_bins
@@ -344,6 +345,9 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False):
         cut = max(1, n // 8)
         yield keys[: n - cut], num_bins
         yield keys[cut:], num_bins
+    if counts and n and int(keys.max()) > 1:
+        yield np.minimum(keys, 1).astype(keys.dtype), num_bins
+        yield (keys // 2).astype(keys.dtype), num_bins
     if fewer_only:
         return
     valid = keys[(keys >= 0) & (keys < num_bins)] if n else keys
@@ -398,7 +402,8 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
     while improved and attempts < SHRINK_ATTEMPTS:
         improved = False
         for cand_keys, cand_bins in _candidates(keys, num_bins,
-                                                case.full_width or case.scan_counts):
+                                                case.full_width or case.scan_counts,
+                                                counts=case.scan_counts):
             candidate = with_keys(case, cand_keys, cand_bins)
             if candidate == best:
                 # The input itself (a scan's counts keep their own length as K):
