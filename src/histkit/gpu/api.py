@@ -739,7 +739,7 @@ def histogram(keys: AnyArray, num_bins: int, method: str = "auto", *,
     ...
     TypeError: keys must have an integer dtype (int8 ... uint64); got float64
     """
-    if type(method) is not str:
+    if not isinstance(method, str):
         raise TypeError(f"method must be one of {METHODS}; got {type(method).__name__} "
                         f"(weights go by keyword: gpu.histogram(keys, num_bins, weights=w))")
     if weights is not None:
