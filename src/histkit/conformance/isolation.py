@@ -13,9 +13,10 @@ the conformance runner, as histkit's own rows are) and a Python callable
 (imported by name in the worker, or sent by value with cloudpickle). When a
 case hangs past the timeout the worker is killed; when it dies (a signal, an
 abort inside a C extension) its exit is recorded with the last line it wrote
-to stderr; after a CUDA error that left its context unusable (the driver
-says so, _context_lost) the worker is replaced, and the next case gets a
-fresh one. A Python exception that only names CUDA is a FAIL like any other.
+to stderr; after a .cu kernel's CUDA error, or a callable's that left its
+context unusable (the driver says so, _context_lost), the worker is replaced
+and the next case gets a fresh one. A callable's exception that only names
+CUDA is a FAIL like any other.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
@@ -79,8 +80,12 @@ def _worker(conn) -> None:
             cell, geometry = _judge_in_worker(built[slot], case)
         except Exception as error:  # anything the judging did not turn into a cell
             cell, geometry = Cell("FAIL", raised(error)), ""
-        fault = cell.status == "FAIL" and "CUDA" in cell.detail.upper() and _context_lost()
-        conn.send((cell, geometry, fault))
+        lost = _cuda_error(cell) and _context_lost()
+        conn.send((cell, geometry, lost))
+
+
+def _cuda_error(cell: Cell) -> bool:
+    return cell.status == "FAIL" and "CUDA" in cell.detail.upper()
 
 
 def _context_lost() -> bool:
@@ -196,10 +201,13 @@ class IsolatedJudge:
             return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
                                 f"(the worker was killed) [case {case.name}]"), ""
         try:
-            cell, geometry, fault = self._conn.recv()
+            cell, geometry, lost = self._conn.recv()
         except (EOFError, ConnectionResetError):
             return self._died(case)
-        if fault:
+        # A .cu kernel's CUDA error is taken for a fault whatever the driver
+        # says (histkit's runner may have made its context current elsewhere);
+        # a callable's only where the driver says its context is lost.
+        if lost or (_cuda_error(cell) and hasattr(impl, "as_kernel")):
             self._stop()  # its context is unusable: the next case gets a new worker
             self.faulted.append(case.name)
         return cell, geometry
