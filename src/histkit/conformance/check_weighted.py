@@ -45,10 +45,10 @@ from histkit.conformance.foreign import (
 )
 from histkit.conformance.loading import UsageError, raised
 from histkit.conformance.reproduce import (
-    exit_with_verdict,
     python_command,
     source_options,
     source_path,
+    verdict_script,
 )
 from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
@@ -304,8 +304,7 @@ def python_call(impl, kind: str, case: WeightedCase,
     if isinstance(impl, WeightedCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
     call = f"check({', '.join(arguments)})"
-    code = ("import sys, numpy as np; from histkit.conformance import check; "
-            f"{exit_with_verdict(call)}")
+    code = verdict_script(call)
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)

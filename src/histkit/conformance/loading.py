@@ -12,6 +12,7 @@ exits 2 with one message instead of failing every case for the same reason.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -226,6 +227,7 @@ def main_script_name(function) -> str | None:
 _HISTKIT = str(Path(__file__).resolve().parents[1])  # this package's own frames
 
 
+@functools.lru_cache(maxsize=1)
 def _library_roots() -> tuple[str, ...]:
     """Where installed code lives (the standard library, site-packages, and
     histkit itself): frames there are not the user's."""

@@ -141,17 +141,18 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
             values[name] = value
     arguments += [f"{name}={value!r}" for name, value in values.items()]
     call = f"check({', '.join(arguments)})"
-    code = (f"import sys, numpy as np; from histkit.conformance import {names}; "
-            f"{exit_with_verdict(call)}")
+    code = verdict_script(call, names)
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)
 
 
-def exit_with_verdict(call: str) -> str:
-    """Statements that print the verdict of `call` (a check(...) expression)
-    and exit with 1 where it failed, as ``histkit check`` does."""
-    return f"verdict = {call}; print(verdict); sys.exit(not verdict.passed)"
+def verdict_script(call: str, names: str = "check") -> str:
+    """Python that imports `names` from histkit.conformance, prints the
+    verdict of `call` (a check(...) expression) and exits with 1 where it
+    failed, as ``histkit check`` does."""
+    return (f"import sys, numpy as np; from histkit.conformance import {names}; "
+            f"verdict = {call}; print(verdict); sys.exit(not verdict.passed)")
 
 
 def python_command(code: str) -> str:

@@ -19,10 +19,10 @@ import numpy as np
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
 from histkit.conformance.reproduce import (
-    exit_with_verdict,
     python_command,
     source_options,
     source_path,
+    verdict_script,
 )
 from histkit.conformance.shrinking import UNNAMED
 
@@ -123,8 +123,7 @@ def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None)
     if isinstance(impl, BinningCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
     call = f"check({', '.join(arguments)})"
-    code = ("import sys, numpy as np; from histkit.conformance import check; "
-            f"{exit_with_verdict(call)}")
+    code = verdict_script(call)
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)
