@@ -18,8 +18,8 @@ speed or memory, or be a real gap. From the repository root:
 
 FILE is one of HARNESS_FILES (default: all), or, named explicitly, one of
 LAUNCH_FILES: launch-layer files whose rules CPU tests pin too (the GPU's
-`mutation run --host` is their judge of record; this is a fast first look at
-the lines just written). Each verdict is appended to
+`mutation run --host` is their judge of record; this is a fast check on a
+machine without a GPU). Each verdict is appended to
 results.jsonl as it comes (ids already there are skipped: a run cut short
 resumes). 3-8 s per mutant on 2 cores.
 """
@@ -178,9 +178,10 @@ def judge(mutant, module: str, tests) -> tuple[str, float]:
 def main(argv: list[str]) -> int:
     ids = set(argv[argv.index("--") + 1:]) if "--" in argv else set()
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    if not argv:
+    if not argv or argv[0].startswith("-"):
+        # --help, or an option taken for the results file: print the usage, write nothing
         print(__doc__)
-        return 2
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
     results, files = Path(argv[0]), argv[1:] or list(HARNESS_FILES)
     judged_by = {**HARNESS_FILES, **LAUNCH_FILES}
     unknown = [f for f in files if f not in judged_by]

@@ -133,4 +133,8 @@ def main(results: pathlib.Path, only: set[str]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        # --help, or an option taken for the results file: print the usage, touch nothing
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     main(pathlib.Path(sys.argv[1]), set(sys.argv[2:]))

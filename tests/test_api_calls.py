@@ -697,7 +697,7 @@ def test_a_launch_with_a_plain_int_for_a_scalar_is_named():
         "k: 2 arguments for 3 parameters"]
 
 
-# The user-kernel ABI (README "Check your own kernel"): the example kernels'
+# The user-kernel ABI (docs/check.md, "The kernel ABI"): the example kernels'
 # signatures against what histkit check's launcher passes them.
 EXAMPLE_KINDS = {"atomic_histogram.cu": "histogram", "naive_histogram.cu": "racy-histogram",
                  "wave_histogram.cu": "wave", "privatized_histogram.cu": "privatized",

@@ -17,7 +17,7 @@ SAMPLES = np.array([0.5, 1.0, 2.0, 3.0])
 @pytest.mark.parametrize("flag", ["right_closed_last", "flow"])
 @pytest.mark.parametrize("value", [None, "yes", 0, 2.5, []])
 def test_a_binning_flag_that_is_not_a_bool_is_refused(binning, flag, value):
-    # right_closed_last=None used to drop the sample on the last edge silently
+    # right_closed_last=None, taken as falsy, would drop the sample on the last edge
     with pytest.raises(TypeError, match=rf"{flag} must be True or False; got"):
         binning(SAMPLES, 3, (0, 3), **{flag: value})
 

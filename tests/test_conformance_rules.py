@@ -278,7 +278,7 @@ def test_guard_keys_are_out_of_range_whenever_the_dtype_allows():
     assert Case("uniform", 10, 256, dtype="uint8").guard_value() == 255
 
 
-def test_cases_reach_every_new_dimension_in_quick_mode():
+def test_quick_cases_reach_every_case_dimension():
     cases = all_cases(quick=True)
     assert {c.grid for c in cases} >= {1, 2, 3}
     assert {c.offset for c in cases if c.dtype == "int8"} >= {1, 5, 15}

@@ -7,6 +7,7 @@ carry ``# doctest: +SKIP``; the rest run here, GPU or not.
 
 import doctest
 import importlib
+import re
 
 import pytest
 
@@ -32,3 +33,24 @@ def test_docstring_examples_run(name):
     # attempted leaves out the skipped examples
     assert results.attempted >= MODULES[name], (
         f"{name}: {results.attempted} examples ran, expected at least {MODULES[name]}")
+
+
+# The API reference pages name the members they show; a public name added to a
+# package's __all__ must be added to its page too, or the site leaves it out.
+REFERENCE_PAGES = {
+    "histkit.oracles": "oracles.md",
+    "histkit.gpu": "gpu.md",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_PAGES))
+def test_api_reference_page_shows_every_public_name(name):
+    from pathlib import Path
+
+    page = Path(__file__).parents[1] / "docs" / "reference" / REFERENCE_PAGES[name]
+    if not page.exists():
+        pytest.skip(f"{page} is not in this tree (an installed copy of the tests)")
+    shown = set(re.findall(r"[\w.]+", page.read_text()))
+    missing = [public for public in importlib.import_module(name).__all__
+               if public not in shown and not any(s.endswith("." + public) for s in shown)]
+    assert not missing, f"docs/reference/{REFERENCE_PAGES[name]} leaves out {missing}"

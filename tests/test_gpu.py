@@ -396,7 +396,7 @@ def test_strided_cupy_keys_are_refused_naming_the_stride():
         gpu.histogram(cupy.zeros((2, 2), dtype=cupy.int32), 4)
 
 
-# --- streams, check=False, out=, CUDA graphs (issue 11) -----------------------
+# --- streams, check=False, out=, CUDA graphs ------------------------------------
 
 def test_stream_and_check_options_are_refused_before_a_gpu_is_looked_for():
     with pytest.raises(TypeError, match="stream must be a CUDA stream"):

@@ -48,8 +48,8 @@ def test_ids_name_the_lines_text_so_moving_lines_keeps_them():
 
 
 def test_a_line_of_the_same_text_added_above_does_not_take_a_listed_id():
-    # ids once counted equal lines in file order, so a new __syncwarp() above
-    # an old one took the old one's id (and its listing as an equivalent)
+    # ids must not count equal lines in file order: a __syncwarp() added above
+    # another would take its id (and its listing as an equivalent)
     text = "    a[i] = 1;\n    __syncwarp();\n    b[i] = 2;\n    __syncwarp();\n"
     grown = "    c[i] = 3;\n    __syncwarp();\n" + text
     dropped = {m.find.strip() + f"@{m.line}": m.id

@@ -1,4 +1,5 @@
-"""What a new user hits: each reproducer of the new-user issue, pinned."""
+"""What a new user meets first: the quick start, the CLI's usage errors, memory
+checks before work, and the messages of a missing GPU or extra."""
 
 import argparse
 import importlib

@@ -19,8 +19,8 @@ callable asked for), ``range`` a ``(lo, hi)`` pair or None. It returns the
 counts, or ``(counts, edges)`` as ``np.histogram`` does, and then the edges
 must equal numpy's too.
 
-A CUDA C++ file provides (every argument as the README's "Check your own
-kernel" shows)::
+A CUDA C++ file provides (every argument as docs/check.md's "The kernel ABI"
+shows)::
 
     extern "C" __global__ void bin_histogram(const SAMPLE_T* samples, long long n,
                                              const EDGE_T* edges,

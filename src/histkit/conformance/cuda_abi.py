@@ -1,5 +1,5 @@
-"""Launching a user's .cu file by the kernel ABI of its kind (README: "Check
-your own kernel"). Every entry is ``extern "C"``; the key type is ``KEY_T``,
+"""Launching a user's .cu file by the kernel ABI of its kind (docs/check.md:
+"The kernel ABI"). Every entry is ``extern "C"``; the key type is ``KEY_T``,
 the counter type ``COUNT_T`` (32-bit as the chapter writes them, or 64-bit),
 both passed as -D defines, with ``WARP_SIZE``:
 
