@@ -52,7 +52,7 @@ def test_peer_verdicts_judge_np_bincount_by_the_exact_rule(tmp_path):
     assert verdict["kind"] == "weighted-histogram" and verdict["counts"]["FAIL"] > 0
     (cancellation,) = [f for f in verdict["failures"] if f["symptom"] == "bins differ"]
     assert cancellation["smallest_failing_input"].startswith("keys = [0, 0, 0]")
-    assert "got 0.0, expected 1.0" in cancellation["detail"]
+    assert "expected 1.0, got 0.0" in cancellation["detail"]
 
 
 def test_weighted_peers_bench_repeats_np_bincount_and_gets_one_result(tmp_path):

@@ -54,6 +54,33 @@ def test_num_bins_without_keys_is_a_usage_error_not_a_silent_matrix_run(capsys):
     assert "--num-bins goes with --keys" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--kind", "scan", "--keys", "1,2", "--num-bins", "3"], "--kind scan takes no --num-bins"),
+    (["--kind", "radix-sort", "--keys", "3,1", "--num-bins", "4"],
+     "--kind radix-sort takes no --num-bins (its keys are full-width)"),
+    (["--kind", "histogram", "--full", "--keys", "1,2", "--num-bins", "3"],
+     "--full runs the whole matrix"),
+    (["--kind", "scan", "--warp-size", "16"], "--warp-size is for --kind wave, not scan"),
+], ids=["scan-num-bins", "radix-num-bins", "full-with-keys", "warp-size-for-scan"])
+def test_an_option_the_kind_or_the_input_would_ignore_is_a_usage_error(argv, says, capsys):
+    assert main(["check", "examples.python_kernels:histogram", *argv]) == 2
+    assert says in capsys.readouterr().out
+
+
+def test_a_single_edge_is_written_with_a_comma_so_it_is_not_read_as_a_bin_count():
+    import numpy as np
+
+    from histkit.conformance.binning_cases import BinCase
+    from histkit.conformance.check import make_impl
+    from histkit.conformance.reproduce_binning import command_line
+
+    impl = make_impl("examples.python_kernels:bin_by_edges", "bin-histogram")
+    case = BinCase("x", np.array([1.0]), np.array([1.0]), None)
+    line = command_line(impl, "bin-histogram", case, case)
+    assert "--bins 1.0, " in line + " ", line
+    assert check_cli.bins_value(check_cli._numbers("--bins")("1.0,")).tolist() == [1.0]
+
+
 def test_the_help_aligns_every_kind_and_names_binning_and_weighted_kernels(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
@@ -85,18 +112,21 @@ def test_the_options_reach_check_as_given_and_shrinking_is_on_unless_refused(mon
     kernel.write_text('extern "C" __global__ void histogram() {}\n')
     seen = _handed_to_check(monkeypatch, [
         "check", str(kernel), "--kind", "privatized", "--full", "--define", "A=1", "--block",
-        "128", "--grid", "3", "--counts", "64", "--warp-size", "16", "--inputs", "numpy",
+        "128", "--grid", "3", "--counts", "64", "--inputs", "numpy",
         "--timeout", "5"])
     impl = seen["impl"]
     assert (impl.path, seen["kind"], seen["quick"]) == (str(kernel), "privatized", False)
     assert impl.defines == (("A", "1"),) and (impl.block, impl.grid) == (128, 3)
-    assert (impl.count_bits, impl.warp_size, seen["inputs"]) == (64, 16, "numpy")
+    assert (impl.count_bits, impl.warp_size, seen["inputs"]) == (64, 32, "numpy")
     assert seen["timeout"] == 5.0 and seen["shrink_failures"] is True
     assert seen["keys"] is None and seen["quick"] is False and seen["in_process"] is False
     seen = _handed_to_check(monkeypatch, ["check", str(kernel), "--kind", "scan",
                                           "--no-shrink", "--in-process"])
     assert seen["shrink_failures"] is False and seen["quick"] is True and seen["grid"] is None
     assert seen["in_process"] is True
+    seen = _handed_to_check(monkeypatch, ["check", str(kernel), "--kind", "wave",
+                                          "--warp-size", "16"])
+    assert seen["impl"].warp_size == 16
 
 
 def test_the_verdict_names_what_is_judged_and_ends_in_pass_or_fail(capsys):

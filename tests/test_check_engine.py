@@ -3,6 +3,7 @@ no GPU): which implementations it accepts, how a crash, a fault or a hang
 counts, how a failing input shrinks, what its report and reproducer say.
 tests/test_check_examples.py runs the full quick matrix on the examples."""
 
+import dataclasses
 import importlib
 from pathlib import Path
 
@@ -191,7 +192,8 @@ def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_pat
     assert "--keys=-1,2 " in negative
 
 
-def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
+def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the_rest(
+        monkeypatch):
     # an isolated judge stand-in: hangs or faults on every case past 100 keys
     class Worker:
         def __init__(self, outcome):
@@ -209,7 +211,11 @@ def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
         def close(self):
             pass
 
+    # a callable: past the limit, cases as large in the same dtype are skipped;
+    # a smaller one (20 keys) and one of another dtype still run, and may show
+    # another bug
     cases = [small(n) for n in (10, 200, 300, 400, 500, 600, 700, 800, 20)]
+    cases.insert(8, dataclasses.replace(cases[1], dtype="int64"))
     for outcome, limit, says in (("hung", check_module.MAX_HANGS, "hung on"),
                                  ("faulted", check_module.MAX_FAULTS, "faulted on")):
         worker = Worker(outcome)
@@ -219,9 +225,11 @@ def test_hangs_and_faults_stop_the_run_at_their_limits(monkeypatch):
                             lambda impl, timeout, isolated=None, j=judge: j)
         report = check(exact, "histogram", cases=cases, shrink_failures=False)
         statuses = [cell.status for _, cell, _ in report.cells]
-        assert statuses == ["pass"] + ["FAIL"] * limit + ["skip"] * (8 - limit), outcome
-        assert all(says in cell.detail for _, cell, _ in report.cells[1 + limit:])
-        assert len(getattr(worker, outcome)) == limit
+        assert statuses == (["pass"] + ["FAIL"] * limit + ["skip"] * (7 - limit)
+                            + ["FAIL", "pass"]), outcome
+        assert all(says in cell.detail and "no larger than this one, of its dtype" in cell.detail
+                   for _, cell, _ in report.cells[1 + limit:8])
+        assert len(getattr(worker, outcome)) == limit + 1
 
 
 # The shrinker, on inputs whose outcome is worked out by hand from its

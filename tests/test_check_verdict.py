@@ -49,9 +49,14 @@ def aborts_past_1000(keys, num_bins):
 
 
 def wave_of_8_only(keys, num_bins, warp_size=32):
-    # right only when told a wave of 8: the race model's losses depend on it
+    # a wave of 8 whatever it is told: right only when told 8
     from histkit import oracles
     return oracles.naive_wave_histogram(keys, num_bins, 8)
+
+
+def wave_as_told(keys, num_bins, warp_size=32):
+    from histkit import oracles
+    return oracles.naive_wave_histogram(keys, num_bins, warp_size)
 
 
 def privatized_one_block_atomics(keys, num_bins, block_size=256, num_blocks=1):
@@ -88,6 +93,47 @@ def exits_3_past_1000(keys, num_bins):
 
 def weighted_as_the_oracle_orders_it(keys, num_bins, weights):
     return np.bincount(keys, weights, minlength=num_bins)
+
+
+def segfaults_past_1000(keys, num_bins):
+    if len(keys) > 1000:
+        import ctypes
+        ctypes.string_at(0)
+    return _checked(keys, num_bins)
+
+
+def sorts_its_input_in_place(keys, num_bins):
+    _checked(keys, num_bins)
+    order = np.argsort(keys, kind="stable")
+    keys.sort()
+    return keys, order
+
+
+def scans_and_zeroes_its_input(counts):
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(counts.dtype)
+    counts[:] = 0
+    return offsets
+
+
+def keeps_one_update_a_bin(keys, num_bins):
+    return np.minimum(_checked(keys, num_bins), 1)
+
+
+def privatized_swapped(keys, num_bins, block_size=256, num_blocks=1):
+    return num_blocks * num_bins, _checked(keys, num_bins)
+
+
+def radix_unstable(keys):
+    order = np.argsort(keys, kind="stable")[::-1]
+    order = order[np.argsort(keys[order], kind="stable")]
+    return keys[order], order
+
+
+def sleeps_past_1000(keys, num_bins):
+    import time
+    while len(keys) > 1000:
+        time.sleep(0.5)
+    return _checked(keys, num_bins)
 '''
 
 
@@ -247,7 +293,7 @@ def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reprodu
 def test_failures_are_grouped_by_symptom_and_capped(kernels):
     from histkit.conformance.check import symptom_of
 
-    assert symptom_of("bins differ: 3 differing; first at 7: got 1, expected 2 [case x]") == \
+    assert symptom_of("bins differ: 3 differing; first at 7: expected 2, got 1 [case x]") == \
         "bins differ"
     assert symptom_of("raised on valid input: IndexError: index 9 is out of bounds") == \
         "raised on valid input: IndexError"
@@ -290,10 +336,19 @@ def test_verbose_lists_every_cell_and_json_has_everything(kernels, tmp_path):
 
 # --- reproducers carry every option ---------------------------------------------------
 
-def test_a_wave_reproducer_carries_its_warp_size_and_a_privatized_one_its_grid(kernels):
-    code, out = run("my_kernels:wave_of_8_only", "--kind", "wave", "--warp-size", "8",
-                    "--max-failures", "0")
-    assert code == 0, out  # right at a wave of 8: no reproducer to check, but PASS
+def test_a_wave_callable_that_keeps_a_width_of_its_own_fails_when_told_another(kernels):
+    # told 8, it is right; told half of 8 on the small inputs, it is not
+    code, out = run("my_kernels:wave_of_8_only", "--kind", "wave", "--warp-size", "8")
+    assert code == 1 and "told warp_size=4, not the width of its counts" in out, out
+    (command, *_) = [line.split("reproduce ", 1)[1] for line in out.splitlines()
+                     if "reproduce " in line]
+    assert "--warp-size 8" in command
+    again, said = shell(command)
+    assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
+    assert check("my_kernels:wave_as_told", "wave", warp_size=8).passed
+
+
+def test_a_privatized_reproducer_carries_its_grid(kernels):
     code, out = run("my_kernels:privatized_one_block_atomics", "--kind", "privatized",
                     "--grid", "4")
     assert code == 1
@@ -524,3 +579,79 @@ def test_a_scans_counts_are_shrunk_to_small_values_as_well_as_fewer():
     report = check("examples/python_kernels.py:inclusive_scan", "scan")
     (group,) = report.groups()
     assert group[0].shrunk is not None and group[0].shrunk.literal == (1,)  # not [66887]
+
+
+def _line_of(kernels, text: str) -> int:
+    source = (kernels / "my_kernels.py").read_text().splitlines()
+    return 1 + next(i for i, line in enumerate(source) if text in line)
+
+
+def test_a_crash_names_the_line_of_user_code_it_died_on_not_histkits_own_warnings(kernels):
+    code, out = run("my_kernels:segfaults_past_1000", "--kind", "histogram", "--no-shrink")
+    assert code == 1, out
+    line = _line_of(kernels, "ctypes.string_at(0)")
+    assert f"(killed by SIGSEGV) at my_kernels.py:{line} in segfaults_past_1000" in out, out
+    assert "RuntimeWarning" not in out and "runpy" not in out, out
+
+
+def test_a_hang_names_the_line_the_worker_was_at_when_it_was_killed(kernels):
+    code, out = run("my_kernels:sleeps_past_1000", "--kind", "histogram", "--no-shrink",
+                    "--timeout", "2")
+    assert code == 1, out
+    line = _line_of(kernels, "time.sleep(0.5)")
+    assert (f"hang: no result within 2 s (the worker was killed at my_kernels.py:{line} "
+            f"in sleeps_past_1000)") in out, out
+
+
+def test_after_crashes_the_cases_unlike_them_still_run_and_show_another_bug(kernels):
+    # crashes on every case past 1000 keys; the smaller bad-key cases still run,
+    # and show that bad keys are not reported (a second bug)
+    (kernels / "two_bugs.py").write_text(
+        "import os\nimport numpy as np\n\n"
+        "def f(keys, num_bins):\n"
+        "    if len(keys) > 1000:\n        os._exit(3)\n"
+        "    return np.bincount(keys[(keys >= 0) & (keys < num_bins)], minlength=num_bins)\n")
+    code, out = run("two_bugs:f", "--kind", "histogram", "--no-shrink")
+    assert code == 1, out
+    headings = [line for line in out.splitlines() if line.startswith("FAIL (failure")]
+    assert any("crash: exit code 3" in h for h in headings), out
+    assert any("no bad key reported" in h for h in headings), out
+
+
+@pytest.mark.parametrize("name, kind, says", [
+    ("sorts_its_input_in_place", "stable-sort", "wrote to its keys input: index 0 was 1, "
+                                                "is now 0"),
+    ("scans_and_zeroes_its_input", "scan", "wrote to its counts input: index 0 was 1, "
+                                           "is now 0"),
+], ids=["sort", "scan"])
+def test_a_callable_that_writes_to_its_input_fails_naming_the_first_change(kernels, name,
+                                                                          kind, says):
+    report = check(f"my_kernels:{name}", kind)
+    assert not report.passed, str(report)
+    first = report.failures[0]
+    assert first.title.startswith("wrote to its") and says in first.shrunk_detail, first
+
+
+def test_a_finding_is_headed_by_its_words_and_its_cases_show_the_values(kernels):
+    code, out = run("my_kernels:keeps_one_update_a_bin", "--kind", "racy-histogram")
+    assert code == 0, out
+    (heading,) = [line for line in out.splitlines() if line.startswith("finding")]
+    assert heading.startswith("finding lost updates ("), heading
+    assert " N " not in heading and "(N%)" not in heading, heading
+
+
+def test_a_radix_sort_verdict_shows_no_num_bins_and_an_empty_input_is_not_the_example(
+        kernels):
+    code, out = run("my_kernels:radix_unstable", "--kind", "radix-sort")
+    assert code == 1, out
+    inputs = [line for line in out.splitlines() if line.startswith("  input")]
+    assert inputs and not any("num_bins" in line for line in inputs), out
+    assert not any("keys = []" in line for line in inputs), out
+
+
+def test_a_privatized_callable_returning_its_pair_swapped_is_told_which_element_is_wrong(
+        kernels):
+    report = check("my_kernels:privatized_swapped", "privatized")
+    assert not report.passed
+    detail = report.failures[0].shrunk_detail or report.failures[0].detail
+    assert "as global_atomics, the second element" in detail, detail

@@ -14,7 +14,7 @@ from histkit.gpu import registry
 def test_equal_names_the_first_differing_bin():
     cell = checks.equal(np.array([1, 2, 3, 4]), np.array([1, 2, 9, 0]))
     assert cell.status == "FAIL"
-    assert "2 differing; first at 2: got 3, expected 9" in cell.detail
+    assert "2 differing; first at 2: expected 9, got 3" in cell.detail
     assert checks.equal(np.arange(5), np.arange(5)).status == "pass"
 
 
@@ -625,8 +625,8 @@ def test_a_stable_sort_judged_in_slices_counts_every_difference_across_slices(mo
     cell = checks.judge("stable-sort", expected, checks.Outcome(
         first_bad=None, sorted_slices=_read_from(keys[order], wrong)))
     assert cell.status == "FAIL" and cell.detail.startswith(
-        f"original indices differ: 3 differing; first at 20: got {order[21]}, "
-        f"expected {order[20]}")
+        f"original indices differ: 3 differing; first at 20: expected {order[20]}, "
+        f"got {order[21]}")
     unsorted = keys[order].copy()
     unsorted[-1] = 0
     cell = checks.judge("stable-sort", expected, checks.Outcome(

@@ -46,13 +46,17 @@ from histkit.conformance.loading import (
 from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
 
-# A kernel that hangs this many times is not run on the remaining cases (each
-# would cost a timeout); those cells are skips naming why. Its verdict is FAIL.
+# A kernel that hangs this many times is not run on cases like those it hung
+# on (each would cost a timeout); those cells are skips naming why. Its
+# verdict is FAIL. A .cu kernel is not run on any further case.
 MAX_HANGS = 2
-# A kernel that faulted on this many cases is not run on the rest either: each
-# fault costs a new worker process, and a kernel that faults everywhere would
-# pay one per case. The shrinker gives up after SHRINK_MAX_FAULTS of its own.
+# The same after this many faults (each costs a new worker process): a .cu
+# kernel stops (a new worker starts CUDA again), a callable goes on with the
+# cases unlike those it crashed on, where other bugs may show, until it has
+# crashed MAX_CALLABLE_FAULTS times. The shrinker gives up after
+# SHRINK_MAX_FAULTS of its own.
 MAX_FAULTS = 5
+MAX_CALLABLE_FAULTS = 40
 SHRINK_MAX_FAULTS = 20
 SHRINK_ATTEMPTS = 80
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
@@ -164,13 +168,14 @@ class CheckReport:
         return {s: statuses.count(s) for s in ("pass", "FAIL", "finding", "skip")}
 
     def groups(self) -> list[list[Failure]]:
-        """The failures by symptom, the group of the smallest failing input
-        first, each group's smallest failure first."""
+        """The failures by symptom, the group of the most cases first (the
+        main bug, where a group of one case is often an edge of it), then of
+        the smallest failing input; each group's smallest failure first."""
         by_symptom: dict[str, list[Failure]] = {}
         for failure in self.failures:
             by_symptom.setdefault(failure.symptom, []).append(failure)
         groups = [sorted(g, key=_smallness) for g in by_symptom.values()]
-        return sorted(groups, key=lambda g: _smallness(g[0]))
+        return sorted(groups, key=lambda g: (-len(g), _smallness(g[0])))
 
     def findings(self) -> dict[str, list[tuple[Case, Cell]]]:
         """The findings (a rule that holds, with something to report) by symptom."""
@@ -219,14 +224,16 @@ class CheckReport:
 
 
 def _smallness(failure: Failure) -> tuple:
-    """How small a failure's input is, for choosing the one a group shows: its
-    length and bins first; among equals, the plainer dtype and the smaller
+    """How small a failure's input is, for choosing the one a group shows: a
+    non-empty one before an empty one (which shows less of what differs),
+    then its length, the plainer dtype, the fewer bins, the smaller
     values (keys = [1] over [66887], float64 samples near 1 over uint64
     samples past 2^63)."""
     case = failure.smallest
     size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
             else (case.n, case.num_bins))  # the scan's input: K counts
-    return (*size, _PLAIN_DTYPES.get(case.dtype, 2), _magnitude(case))
+    return (size[0] == 0, size[0], _PLAIN_DTYPES.get(case.dtype, 2), size[1],
+            _magnitude(case))
 
 
 _PLAIN_DTYPES = {"int32": 0, "float64": 0, "int64": 1, "float32": 1}
@@ -295,6 +302,8 @@ class Judge:
     def __init__(self, impl, timeout: float, isolated: bool | None = None):
         self.impl = impl
         self._isolated = None
+        self._hung_cases: list[Case] = []
+        self._faulted_cases: list[Case] = []
         if isolated is None:  # a .cu kernel always; a callable when check() asks
             isolated = isinstance(impl, FROM_SOURCE)
         if isolated:
@@ -316,17 +325,38 @@ class Judge:
         """The cases on which it crashed or faulted (each cost its worker process)."""
         return self._isolated.faulted if self._isolated is not None else []
 
+    def not_run_because(self, case: Case) -> str | None:
+        """Why case is not run after hangs or faults (None: it is run): a .cu
+        kernel past MAX_HANGS hangs or MAX_FAULTS faults runs no more cases;
+        a callable is still run on cases unlike those (a smaller size, or
+        another dtype), up to MAX_CALLABLE_FAULTS faults."""
+        from_source = isinstance(self.impl, FROM_SOURCE)
+        for stopped, limit, what in ((self._hung_cases, MAX_HANGS, "hung"),
+                                     (self._faulted_cases, MAX_FAULTS, "crashed or faulted")):
+            if len(stopped) < limit:
+                continue
+            if (from_source or (what == "hung" and len(stopped) >= 2 * limit)
+                    or len(stopped) >= MAX_CALLABLE_FAULTS):
+                return (f"not run: the kernel {what} on {len(stopped)} cases "
+                        f"({', '.join(c.name for c in stopped)})")
+            if any(case.dtype == other.dtype and case.n >= other.n for other in stopped):
+                return (f"not run: the kernel {what} on {limit} or more cases no larger "
+                        f"than this one, of its dtype")
+        return None
+
     def __call__(self, case: Case) -> tuple[Cell, str]:
-        if len(self.hung) >= MAX_HANGS:
-            return Cell("skip", f"not run: the kernel hung on {len(self.hung)} cases "
-                                f"({', '.join(self.hung)}); a hanging kernel is not run "
-                                f"further"), ""
-        if self._isolated is not None:
-            return self._isolated.judge(self.impl, case)
-        try:
-            return self.impl.judge(case)
-        except Exception as error:  # the callable crashed: one FAIL cell
-            return Cell("FAIL", raised(error)), ""
+        if self._isolated is None:
+            try:
+                return self.impl.judge(case)
+            except Exception as error:  # the callable crashed: one FAIL cell
+                return Cell("FAIL", raised(error)), ""
+        hangs, faults = len(self.hung), len(self.faulted)
+        result = self._isolated.judge(self.impl, case)
+        if len(self.hung) > hangs:
+            self._hung_cases.append(case)
+        if len(self.faulted) > faults:
+            self._faulted_cases.append(case)
+        return result
 
     def close(self) -> None:
         if self._isolated is not None:
@@ -618,12 +648,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
 
 def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -> None:
     for case in cases:
-        if len(judge.faulted) >= MAX_FAULTS:
-            cell, geometry = Cell("skip", f"not run: the kernel crashed or faulted on "
-                                          f"{len(judge.faulted)} cases "
-                                          f"({', '.join(judge.faulted)})"), ""
-        else:
-            cell, geometry = judge(case)
+        reason = judge.not_run_because(case)
+        cell, geometry = (Cell("skip", reason), "") if reason is not None else judge(case)
         report.cells.append((case, cell, geometry))
         if progress is not None:
             progress(case, cell)

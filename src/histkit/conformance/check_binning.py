@@ -47,7 +47,13 @@ from histkit import oracles
 from histkit.conformance import checks
 from histkit.conformance.binning_cases import BinCase, bin_cases
 from histkit.conformance.checks import Cell
-from histkit.conformance.foreign import PythonImpl, callable_impl, to_input_kind, to_numpy
+from histkit.conformance.foreign import (
+    PythonImpl,
+    callable_impl,
+    changed_input,
+    to_input_kind,
+    to_numpy,
+)
 from histkit.conformance.loading import UsageError, raised
 from histkit.conformance.shrinking import UNNAMED, shrink_by
 from histkit.gpu.contract import FLOAT_C_TYPES, KEY_C_TYPES
@@ -147,11 +153,16 @@ class BinningCallable(PythonImpl):
             return Cell("skip", NUMPY_FAILS.format(index=want)), ""
         counts, edges = want
         bins = case.bins if isinstance(case.bins, int) else to_input_kind(case.bins, self.inputs)
+        samples = to_input_kind(np.asarray(case.samples), self.inputs)
         try:
-            result = self.function(to_input_kind(np.asarray(case.samples), self.inputs), bins,
-                                   case.range)
+            result = self.function(samples, bins, case.range)
         except Exception as error:
             return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
+        changed = changed_input(samples, np.asarray(case.samples), "samples")
+        if changed is None and not isinstance(case.bins, int):
+            changed = changed_input(bins, np.asarray(case.bins), "bins")
+        if changed is not None:
+            return changed, ""
         got_edges = None
         if isinstance(result, (tuple, list)):
             if len(result) != 2:

@@ -169,7 +169,8 @@ def add_check_parser(commands, formatter, handler) -> None:
                      help="a binning kind's samples (with --bins, and --range where "
                           "wanted), as np.histogram(samples, bins, range) takes them")
     one.add_argument("--bins", type=_numbers("--bins"), metavar="N|E,E,...",
-                     help="for --samples: a bin count, or the edges (float64)")
+                     help="for --samples: a bin count (an integer), or the edges (float64; "
+                          "a single edge, which makes no bins, as --bins 1.0,)")
     one.add_argument("--range", type=_numbers("--range"), metavar="LO,HI",
                      help="for --samples: np.histogram's range (float64)")
     one.add_argument("--weights", type=_numbers("--weights"), metavar="W,W,...",
@@ -189,8 +190,9 @@ def add_check_parser(commands, formatter, handler) -> None:
                              "kernel is grid-stride, and forced small grids apply too)")
     launch.add_argument("--counts", type=int, choices=(32, 64), default=32,
                         help="COUNT_T of a .cu histogram: 32-bit (the chapter's) or 64-bit")
-    launch.add_argument("--warp-size", type=bounded_int(1, 32), default=32,
-                        help="the wave width of a wave kernel")
+    launch.add_argument("--warp-size", type=bounded_int(1, 64), default=32,
+                        help="the wave width of a wave kernel (at most 32 for a .cu one: "
+                             "one warp)")
     launch.add_argument("--arch", default="sm_90",
                         help="the architecture a .cu file is compiled for where no GPU "
                              "says which (--compile-only, or no GPU here)")
@@ -274,6 +276,17 @@ def run_check_command(args, console) -> int:
                                    f"{', '.join(WEIGHTED_KINDS)} alone")
         if args.weights is not None:
             args.weights = samples_array(args.weights, args.weights_dtype, "--weights")
+        one_input = (args.keys is not None or args.samples is not None
+                     or args.case is not None)
+        if not args.quick and one_input:
+            return _usage(console, "--full runs the whole matrix; with --keys, --samples or "
+                                   "--case one input runs")
+        if args.warp_size != 32 and args.kind != "wave":
+            return _usage(console, f"--warp-size is for --kind wave, not {args.kind}")
+        if args.num_bins is not None and args.kind in ("scan", *FULL_WIDTH_KINDS):
+            return _usage(console, f"--kind {args.kind} takes no --num-bins (" + (
+                "a scan's input is its counts)" if args.kind == "scan"
+                else "its keys are full-width)"))
         if args.num_bins is not None and args.keys is None:
             return _usage(console, "--num-bins goes with --keys (one input of your own); "
                                    "without --keys the whole matrix runs")
@@ -289,6 +302,9 @@ def run_check_command(args, console) -> int:
         impl = make_impl(args.kernel, args.kind, inputs=args.inputs,
                          defines=dict(args.define), block=args.block, grid=args.grid,
                          count_bits=args.counts, warp_size=args.warp_size)
+        if isinstance(impl, FROM_SOURCE) and args.warp_size > 32:
+            return _usage(console, f"a .cu wave kernel runs in one warp, of at most 32 "
+                                   f"threads; got --warp-size {args.warp_size}")
         if args.compile_only:
             if not isinstance(impl, FROM_SOURCE):
                 return _usage(console, "--compile-only is for a .cu file")

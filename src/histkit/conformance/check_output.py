@@ -20,7 +20,7 @@ from histkit.conformance.check_binning import BinningCudaFile
 from histkit.conformance.check_weighted import WeightedCudaFile
 from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import call_form
-from histkit.gpu.registry import CHECK_KINDS
+from histkit.gpu.registry import CHECK_KINDS, FULL_WIDTH_KINDS
 
 DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
 OTHER_CASES_SHOWN = 3  # cases named beside a group's smallest
@@ -66,8 +66,8 @@ def _input_lines(failure: Failure) -> list[str]:
         what = f"{label} = {list(case.literal)} ({case.dtype})"
     else:
         what = f"{case.n} {label} ({case.dtype})"
-    if not (case.full_width or case.scan_counts):
-        what += f", num_bins = {case.num_bins}"
+    if not (case.full_width or case.scan_counts or failure.kind in FULL_WIDTH_KINDS):
+        what += f", num_bins = {case.num_bins}"  # (a radix sort takes none)
     extras = [f"{name}" for name, on in (("grid " + str(case.grid), case.grid is not None),
                                          ("skewed warps", case.skewed),
                                          ("fenced input", case.fenced),
@@ -119,10 +119,19 @@ def print_group(console: Console, number: int, total: int, group: list[Failure])
         console.print(f"  also on   {escape(shown)}{tail}", soft_wrap=True)
 
 
+def without_placeholders(symptom: str) -> str:
+    """A symptom's words without its blanked values: "lost N of N updates (N%)"
+    reads "lost updates" (the cases below it show the values)."""
+    words = re.sub(r"\(N(\.N)?%\)|\bN of N\b|\bN\b", "", symptom)
+    words = re.sub(r"\(\s*\)", "", words)
+    return re.sub(r"\s+", " ", words).strip(" ,;:") or symptom
+
+
 def print_findings(console: Console, report: CheckReport) -> None:
     for symptom, found in report.findings().items():
         cases = f"{len(found)} case{'s' if len(found) != 1 else ''}"
-        console.print(f"[yellow]finding[/] [bold]{escape(symptom)}[/] ({cases}): the rule "
+        console.print(f"[yellow]finding[/] [bold]{escape(without_placeholders(symptom))}[/] "
+                      f"({cases}): the rule "
                       f"holds; this is reported, not failed")
         for case, cell in found[:FINDING_EXAMPLES]:
             console.print(f"  {escape(case.name)}: {escape(_without_case(cell.detail))}",

@@ -39,6 +39,7 @@ from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
     PythonImpl,
     callable_impl,
+    changed_input,
     reported_index,
     to_input_kind,
     to_numpy,
@@ -107,9 +108,10 @@ class WeightedCallable(PythonImpl):
 
     def judge(self, case: WeightedCase) -> tuple[Cell, str]:
         want = expected(case)
+        keys, weights = to_input_kind(case.keys, self.inputs), to_input_kind(case.weights,
+                                                                             self.inputs)
         try:
-            result = self.function(to_input_kind(case.keys, self.inputs),
-                                   to_input_kind(case.weights, self.inputs), case.num_bins)
+            result = self.function(keys, weights, case.num_bins)
         except ValueError as error:
             if not isinstance(want, int):
                 return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
@@ -120,6 +122,10 @@ class WeightedCallable(PythonImpl):
             return Cell("pass"), ""
         except Exception as error:
             return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
+        changed = (changed_input(keys, case.keys, "keys")
+                   or changed_input(weights, case.weights, "weights"))
+        if changed is not None:
+            return changed, ""
         if isinstance(want, int):
             return Cell("FAIL", f"key {case.keys[want]} at index {want} is outside [0, "
                                 f"{case.num_bins}) and was not reported"), ""

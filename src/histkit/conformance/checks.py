@@ -29,7 +29,7 @@ def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
     if not where.size:
         return ""
     i = int(where[0])
-    return f"{where.size} differing; first at {i}: got {got[i]}, expected {want[i]}"
+    return f"{where.size} differing; first at {i}: expected {want[i]}, got {got[i]}"
 
 
 def _plural(what: str) -> str:
@@ -440,7 +440,7 @@ def stable_sorted_in_slices(expected: Expected,
             where = np.flatnonzero(differs)
             if not tally[0]:
                 i = int(where[0])
-                tally[1] = f"first at {start + i}: got {got_part[i]}, expected {want_part[i]}"
+                tally[1] = f"first at {start + i}: expected {want_part[i]}, got {got_part[i]}"
             tally[0] += where.size
     for what, (count, first) in wrong.items():
         if count:

@@ -50,6 +50,9 @@ from histkit.conformance.loading import (
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
+# A wave callable is also told a second width on inputs up to this many keys:
+# one that keeps a width of its own (a hard-coded 32) passes at that width alone.
+SECOND_WAVE_MAX_KEYS = 4096
 
 
 def to_input_kind(array: np.ndarray, inputs: str):
@@ -78,6 +81,25 @@ def _described(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     return "None" if value is None else f"a {type(value).__name__}"
+
+
+def changed_input(given, original: np.ndarray, name: str) -> Cell | None:
+    """A FAIL where the callable wrote to the input it was handed (``given``,
+    a copy of ``original``): the caller's data would be lost, and a kernel's
+    inputs are const. None where it is unchanged."""
+    now = to_numpy(given)
+    if now.shape == original.shape:
+        floats = now.dtype.kind in "fc" and original.dtype.kind in "fc"
+        if np.array_equal(now, original, equal_nan=floats):
+            return None
+        with np.errstate(invalid="ignore"):
+            differ = np.flatnonzero(now != original)
+        at = int(differ[0]) if len(differ) else 0
+        change = f"index {at} was {original[at].item()!r}, is now {now[at].item()!r}"
+    else:
+        change = f"its shape {original.shape} is now {now.shape}"
+    return Cell("FAIL", f"wrote to its {name} input: {change} (inputs are read-only, as a "
+                        f"kernel's are const: work on a copy)")
 
 
 def reported_index(error: Exception) -> int | None:
@@ -147,8 +169,9 @@ class PythonImpl:
             return self._judge_scan(expected)
         outcome = checks.Outcome()
         geometry = ""
+        given = to_input_kind(keys, self.inputs)
         try:
-            result = self._call(keys, case, outcome)
+            result = self._call(given, case, outcome)
         except ValueError as error:
             if expected.bad is None:
                 return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
@@ -160,16 +183,36 @@ class PythonImpl:
         if self.kind == "privatized":
             block, grid = self.geometry(case)
             geometry = f"block_size={block}, num_blocks={grid}"
+        changed = changed_input(given, keys, "keys")
+        if changed is not None:
+            return changed, geometry
         self._fill(outcome, result)
         cell = checks.judge(self.kind, expected, outcome, self.warp_size)
+        if cell.status == "pass" and self.kind == "wave" and case.n <= SECOND_WAVE_MAX_KEYS:
+            cell = self._judge_second_width(keys, case, expected)
         if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
             cell = replace(cell, detail=cell.detail + (
                 "; a callable reports one by raising ValueError with the index in its "
                 "message (\"index 3\") or as .index"))
         return cell, geometry
 
-    def _call(self, keys: np.ndarray, case: Case, outcome: checks.Outcome):
-        arg = to_input_kind(keys, self.inputs)
+    def second_width(self) -> int:
+        """The other wave width a wave callable is told (half its own)."""
+        return self.warp_size // 2 if self.warp_size > 1 else 2
+
+    def _judge_second_width(self, keys: np.ndarray, case: Case,
+                            expected: checks.Expected) -> Cell:
+        width = self.second_width()
+        outcome = checks.Outcome()
+        self._fill(outcome, self.function(to_input_kind(keys, self.inputs), case.num_bins,
+                                          warp_size=width))
+        cell = checks.judge("wave", expected, outcome, width)
+        if cell.status != "FAIL":
+            return cell
+        return replace(cell, detail=f"told warp_size={width}, not the width of its counts: "
+                                    f"{cell.detail}")
+
+    def _call(self, arg, case: Case, outcome: checks.Outcome):
         if self.kind == "wave":
             return self.function(arg, case.num_bins, warp_size=self.warp_size)
         if self.kind == "privatized":
@@ -192,6 +235,10 @@ class PythonImpl:
         elif self.kind == "privatized":
             counts, atomics = result
             outcome.counts = to_numpy(counts)
+            if not isinstance(atomics, (int, np.integer)) and np.ndim(atomics) != 0:
+                raise TypeError(f"returned {_described(atomics)} as global_atomics, the "
+                                f"second element; a privatized callable returns "
+                                f"{CALL_FORMS[self.kind][2]}, global_atomics an integer")
             outcome.global_atomics = int(atomics)
         else:
             if result is None:
@@ -199,7 +246,11 @@ class PythonImpl:
             outcome.counts = to_numpy(result)
 
     def _judge_scan(self, expected: checks.Expected) -> tuple[Cell, str]:
-        offsets = self.function(to_input_kind(expected.exact.copy(), self.inputs))
+        given = to_input_kind(expected.exact, self.inputs)
+        offsets = self.function(given)
+        changed = changed_input(given, expected.exact, "counts")
+        if changed is not None:
+            return changed, ""
         return checks.judge("scan", expected, checks.Outcome(offsets=to_numpy(offsets))), ""
 
 

@@ -1,8 +1,8 @@
 """A user's implementation runs in a worker process: a crash or a hang costs one cell.
 
 One worker takes the cases one after another (imports and CUDA start-up are
-paid once); it is a fresh interpreter running this module (``python -m
-histkit.conformance.isolation <fd>``, talking over a socket pair), not a
+paid once); it is a fresh interpreter running ``serve`` (``python -c`` with
+the socket pair's descriptor), not a
 multiprocessing child: a spawned child would first re-run the caller's main
 script, so a script that calls ``check(...)`` at its top level without an
 ``if __name__ == "__main__":`` guard would have every case FAIL as a dead
@@ -12,8 +12,9 @@ Both kinds of implementation go there: a .cu kernel (built and launched by
 the conformance runner, as histkit's own rows are) and a Python callable
 (imported by name in the worker, or sent by value with cloudpickle). When a
 case hangs past the timeout the worker is killed; when it dies (a signal, an
-abort inside a C extension) its exit is recorded with the last line it wrote
-to stderr; after a .cu kernel's CUDA error, or a callable's that left its
+abort inside a C extension) its exit is recorded with what it last wrote to
+stderr, and the line of the user's code it died in (faulthandler's stack; a
+hung worker is asked for its stack before it is killed); after a .cu kernel's CUDA error, or a callable's that left its
 context unusable (the driver says so, _context_lost), the worker is replaced
 and the next case gets a fresh one. A callable's exception that only names
 CUDA is a FAIL like any other.
@@ -21,15 +22,18 @@ CUDA is a FAIL like any other.
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
 that a hanging kernel costs a minute or so, not the timeout on every case
-(check() stops running it after MAX_HANGS hangs). A fault costs a new worker
-(about a second), so check() stops after MAX_FAULTS of them too.
+(check() stops running it on such cases after MAX_HANGS hangs). A fault costs
+a new worker (about a second), so check() limits those too (MAX_FAULTS).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import os
+import re
+import time
 import pickle
 import signal
 import socket
@@ -40,11 +44,21 @@ from multiprocessing.connection import Connection
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
-from histkit.conformance.loading import raised
+from histkit.conformance.loading import raised, users_frame
 
 DEFAULT_TIMEOUT_S = 60.0  # seconds a case may take before it is a hang (check()'s default)
 AFTER_HANG_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 300
+# A hung worker is sent this signal, on which faulthandler writes its stack
+# (the line it hangs on) to stderr, and given this long to write it.
+STACK_SIGNAL = signal.SIGUSR1
+STACK_WAIT_S = 1.0
+# faulthandler's lines: "Fatal Python error: Segmentation fault" and each frame's
+# '  File "k.py", line 12 in f', innermost first.
+_FATAL = re.compile(r"^Fatal Python error: (.+)$", re.MULTILINE)
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (\S+)\s*$')
+_WORKER = ("import sys; from histkit.conformance.isolation import serve; "
+           "serve(int(sys.argv[1]))")
 
 
 def _build(impl):
@@ -82,6 +96,30 @@ def _worker(conn) -> None:
             cell, geometry = Cell("FAIL", raised(error)), ""
         lost = _cuda_error(cell) and _context_lost()
         conn.send((cell, geometry, lost))
+
+
+def serve(fd: int) -> None:
+    """A worker's main: judge the cases sent over the socket ``fd`` until told
+    to stop. A fatal signal writes the Python stack to stderr, and so does
+    STACK_SIGNAL (a hung case), so the parent can name the user's line."""
+    faulthandler.enable()
+    faulthandler.register(STACK_SIGNAL, all_threads=True)
+    _worker(Connection(fd))
+
+
+def where_it_stopped(stderr: str) -> str:
+    """``at file.py:LINE in function``: the user's innermost frame in the
+    last stack faulthandler wrote to ``stderr`` ("" where none is the user's)."""
+    blocks = re.split(r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*$", stderr,
+                      flags=re.MULTILINE)
+    for block in blocks[1:]:  # one per thread; the main thread's holds the user's code
+        frames = [match.groups() for match in map(_FRAME.match, block.splitlines())
+                  if match]
+        where = users_frame([(name, int(line), function)
+                             for name, line, function in reversed(frames)])
+        if where:
+            return where
+    return ""
 
 
 def _cuda_error(cell: Cell) -> bool:
@@ -155,7 +193,7 @@ class IsolatedJudge:
             # the caller's import path, as a spawned child would have it
             path = os.pathsep.join([p for p in sys.path if p]
                                    + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-            process = subprocess.Popen([sys.executable, "-m", __name__, str(fd)],
+            process = subprocess.Popen([sys.executable, "-c", _WORKER, str(fd)],
                                        pass_fds=(fd,), stdin=subprocess.DEVNULL,
                                        stderr=self._stderr, cwd=os.getcwd(),
                                        env={**os.environ, "PYTHONPATH": path})
@@ -172,13 +210,41 @@ class IsolatedJudge:
             self._stderr.close()
         self._process = self._conn = self._stderr = None
 
-    def _stderr_tail(self) -> str:
+    def _stderr_text(self) -> str:
         if self._stderr is None:
             return ""
         self._stderr.seek(0)
-        lines = [line for line in self._stderr.read().decode(errors="replace").splitlines()
-                 if line.strip()]
-        return lines[-1].strip()[-STDERR_TAIL_CHARS:] if lines else ""
+        return self._stderr.read().decode(errors="replace")
+
+    def _last_words(self) -> str:
+        """What a dead worker said last: the user's line it died at, from
+        faulthandler's stack after a fatal signal (or "" where none is the
+        user's), else "; its last words: <the last line it wrote>"."""
+        text = self._stderr_text()
+        if _FATAL.search(text):
+            where = where_it_stopped(text[text.rindex("Fatal Python error:"):])
+            return f" {where}" if where else ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return f"; its last words: {lines[-1].strip()[-STDERR_TAIL_CHARS:]}" if lines else ""
+
+    def _hung_at(self) -> str:
+        """The user's line a hung worker is at, from the stack it writes on
+        STACK_SIGNAL ("" where it writes none in STACK_WAIT_S)."""
+        if self._process is None or self._stderr is None:
+            return ""
+        written = len(self._stderr_text())
+        try:
+            self._process.send_signal(STACK_SIGNAL)
+        except OSError:
+            return ""
+        deadline, seen = time.monotonic() + STACK_WAIT_S, ""
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            text = self._stderr_text()[written:]
+            if text and text == seen:  # written, and no more coming
+                break
+            seen = text
+        return where_it_stopped(seen)
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
@@ -196,10 +262,12 @@ class IsolatedJudge:
         if self.hung:
             timeout = min(timeout, AFTER_HANG_TIMEOUT_S)
         if not self._conn.poll(timeout):
+            at = self._hung_at()
             self._stop()
             self.hung.append(case.name)
+            at = f" {at}" if at else ""
             return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
-                                f"(the worker was killed) [case {case.name}]"), ""
+                                f"(the worker was killed{at}) [case {case.name}]"), ""
         try:
             cell, geometry, lost = self._conn.recv()
         except (EOFError, ConnectionResetError):
@@ -214,12 +282,11 @@ class IsolatedJudge:
 
     def _died(self, case: Case) -> tuple[Cell, str]:
         code = self._process.wait() if self._process else None
-        said = self._stderr_tail()
+        said = self._last_words()
         self._stop()
         self.faulted.append(case.name)
-        last_words = f"; its last words: {said}" if said else ""
         return Cell("FAIL", f"crash: the worker process died ({_exit_description(code)})"
-                            f"{last_words} [case {case.name}]"), ""
+                            f"{said} [case {case.name}]"), ""
 
     def close(self) -> None:
         if self._conn is not None:
@@ -227,6 +294,3 @@ class IsolatedJudge:
                 self._conn.send(None)
         self._stop()
 
-
-if __name__ == "__main__":  # a worker: the socket it was handed is its only channel
-    _worker(Connection(int(sys.argv[1])))

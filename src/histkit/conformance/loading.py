@@ -245,11 +245,22 @@ def raised(error: BaseException) -> str:
     raised: the line to look at. Just ``Type: message`` where no such frame
     is on the traceback."""
     text = f"{type(error).__name__}: {error}"
+    frames = [(frame.filename, frame.lineno, frame.name)
+              for frame in traceback.extract_tb(error.__traceback__)]
+    where = users_frame(frames)
+    return f"{text} ({where})" if where else text
+
+
+def users_frame(frames) -> str:
+    """``at file.py:LINE in function`` for the innermost of ``frames``
+    ((filename, line, function), outermost first) in the user's own files:
+    not generated code, the standard library, an installed package or
+    histkit. "" where there is none."""
     roots = _library_roots()
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if not frame.filename.startswith("<")  # generated code: <string>, <frozen ...>
-              and not str(Path(frame.filename).resolve()).startswith(roots)]
-    if not frames:
-        return text
-    frame = frames[-1]
-    return f"{text} (at {os.path.relpath(frame.filename)}:{frame.lineno} in {frame.name})"
+    own = [(name, line, function) for name, line, function in frames
+           if not name.startswith("<")  # generated code: <string>, <frozen ...>
+           and not str(Path(name).resolve()).startswith(roots)]
+    if not own:
+        return ""
+    name, line, function = own[-1]
+    return f"at {os.path.relpath(name)}:{line} in {function}"

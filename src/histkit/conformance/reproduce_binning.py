@@ -80,6 +80,8 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
                      else f"--samples {samples}")
         bins = str(case.bins) if isinstance(case.bins, int) else ",".join(
             repr(v) for v in case.bins.tolist())
+        if not isinstance(case.bins, int) and len(case.bins) == 1:
+            bins += ","  # one edge (no bins), not a bin count
         words.append(f"--bins={bins}" if bins.startswith("-")
                      else f"--bins {bins}" if bins else "--bins ''")
         if case.range is not None:
