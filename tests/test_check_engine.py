@@ -66,7 +66,7 @@ def test_an_unknown_kind_a_cuda_kind_without_an_abi_and_a_non_callable_are_refus
         make_impl(exact, "histogrm")
     with pytest.raises(ValueError, match="the kernel ABI has no radix-sort kernels"):
         make_impl("my_kernel.cu", "radix-sort")
-    with pytest.raises(TypeError, match="a .cu path or a callable; got 42"):
+    with pytest.raises(TypeError, match="a .cu path or a callable; 42 is of type int"):
         make_impl(42, "histogram")
 
 

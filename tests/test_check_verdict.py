@@ -184,6 +184,8 @@ def test_a_module_that_cannot_be_imported_is_a_usage_error_saying_where_it_looke
     assert "no such Python file: ./missing.py" in capsys.readouterr().out
     assert main(["check", "my_kernels:nothing", "--kind", "histogram"]) == 2
     assert "has no attribute 'nothing'" in capsys.readouterr().out
+    assert main(["check", "my_kernels:exacct", "--kind", "histogram"]) == 2
+    assert "has no attribute 'exacct'; did you mean 'exact'?" in capsys.readouterr().out
 
 
 # --- usage errors: exit 2, one message, before any case runs -------------------------
@@ -273,7 +275,7 @@ def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reprodu
     code, out = run("my_kernels:drops_a_key", "--kind", "histogram")
     lines = out.splitlines()
     assert code == 1 and len(lines) <= 40, out
-    assert lines[0] == "histkit check my_kernels:drops_a_key"
+    assert lines[0] == "histkit check my_kernels:drops_a_key --kind histogram"
     assert any(line.strip().startswith("input     keys = [") for line in lines), out
     assert lines[-1].startswith("FAIL: my_kernels:drops_a_key as histogram")
     (command,) = [line.split("reproduce ", 1)[1] for line in lines if "reproduce " in line]

@@ -157,3 +157,38 @@ def test_a_key_of_16_or_more_among_zeros_stops_the_pairs_and_is_named(index, val
     with pytest.raises(oracles.BadKeyError) as caught:
         oracles.histogram(keys, 10)
     assert (caught.value.index, caught.value.value) == (index, value)
+
+
+# With lanes (17 to 4096 bins), contiguous 32-bit keys are checked eight at a
+# time against the bins rounded up to a power of two (_count.lane_width); a key
+# in [num_bins, width) is counted in the lanes' spare counters and found after
+# the loop, a key of width or more (or a negative one) stops it.
+@pytest.mark.parametrize("key_dtype", [np.int32, np.uint32])
+@pytest.mark.parametrize("num_bins", [17, 200, 256, 3000])
+@pytest.mark.parametrize("bad_keys", [
+    {5001: "K"},                  # just past the bins: a spare counter
+    {5001: "W-1"},                # the last spare counter
+    {3000: "W", 5001: "K"},       # one that stops the loop, then one it passed
+    {5001: "K", 7000: "W"},       # one it passed, then one that stops it
+    {4096: "K", 4097: "HUGE"},    # two in one group of eight
+    {20_002: "K"},                # in the tail the loop leaves to the plain one
+])
+def test_the_first_bad_key_is_named_whether_the_lanes_spare_counters_take_it_or_not(
+        key_dtype, num_bins, bad_keys):
+    width = 1 << (num_bins - 1).bit_length()
+    # (W-1 is a bin, not a bad key, where num_bins is a power of two)
+    values = {"K": num_bins, "W": width, "W-1": max(width - 1, num_bins),
+              "HUGE": -1 if key_dtype == np.int32 else 2**31 + 5}
+    keys = make_keys("uniform", 20_003, num_bins, seed=5, dtype=key_dtype)
+    for index, value in bad_keys.items():
+        keys[index] = values[value]
+    first = min(bad_keys)
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins)
+    assert (caught.value.index, caught.value.value) == (first, int(keys[first]))
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.counting_sort(keys, num_bins)
+    assert caught.value.index == first
+    keys[list(bad_keys)] = 0  # and without them, the counts of every lane
+    assert np.array_equal(oracles.histogram(keys, num_bins),
+                          np.bincount(keys.astype(np.int64), minlength=num_bins))

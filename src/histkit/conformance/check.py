@@ -287,7 +287,8 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
                             grid, count_bits, warp_size)
     function = load_callable(impl) if isinstance(impl, str) else impl
     if not callable(function):
-        raise TypeError(f"an implementation is a .cu path or a callable; got {impl!r}")
+        raise TypeError(f"an implementation is a .cu path or a callable; {impl!r} is of "
+                        f"type {type(function).__name__}")
     name = impl if isinstance(impl, str) else ""
     python = PythonImpl(function, kind, "numpy" if inputs == "auto" else inputs, warp_size,
                         block, grid, name=name)

@@ -31,7 +31,7 @@ STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"
 
 def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
                  note: str = "") -> None:
-    console.print(f"[bold]histkit check[/] {escape(impl.describe())}")
+    console.print(f"[bold]histkit check[/] {escape(impl.describe())} --kind {kind}")
     console.print(f"  kind      {kind}: {escape(CHECK_KINDS[kind])}")
     how = "in a worker process" if isolated else "in this process"
     if isinstance(impl, CudaFileImpl):

@@ -261,7 +261,8 @@ def callable_impl(cls, impl, kind: str, inputs: str) -> PythonImpl:
 
     function = load_callable(impl) if isinstance(impl, str) else impl
     if not callable(function):
-        raise TypeError(f"an implementation is a .cu path or a callable; got {impl!r}")
+        raise TypeError(f"an implementation is a .cu path or a callable; {impl!r} is of "
+                        f"type {type(function).__name__}")
     python = cls(function, kind, "numpy" if inputs == "auto" else inputs,
                  name=impl if isinstance(impl, str) else "")
     check_signature(function, kind, python.describe())

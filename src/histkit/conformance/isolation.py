@@ -14,10 +14,11 @@ the conformance runner, as histkit's own rows are) and a Python callable
 case hangs past the timeout the worker is killed; when it dies (a signal, an
 abort inside a C extension) its exit is recorded with what it last wrote to
 stderr, and the line of the user's code it died in (faulthandler's stack; a
-hung worker is asked for its stack before it is killed); after a .cu kernel's CUDA error, or a callable's that left its
-context unusable (the driver says so, _context_lost), the worker is replaced
-and the next case gets a fresh one. A callable's exception that only names
-CUDA is a FAIL like any other.
+hung worker is asked for its stack before it is killed); after a .cu
+kernel's CUDA error, or a callable's that left its context unusable (the
+driver says so, _context_lost), the worker is replaced and the next case gets
+a fresh one. A callable's exception that only names CUDA is a FAIL like any
+other.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
 some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
@@ -32,14 +33,14 @@ import contextlib
 import ctypes
 import faulthandler
 import os
-import re
-import time
 import pickle
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from multiprocessing.connection import Connection
 
 from histkit.conformance.cases import Case

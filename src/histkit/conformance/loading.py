@@ -80,8 +80,12 @@ def load_callable(spec: str):
         try:
             found = getattr(found, part)
         except AttributeError:
-            where = module_part
-            raise UsageError(f"{where} has no attribute {attribute!r}") from None
+            import difflib
+
+            near = difflib.get_close_matches(part, [n for n in dir(found)
+                                                    if not n.startswith("_")], n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise UsageError(f"{module_part} has no attribute {attribute!r}{hint}") from None
     return found
 
 

@@ -48,6 +48,24 @@ cdef inline int lanes_for(Py_ssize_t num_bins) noexcept nogil:
     return LANES_SMALL_K if num_bins <= MAX_BINS_FOR_LANES else 1
 
 
+cdef inline Py_ssize_t lane_width(Py_ssize_t num_bins) noexcept nogil:
+    """Counters a lane holds: with several lanes, num_bins rounded up to a
+    power of two, so that one OR and one mask check eight contiguous 32-bit
+    keys (a key in [num_bins, width) lands in a lane's spare counters, which
+    count_lanes looks at once, at the end); with one lane, num_bins."""
+    cdef Py_ssize_t width = 1
+    if lanes_for(num_bins) == 1:
+        return num_bins
+    while width < num_bins:
+        width <<= 1
+    return width
+
+
+cdef inline Py_ssize_t chunk_counters(Py_ssize_t num_bins) noexcept nogil:
+    """The counters count_chunk needs: every lane's."""
+    return lanes_for(num_bins) * lane_width(num_bins)
+
+
 cdef inline uint64_t load_key(const key_t* keys, Py_ssize_t step,
                               Py_ssize_t i) noexcept nogil:
     # keys and step (the stride in bytes) are plain locals of the caller: unlike
@@ -215,18 +233,21 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
                                    uint64_t num_bins) noexcept nogil:
     """Count keys[start:stop] into LANES_SMALL_K interleaved sub-histograms.
 
-    hist holds LANES_SMALL_K * num_bins counters; lane j is
-    hist[j * num_bins : (j + 1) * num_bins]. Returns -1 or the first bad index.
+    hist holds LANES_SMALL_K lanes of lane_width(num_bins) counters; lane j
+    starts at hist[j * lane_width(num_bins)]. Returns -1 or the first bad index.
     """
     cdef Py_ssize_t i = start
-    cdef uint64_t b0, b1, b2, b3, b4, b5, b6, b7
+    cdef uint64_t b0, b1, b2, b3
     cdef uint64_t pair0, pair1, pair2, pair3
-    cdef count_t* h1 = hist + num_bins
-    cdef count_t* h2 = hist + 2 * num_bins
-    cdef count_t* h3 = hist + 3 * num_bins
+    cdef Py_ssize_t width = lane_width(<Py_ssize_t>num_bins)
+    cdef count_t* h1 = hist + width
+    cdef count_t* h2 = hist + 2 * width
+    cdef count_t* h3 = hist + 3 * width
     cdef const char* at = <const char*>keys + start * step
     cdef Py_ssize_t step2 = 2 * step, step3 = 3 * step, step4 = 4 * step
-    cdef Py_ssize_t bad
+    cdef Py_ssize_t bad, lane, b, index
+    cdef uint64_t outside = ~(<uint64_t>(width - 1) | (<uint64_t>(width - 1) << 32))
+    cdef uint32_t key
     if (key_t is int32_t or key_t is uint32_t) and step == 4:
         # Contiguous 32-bit keys, two to an 8-byte load, each zero-extended: a
         # negative int32 becomes at least 2^31, past any num_bins with lanes.
@@ -239,33 +260,38 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
             if bad >= 0:
                 return bad
             at += 4 * (i - start)
+        # One OR and one mask test for eight keys: a key of width or more (or a
+        # negative one) ends the loop; one in [num_bins, width) is counted in
+        # the lanes' spare counters, looked at below. On the 2-core machine
+        # (2^24 int32 keys, 256 bins, two threads, a C loop) this and 32-bit
+        # counters took 2.75-2.80 ms where eight compares took 3.09.
         while i + 8 <= stop:
             memcpy(&pair0, at, 8)
             memcpy(&pair1, at + 8, 8)
             memcpy(&pair2, at + 16, 8)
             memcpy(&pair3, at + 24, 8)
-            b0 = <uint32_t>pair0
-            b1 = pair0 >> 32
-            b2 = <uint32_t>pair1
-            b3 = pair1 >> 32
-            b4 = <uint32_t>pair2
-            b5 = pair2 >> 32
-            b6 = <uint32_t>pair3
-            b7 = pair3 >> 32
-            if ((b0 >= num_bins) | (b1 >= num_bins) | (b2 >= num_bins) | (b3 >= num_bins)
-                    | (b4 >= num_bins) | (b5 >= num_bins) | (b6 >= num_bins)
-                    | (b7 >= num_bins)):
+            if (pair0 | pair1 | pair2 | pair3) & outside:
                 break
-            hist[b0] += 1
-            h1[b1] += 1
-            h2[b2] += 1
-            h3[b3] += 1
-            hist[b4] += 1
-            h1[b5] += 1
-            h2[b6] += 1
-            h3[b7] += 1
+            hist[<uint32_t>pair0] += 1
+            h1[pair0 >> 32] += 1
+            h2[<uint32_t>pair1] += 1
+            h3[pair1 >> 32] += 1
+            hist[<uint32_t>pair2] += 1
+            h1[pair2 >> 32] += 1
+            h2[<uint32_t>pair3] += 1
+            h3[pair3 >> 32] += 1
             i += 8
             at += 32
+        if <uint64_t>width != num_bins:
+            for lane in range(LANES_SMALL_K):
+                for b in range(<Py_ssize_t>num_bins, width):
+                    if hist[lane * width + b]:  # a key in [num_bins, width): find the first
+                        at = <const char*>keys + start * step
+                        for index in range(start, i):
+                            memcpy(&key, at, 4)
+                            if key >= num_bins:
+                                return index
+                            at += 4
     while i + 4 <= stop:
         b0 = key_at(keys, at)
         b1 = key_at(keys, at + step)
@@ -287,22 +313,20 @@ cdef inline Py_ssize_t count_chunk(const key_t* keys, Py_ssize_t step, Py_ssize_
                                    Py_ssize_t num_bins) noexcept nogil:
     """Histogram keys[start:stop] into scratch[0:num_bins].
 
-    int64 scratch must hold lanes_for(num_bins) * num_bins counters; it is
-    zeroed here and the lanes are folded into its first num_bins entries.
-    uint32 scratch (many bins, chunks of fewer than 2^32 keys) holds num_bins
-    counters and is counted in one lane.
+    scratch holds chunk_counters(num_bins) counters, int64, or uint32 where
+    the chunk has fewer than 2^32 keys; it is zeroed here and the lanes are
+    folded into its first num_bins entries.
     """
     cdef int lanes = lanes_for(num_bins)
+    cdef Py_ssize_t width = lane_width(num_bins)
     cdef Py_ssize_t b, j, bad
-    if count_t is uint32_t:
-        lanes = 1
-    memset(scratch, 0, lanes * num_bins * sizeof(count_t))
+    memset(scratch, 0, chunk_counters(num_bins) * sizeof(count_t))
     if lanes == 1:
         return count_pairs(keys, step, start, stop, scratch, <uint64_t>num_bins)
     bad = count_lanes(keys, step, start, stop, scratch, <uint64_t>num_bins)
     for j in range(1, lanes):
         for b in range(num_bins):
-            scratch[b] += scratch[j * num_bins + b]
+            scratch[b] += scratch[j * width + b]
     return bad
 
 

@@ -7,8 +7,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint32_t
 
-from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, count_t, first_bad,
-                                     lanes_for, padded_row, threads_for)
+from histkit.oracles._count cimport (chunk_counters, chunk_start, chunks_for, count_chunk,
+                                     count_t, first_bad, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 from histkit.oracles._fold import fold_rows
 
@@ -24,20 +24,20 @@ def histogram_counts(const key_t[:] keys, Py_ssize_t num_bins, Py_ssize_t max_th
     cdef Py_ssize_t chunks = chunks_for(n, num_bins, max_threads)
     cdef int64_t[:, ::1] wide
     cdef uint32_t[:, ::1] narrow
-    if lanes_for(num_bins) == 1 and num_bins <= NARROW_MAX_BINS and -(-n // chunks) < 2**32:
-        rows = np.empty((chunks, padded_row(num_bins)), dtype=np.uint32)
+    if num_bins <= NARROW_MAX_BINS and -(-n // chunks) < 2**32:
+        rows = np.empty((chunks, padded_row(chunk_counters(num_bins))), dtype=np.uint32)
         narrow = rows
         bad = _count_rows(keys, narrow, num_bins, max_threads)
     else:
-        rows = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+        rows = np.empty((chunks, padded_row(chunk_counters(num_bins))), dtype=np.int64)
         wide = rows
         bad = _count_rows(keys, wide, num_bins, max_threads)
     return fold_rows(rows, num_bins), bad
 
 
-# 32-bit chunk counters up to this many bins (one lane): half the bytes under
-# random increments; past it the counters leave the cache either way, and the
-# int64 total beside them would cost memory.
+# 32-bit chunk counters up to this many bins: half the bytes under random
+# increments (and, with lanes, faster stores); past it the counters leave the
+# cache either way, and the int64 total beside them would cost memory.
 NARROW_MAX_BINS = 1 << 22
 
 

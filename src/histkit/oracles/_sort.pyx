@@ -17,8 +17,8 @@ import numpy as np
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint64_t
 
-from histkit.oracles._count cimport (chunk_start, chunks_for, count_chunk, first_bad,
-                                     key_at, lanes_for, padded_row, threads_for)
+from histkit.oracles._count cimport (chunk_counters, chunk_start, chunks_for, count_chunk,
+                                     first_bad, key_at, padded_row, threads_for)
 from histkit.oracles._keys cimport key_t
 
 
@@ -144,7 +144,7 @@ def counting_sort_arrays(const key_t[:] keys, Py_ssize_t num_bins,
         if in_order.all():
             return -1
 
-    scratch = np.empty((chunks, padded_row(lanes_for(num_bins) * num_bins)), dtype=np.int64)
+    scratch = np.empty((chunks, padded_row(chunk_counters(num_bins))), dtype=np.int64)
     bad = np.full(chunks, -1, dtype=np.intp)
     bin_end = np.empty(num_bins, dtype=np.int64)
     cdef int64_t[:, ::1] cursor = scratch
