@@ -554,9 +554,12 @@ def cases_for(kind: str, quick: bool = True, fenced: bool = False,
     ones and the quick cases past 2^31 keys only for kernels built from CUDA
     source (skewed=True: a .cu kernel, given the schedule skew by
     histkit.gpu.user_skew; a 32-bit index is a slip of CUDA C++, and a
-    Python callable handed 2 GiB of keys on the host might take minutes)."""
+    Python callable handed 2 GiB of keys on the host might take minutes). A
+    scan is not handed the bad-key cases: its input is their counts, which
+    bad keys have none of."""
     chosen = [c for c in all_cases(quick) if judges(c, kind)
-              and (skewed or not (c.skewed or c.kinds)) and (fenced or not c.fenced)]
+              and (skewed or not (c.skewed or c.kinds)) and (fenced or not c.fenced)
+              and not (kind == "scan" and c.bad is not None)]
     return [paired for c in chosen for paired in _with_both_orders(c)]
 
 
