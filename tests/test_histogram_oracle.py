@@ -112,6 +112,16 @@ def test_a_thread_cap_set_by_a_caller_bounds_the_oracles_threads_and_ends_with_i
     assert _threads.idle_cpus(1 << 24) == 8
 
 
+def assert_first_bad_key_named(keys, num_bins, first):
+    """Both counting oracles name the key at index first, and its value."""
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.histogram(keys, num_bins)
+    assert (caught.value.index, caught.value.value) == (first, int(keys[first]))
+    with pytest.raises(oracles.BadKeyError) as caught:
+        oracles.counting_sort(keys, num_bins)
+    assert caught.value.index == first
+
+
 # Up to 16 bins, contiguous 32-bit keys are counted two to a counter while every
 # key is below 16 (_count.count_by_pairs); keys in [num_bins, 16) pass that test
 # and are found when the pairs are folded.
@@ -139,13 +149,7 @@ def test_the_first_bad_key_is_named_whether_the_pairs_pass_it_or_stop_at_it(
     keys = make_keys("uniform", 20_003, num_bins, seed=3, dtype=key_dtype)
     for index, value in bad_keys.items():
         keys[index] = num_bins if value == "K" else value
-    first = min(bad_keys)
-    with pytest.raises(oracles.BadKeyError) as caught:
-        oracles.histogram(keys, num_bins)
-    assert (caught.value.index, caught.value.value) == (first, int(keys[first]))
-    with pytest.raises(oracles.BadKeyError) as caught:
-        oracles.counting_sort(keys, num_bins)
-    assert caught.value.index == first
+    assert_first_bad_key_named(keys, num_bins, min(bad_keys))
 
 
 @pytest.mark.parametrize("index", [5000, 5001])  # the low and the high key of a load
@@ -182,13 +186,7 @@ def test_the_first_bad_key_is_named_whether_the_lanes_spare_counters_take_it_or_
     keys = make_keys("uniform", 20_003, num_bins, seed=5, dtype=key_dtype)
     for index, value in bad_keys.items():
         keys[index] = values[value]
-    first = min(bad_keys)
-    with pytest.raises(oracles.BadKeyError) as caught:
-        oracles.histogram(keys, num_bins)
-    assert (caught.value.index, caught.value.value) == (first, int(keys[first]))
-    with pytest.raises(oracles.BadKeyError) as caught:
-        oracles.counting_sort(keys, num_bins)
-    assert caught.value.index == first
+    assert_first_bad_key_named(keys, num_bins, min(bad_keys))
     keys[list(bad_keys)] = 0  # and without them, the counts of every lane
     assert np.array_equal(oracles.histogram(keys, num_bins),
                           np.bincount(keys.astype(np.int64), minlength=num_bins))
