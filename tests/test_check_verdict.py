@@ -4,6 +4,7 @@ parts, reproducers that reproduce (and print PASS once the bug is fixed),
 callables isolated in a worker process."""
 
 import importlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -322,6 +323,12 @@ def test_findings_carry_their_detail_in_the_terminal(kernels):
     (heading,) = [line for line in out.splitlines() if line.startswith("finding")]
     assert "NOT stable" in heading
     assert "adjacent equal-key pairs out of input order" in out.split(heading)[1]
+    # with the first such pair, to look at: its positions, key and input indices
+    example = re.search(r"the first at positions (\d+) and (\d+): key (\d+) from input "
+                        r"indices (\d+) then (\d+)", out)
+    assert example, out
+    first, second, _, before, after = map(int, example.groups())
+    assert second == first + 1 and before > after
 
 
 def test_verbose_lists_every_cell_and_json_has_everything(kernels, tmp_path):

@@ -117,8 +117,13 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
         return Cell("FAIL", "a sorted key differs from the input key at its original index")
     violations = stability_violations(got_keys, got_index)
     if violations:
+        same_key = got_keys[1:] == got_keys[:-1]
+        at = int(np.flatnonzero(same_key & (got_index[1:] < got_index[:-1]))[0])
         return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
-                               f"input order", {"stability_violations": violations})
+                               f"input order; the first at positions {at} and {at + 1}: key "
+                               f"{got_keys[at].item()} from input indices "
+                               f"{got_index[at].item()} then {got_index[at + 1].item()}",
+                    {"stability_violations": violations})
     return Cell("pass", "stable on this input", {"stability_violations": 0})
 
 
