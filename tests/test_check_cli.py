@@ -61,7 +61,11 @@ def test_num_bins_without_keys_is_a_usage_error_not_a_silent_matrix_run(capsys):
     (["--kind", "histogram", "--full", "--keys", "1,2", "--num-bins", "3"],
      "--full runs the whole matrix"),
     (["--kind", "scan", "--warp-size", "16"], "--warp-size is for --kind wave, not scan"),
-], ids=["scan-num-bins", "radix-num-bins", "full-with-keys", "warp-size-for-scan"])
+    (["--kind", "histogram", "--dtype", "int8"], "--dtype goes with --keys, --samples or"),
+    (["--kind", "histogram", "--define", "X=1"], "--define and --counts are for a .cu kernel"),
+    (["--kind", "histogram", "--block", "64"], "--block and --grid are for a .cu kernel"),
+], ids=["scan-num-bins", "radix-num-bins", "full-with-keys", "warp-size-for-scan",
+        "dtype-without-keys", "define-for-a-callable", "block-for-a-histogram-callable"])
 def test_an_option_the_kind_or_the_input_would_ignore_is_a_usage_error(argv, says, capsys):
     assert main(["check", "examples.python_kernels:histogram", *argv]) == 2
     assert says in capsys.readouterr().out

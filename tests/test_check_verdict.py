@@ -55,6 +55,22 @@ def wave_of_8_only(keys, num_bins, warp_size=32):
     return oracles.naive_wave_histogram(keys, num_bins, 8)
 
 
+def hangs_on_int64_slow_on_int16(keys, num_bins):
+    import time
+    while keys.dtype == np.int64:
+        time.sleep(0.5)
+    if keys.dtype == np.int16:
+        time.sleep(1.5)  # honest, slow work
+    return _checked(keys, num_bins)
+
+
+def wave_forgets_the_last_lane(keys, num_bins, warp_size=32):
+    # honours warp_size, but the keys of each wave's last lane are lost
+    from histkit import oracles
+    kept = np.delete(keys, np.arange(warp_size - 1, len(keys), warp_size))
+    return oracles.naive_wave_histogram(kept, num_bins, warp_size)
+
+
 def wave_as_told(keys, num_bins, warp_size=32):
     from histkit import oracles
     return oracles.naive_wave_histogram(keys, num_bins, warp_size)
@@ -664,3 +680,34 @@ def test_a_privatized_callable_returning_its_pair_swapped_is_told_which_element_
     assert not report.passed
     detail = report.failures[0].shrunk_detail or report.failures[0].detail
     assert "as global_atomics, the second element" in detail, detail
+
+
+def test_a_failure_is_shrunk_to_inputs_that_fail_the_same_way_not_another(kernels):
+    # at its own width it fails only from 32 keys on; below that only the
+    # half-width call fails: the bins-differ group must not be shown by such an input
+    report = check("my_kernels:wave_forgets_the_last_lane", "wave")
+    titles = [group[0].title for group in report.groups()]
+    differ = [g[0] for g in report.groups() if g[0].title.startswith("bins differ")]
+    assert differ, titles
+    assert differ[0].smallest.n >= 32 and differ[0].symptom == "bins differ", differ[0]
+
+
+def test_after_a_hang_only_cases_like_it_get_the_short_timeout(kernels, monkeypatch):
+    from histkit.conformance import isolation
+    from histkit.conformance.cases import Case
+    from histkit.conformance.foreign import PythonImpl
+    from histkit.conformance.loading import load_callable
+
+    monkeypatch.setattr(isolation, "AFTER_HANG_TIMEOUT_S", 0.5)
+    name = "my_kernels:hangs_on_int64_slow_on_int16"
+    impl = PythonImpl(load_callable(name), "histogram", name=name)
+    judge = isolation.IsolatedJudge(timeout=5)
+    try:
+        hung, _ = judge.judge(impl, Case("uniform", 100, 8, dtype="int64"))
+        larger_alike, _ = judge.judge(impl, Case("uniform", 200, 8, dtype="int64"))
+        slow_other, _ = judge.judge(impl, Case("uniform", 100, 8, dtype="int16"))
+    finally:
+        judge.close()
+    assert hung.detail.startswith("hang: no result within 5 s"), hung
+    assert larger_alike.detail.startswith("hang: no result within 0 s"), larger_alike
+    assert slow_other.status == "pass", slow_other  # 1.5 s of work: not a hang

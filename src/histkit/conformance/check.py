@@ -232,8 +232,10 @@ def _smallness(failure: Failure) -> tuple:
     case = failure.smallest
     size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
             else (case.n, case.num_bins))  # the scan's input: K counts
-    return (size[0] == 0, size[0], _PLAIN_DTYPES.get(case.dtype, 2), size[1],
-            _magnitude(case))
+    plain = _PLAIN_DTYPES.get(case.dtype, 2)
+    if failure.kind in BINNING_KINDS:  # few samples either way: float64 ones read best
+        return (size[0] == 0, plain, size[0], size[1], _magnitude(case))
+    return (size[0] == 0, size[0], plain, size[1], _magnitude(case))
 
 
 _PLAIN_DTYPES = {"int32": 0, "float64": 0, "int64": 1, "float32": 1}
@@ -420,8 +422,10 @@ def as_scan_input(case: Case) -> Case:
                                fenced_at_start=case.fenced_at_start)
 
 
-def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
-    """The smallest input found that still FAILs (None when the case is too large)."""
+def shrink(judge: Judge, case: Case, symptom: str | None = None) -> tuple[Case, str] | None:
+    """The smallest input found that still FAILs (None when the case is too
+    large); with symptom, that still FAILs with it (symptom_of the detail), so
+    that a smaller input failing for another reason does not stand in for it."""
     if case.n > SHRINK_MAX_N:
         return None
     keys, num_bins = case.keys(), case.num_bins
@@ -446,7 +450,7 @@ def shrink(judge: Judge, case: Case) -> tuple[Case, str] | None:
                 return best, best_detail
             if len(judge.faulted) - faults_before >= SHRINK_MAX_FAULTS:
                 return best, best_detail  # each fault costs a new worker
-            if cell.status == "FAIL":
+            if cell.status == "FAIL" and symptom in (None, symptom_of(cell.detail)):
                 keys, num_bins, best, best_detail = cand_keys, cand_bins, candidate, cell.detail
                 improved = True
                 break
@@ -616,9 +620,9 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         try:
             sendable(implementation)
         except TypeError as error:
-            isolated, note = False, f"run in this process: {error}"
+            isolated, note = False, str(error)
     elif not isolated:
-        note = "run in this process (in_process=True)"
+        note = "in_process=True"
     if from_source:
         compile_only(implementation)  # its compile errors, once, before any case
         from histkit.gpu.device import gpu_unavailable_reason
@@ -669,7 +673,7 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
             continue
         # a scan's input is counts: shortened as counts, whatever made them
         start = as_scan_input(smallest.case) if report.kind == "scan" else smallest.case
-        found = shrink(judge, start)
+        found = shrink(judge, start, smallest.symptom)
         if found is not None:
             smallest.shrunk, smallest.shrunk_detail = found
             cell, geometry = judge(smallest.shrunk)  # its figures, on the shrunk input

@@ -302,6 +302,16 @@ def run_check_command(args, console) -> int:
         impl = make_impl(args.kernel, args.kind, inputs=args.inputs,
                          defines=dict(args.define), block=args.block, grid=args.grid,
                          count_bits=args.counts, warp_size=args.warp_size)
+        if (args.dtype is not None and args.keys is None and args.samples is None
+                and not args.compile_only):
+            return _usage(console, "--dtype goes with --keys, --samples or --compile-only (the "
+                                   "matrix has its own dtypes)")
+        if not isinstance(impl, FROM_SOURCE):
+            if args.define or args.counts != 32:
+                return _usage(console, "--define and --counts are for a .cu kernel")
+            if (args.block != 256 or args.grid is not None) and args.kind != "privatized":
+                return _usage(console, "--block and --grid are for a .cu kernel or a "
+                                       "privatized callable")
         if isinstance(impl, FROM_SOURCE) and args.warp_size > 32:
             return _usage(console, f"a .cu wave kernel runs in one warp, of at most 32 "
                                    f"threads; got --warp-size {args.warp_size}")

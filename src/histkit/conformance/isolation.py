@@ -21,7 +21,9 @@ a fresh one. A callable's exception that only names CUDA is a FAIL like any
 other.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
-some size): after the first hang, cases get at most AFTER_HANG_TIMEOUT_S, so
+some size): after the first hang, cases as large in the same dtype get at
+most AFTER_HANG_TIMEOUT_S (others, the whole timeout: an honest slow case is
+not a hang), so
 that a hanging kernel costs a minute or so, not the timeout on every case
 (check() stops running it on such cases after MAX_HANGS hangs). A fault costs
 a new worker (about a second), so check() limits those too (MAX_FAULTS).
@@ -179,6 +181,7 @@ class IsolatedJudge:
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.hung: list[str] = []  # the names of the cases that hung
+        self._hung_shapes: list[tuple[str, int]] = []  # ... their dtypes and sizes
         self.faulted: list[str] = []  # ... and of those that cost the worker (a fault)
         self._process = None
         self._conn = None
@@ -260,12 +263,13 @@ class IsolatedJudge:
         except OSError:  # the worker is already gone (it failed to start, say)
             return self._died(case)
         timeout = case_timeout(self.timeout, case)
-        if self.hung:
+        if any(case.dtype == dtype and case.n >= n for dtype, n in self._hung_shapes):
             timeout = min(timeout, AFTER_HANG_TIMEOUT_S)
         if not self._conn.poll(timeout):
             at = self._hung_at()
             self._stop()
             self.hung.append(case.name)
+            self._hung_shapes.append((case.dtype, case.n))
             at = f" {at}" if at else ""
             return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
                                 f"(the worker was killed{at}) [case {case.name}]"), ""
