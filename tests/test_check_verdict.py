@@ -58,7 +58,7 @@ def wave_of_8_only(keys, num_bins, warp_size=32):
 def hangs_on_int64_slow_on_int16(keys, num_bins):
     import time
     while keys.dtype == np.int64:
-        time.sleep(0.5)
+        time.sleep(0.25)
     if keys.dtype == np.int16:
         time.sleep(1.5)  # honest, slow work
     return _checked(keys, num_bins)
