@@ -35,7 +35,7 @@ from histkit.conformance.foreign import (
     PythonImpl,
     parse_kernel_spec,
 )
-from histkit.conformance.isolation import DEFAULT_TIMEOUT_S
+from histkit.conformance.isolation import DEFAULT_TIMEOUT_S, like_any
 from histkit.conformance.loading import (
     UsageError,
     check_inputs_available,
@@ -342,7 +342,7 @@ class Judge:
                     or len(stopped) >= MAX_CALLABLE_FAULTS):
                 return (f"not run: the kernel {what} on {len(stopped)} cases "
                         f"({', '.join(c.name for c in stopped)})")
-            if any(case.dtype == other.dtype and case.n >= other.n for other in stopped):
+            if like_any(case, stopped):
                 return (f"not run: the kernel {what} on {limit} or more cases no larger "
                         f"than this one, of its dtype")
         return None

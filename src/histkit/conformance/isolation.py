@@ -163,6 +163,12 @@ def sendable(impl) -> object:
         raise TypeError(f"the callable cannot be sent to a worker: {error}") from None
 
 
+def like_any(case: Case, stopped: list[Case]) -> bool:
+    """Whether case is as large as one of the cases a kernel hung or crashed
+    on, in the same dtype: the cases such a kernel is likely to stop on again."""
+    return any(case.dtype == other.dtype and case.n >= other.n for other in stopped)
+
+
 def case_timeout(timeout: float, case: Case) -> float:
     """The time a case may take before it counts as a hang: `timeout`, and a
     second more for every 2^25 keys (a case past 2^31 keys reads back and
@@ -181,7 +187,7 @@ class IsolatedJudge:
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.hung: list[str] = []  # the names of the cases that hung
-        self._hung_shapes: list[tuple[str, int]] = []  # ... their dtypes and sizes
+        self._hung_cases: list[Case] = []  # ... the cases themselves
         self.faulted: list[str] = []  # ... and of those that cost the worker (a fault)
         self._process = None
         self._conn = None
@@ -263,13 +269,13 @@ class IsolatedJudge:
         except OSError:  # the worker is already gone (it failed to start, say)
             return self._died(case)
         timeout = case_timeout(self.timeout, case)
-        if any(case.dtype == dtype and case.n >= n for dtype, n in self._hung_shapes):
+        if like_any(case, self._hung_cases):
             timeout = min(timeout, AFTER_HANG_TIMEOUT_S)
         if not self._conn.poll(timeout):
             at = self._hung_at()
             self._stop()
             self.hung.append(case.name)
-            self._hung_shapes.append((case.dtype, case.n))
+            self._hung_cases.append(case)
             at = f" {at}" if at else ""
             return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
                                 f"(the worker was killed{at}) [case {case.name}]"), ""
