@@ -135,6 +135,10 @@ LAUNCH_FILES = {
     # the public calls: argument checks, outputs, streams, the bad-key verdict
     "gpu/api.py": ("tests/test_bad_input.py", "tests/test_api_calls.py",
                    "tests/test_gpu_layout.py", "tests/test_launch_geometry.py"),
+    "gpu/_calls.py": ("tests/test_bad_input.py", "tests/test_api_calls.py",
+                      "tests/test_gpu_layout.py"),
+    "gpu/_arrays.py": ("tests/test_bad_input.py", "tests/test_api_calls.py"),
+    "gpu/_lane_calls.py": ("tests/test_api_calls.py",),
     # a launcher's driver calls recorded for the compiled lane, pointers named by role
     "gpu/recording.py": ("tests/test_recording.py", "tests/test_api_calls.py"),
     # which launcher and build each row and public call takes

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from histkit.conformance.cuda_abi import HISTOGRAM_KINDS
-from histkit.gpu import api, errors, policy, recording, registry
+from histkit.gpu import _arrays, _calls, _lane_calls, api, errors, policy, recording, registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.launch.common import Keys
 
@@ -206,7 +206,8 @@ def fake(monkeypatch):
         get_current_stream=lambda: types.SimpleNamespace(ptr=CUPY_STREAM),
         Stream=Stream, ExternalStream=external_stream)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setattr(api, "runtime", lambda: rt)
+    for module in (api, _calls, _lane_calls):
+        monkeypatch.setattr(module, "runtime", lambda: rt)
     rt.cupy_allocated = allocated
     return rt
 
@@ -301,7 +302,7 @@ def fake_torch(fake, monkeypatch):
         current_stream=lambda device: types.SimpleNamespace(cuda_stream=TORCH_STREAM),
         ExternalStream=external_stream, stream=lambda s: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setattr(api, "_TORCH_DTYPES", {})
+    monkeypatch.setattr(_arrays, "_TORCH_DTYPES", {})
     fake.torch = torch
     fake.torch_allocated = allocated
     return fake
@@ -351,7 +352,7 @@ def test_a_torch_dtype_numpy_lacks_goes_through_the_general_view(fake_torch, mon
         viewed.append(name)
         raise TypeError(f"{name} must have an integer dtype (int8 ... uint64); got bfloat16")
 
-    monkeypatch.setattr(api, "_view", view)
+    monkeypatch.setattr(_calls, "interface_view", view)
     with pytest.raises(TypeError, match="got bfloat16"):
         api.histogram(torch_keys(fake_torch, 10, "bfloat16"), 4)
     assert viewed == ["keys"]
@@ -368,7 +369,7 @@ def test_a_lazily_conjugated_or_negated_torch_view_is_not_read_raw(fake_torch, m
         viewed.append(name)
         raise BufferError("Can't export tensors with the conjugate bit set")
 
-    monkeypatch.setattr(api, "_view", view)
+    monkeypatch.setattr(_calls, "interface_view", view)
     keys = torch_keys(fake_torch, 10_000, **lazy)
     values = FakeCudaTensor(10_000, fake_torch.torch.float32, 0x800000, **lazy)
     with pytest.raises(BufferError):
@@ -1222,7 +1223,8 @@ def test_raise_if_bad_reads_histkit_device_arrays_at_the_index_they_name(monkeyp
     rt = types.SimpleNamespace(
         device=types.SimpleNamespace(sync=lambda: None),
         copy_to_host=lambda ptr, host: np.array([memory[ptr]], dtype=host.dtype))
-    monkeypatch.setattr(api, "runtime", lambda: rt)
+    for module in (api, _calls, _lane_calls):
+        monkeypatch.setattr(module, "runtime", lambda: rt)
     first_bad = DeviceArray(types.SimpleNamespace(handle=0x8000), 1, np.dtype(np.uint64))
     keys = DeviceArray(types.SimpleNamespace(handle=0x5000), 8, np.dtype(np.int32))
     with pytest.raises(ValueError, match=r"index 3 is 30, outside \[0, 4\)"):
@@ -1274,7 +1276,7 @@ def lane(fake, monkeypatch):
     fake.lane_open = lambda: fake.per_call.calls is not None
     fake.launch_handle = lambda kernel, geometry: kernel.handle
     sys.modules["cupy"].ndarray = FakeCupyArray
-    monkeypatch.setattr(api, "_LANE", [None, None])
+    monkeypatch.setattr(_lane_calls, "_LANE", [None, None])
     return calls
 
 
@@ -1422,7 +1424,7 @@ def test_a_torch_sort_takes_the_lane_and_hands_back_torch_tensors(fake_torch, la
 
 def test_the_lane_takes_a_frameworks_keys_only_once_they_come(fake, lane):
     api.histogram(cupy_keys(), 256)
-    assert api._LANE[1].served == {"cupy"}  # a CuPy caller is not made to import PyTorch
+    assert _lane_calls._LANE[1].served == {"cupy"}  # a CuPy caller is not made to import PyTorch
 
 
 @pytest.mark.parametrize("more, error", [
@@ -1437,7 +1439,7 @@ def test_the_lane_declines_torch_keys_but_the_common_call_before_asking_the_driv
     def view(rt, obj, name, integer=True):  # the general view, which a negated view needs
         raise BufferError("Can't export tensors with the negative bit set")
 
-    monkeypatch.setattr(api, "_view", view)
+    monkeypatch.setattr(_calls, "interface_view", view)
     keys = torch_keys(fake_torch, **more)
     if error is None:
         api.histogram(keys, 256)
@@ -1560,9 +1562,10 @@ def test_where_auto_launches_more_the_lane_replays_its_recorded_launches_argumen
     ptr = HIGH_KEYS + residue
     build = fake.kernel
     monkeypatch.setattr(fake, "kernel", lambda *args: _named_kernel(build(*args)))
-    real_open = api._open
-    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
-    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("the launcher ran unrecorded"))
+    real_open = api.open_call
+    monkeypatch.setattr(api, "open_call", lambda *a: pytest.fail("the Python path's _open ran"))
+    monkeypatch.setattr(_lane_calls, "_lane_auto",
+                        lambda *a: pytest.fail("the launcher ran unrecorded"))
     keys = FakeCupyArray(n, dtype, ptr)
     counts = api.histogram(keys, num_bins)
     assert counts in fake.cupy_allocated and (counts.n, counts.dtype) == (num_bins, np.int64)
@@ -1576,7 +1579,7 @@ def test_where_auto_launches_more_the_lane_replays_its_recorded_launches_argumen
     lane_scratch = list(fake.allocated)
     assert {entry[-3] if entry[0] == "launch" else entry[-1] for entry in asked} == {CUPY_STREAM}
     fake.allocated.clear()
-    monkeypatch.setattr(api, "_open", real_open)
+    monkeypatch.setattr(api, "open_call", real_open)
     python_counts, python_asked = through_python(fake, keys, num_bins)
     assert len(python_asked) > 1
     assert (by_role(asked, keys, counts, fake._slot, lane_scratch)
@@ -1592,7 +1595,7 @@ def test_a_replay_fills_in_each_pointer_at_its_role_and_offset(fake, lane, monke
              ReplayLaunch(77, Geometry("k", 3, 64, 128), (0, 5, 0, 0, 9),
                           ((0, recording.KEYS, 4), (2, recording.SCRATCH, 256),
                            (3, recording.FIRST_BAD, 0))))
-    monkeypatch.setattr(api, "_lane_replay", lambda *args: Replay(1024, steps))
+    monkeypatch.setattr(_lane_calls, "_lane_replay", lambda *args: Replay(1024, steps))
     keys = cupy_keys(1 << 26)
     counts = api.histogram(keys, 1 << 20)
     scratch = fake.allocated[-1].ptr
@@ -1626,8 +1629,8 @@ def test_a_recorded_shape_is_recorded_once_per_key_address_modulo_the_vector_wid
 def test_where_auto_cannot_be_recorded_the_lane_runs_its_launcher_and_waits_once(
         fake, lane, monkeypatch):
     monkeypatch.setattr(recording, "record", lambda *args: None)
-    real_open = api._open
-    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    real_open = api.open_call
+    monkeypatch.setattr(api, "open_call", lambda *a: pytest.fail("the Python path's _open ran"))
     keys = cupy_keys(1 << 26)
     counts = api.histogram(keys, 1 << 20)
     assert lane.log == [("sync", CUPY_STREAM)] and not fake.kinds("sync")
@@ -1635,7 +1638,7 @@ def test_where_auto_cannot_be_recorded_the_lane_runs_its_launcher_and_waits_once
     assert lane.scratch.slot_clean
     launched = list(fake.launched)
     assert launched and fake.handle == CUPY_STREAM  # the runtime on CuPy's stream
-    monkeypatch.setattr(api, "_open", real_open)
+    monkeypatch.setattr(api, "open_call", real_open)
     python_counts, python_launched = python_launches(fake, keys, 1 << 20)
     assert (named_launches(launched, counts, keys)
             == named_launches(python_launched, python_counts, keys))
@@ -1660,8 +1663,9 @@ def test_a_thread_whose_slot_is_not_clean_takes_the_python_path(fake, lane):
 
 def test_the_lane_makes_each_shapes_plan_once(fake, lane, monkeypatch):
     made = []
-    real = api._lane_plan
-    monkeypatch.setattr(api, "_lane_plan", lambda *args: made.append(args[2:]) or real(*args))
+    real = _lane_calls._lane_plan
+    monkeypatch.setattr(_lane_calls, "_lane_plan",
+                        lambda *args: made.append(args[2:]) or real(*args))
     for n in (4096, 4096, 1 << 20, 4096):
         api.histogram(cupy_keys(n), 256)
     assert made == [(4096, 256), (1 << 20, 256)]
@@ -1680,8 +1684,8 @@ def sort_launches(launched, outputs, keys):
                          ids=["rank", "resident-or-passes", "large"])
 def test_a_common_sort_runs_its_launcher_from_the_lane_and_waits_once(fake, lane, monkeypatch,
                                                                      n, num_bins):
-    real_open = api._open
-    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
+    real_open = api.open_call
+    monkeypatch.setattr(api, "open_call", lambda *a: pytest.fail("the Python path's _open ran"))
     keys = cupy_keys(n)
     sorted_keys, index = api.counting_sort(keys, num_bins)
     assert lane.log == [("sync", CUPY_STREAM)] and not fake.kinds("sync")
@@ -1690,7 +1694,7 @@ def test_a_common_sort_runs_its_launcher_from_the_lane_and_waits_once(fake, lane
     assert sorted_keys in fake.cupy_allocated and index in fake.cupy_allocated
     assert lane.scratch.slot_clean and fake.handle == CUPY_STREAM
     launched = list(fake.launched)
-    monkeypatch.setattr(api, "_open", real_open)
+    monkeypatch.setattr(api, "open_call", real_open)
     fake.launched.clear()
     calls, fake.per_call.calls = fake.per_call.calls, None
     try:

@@ -1013,14 +1013,14 @@ def test_the_compiled_lane_serves_common_cupy_calls_and_equals_the_oracle(monkey
     cupy = pytest.importorskip("cupy")
     import importlib.util
 
-    from histkit.gpu import api
+    from histkit.gpu import _lane_calls, api
 
     assert importlib.util.find_spec("histkit.gpu._lane") is not None  # meson builds it
     gpu.histogram(cupy.zeros(8, cupy.int32), 4)  # the thread's first call sets its slot up
     python_path = []
-    real_open = api._open
-    monkeypatch.setattr(api, "_open", lambda *a: python_path.append(a) or real_open(*a))
-    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
+    real_open = api.open_call
+    monkeypatch.setattr(api, "open_call", lambda *a: python_path.append(a) or real_open(*a))
+    monkeypatch.setattr(_lane_calls, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
     for distribution, n, num_bins, offset, dtype in [
             ("uniform", 4096, 256, 0, np.int32), ("zipf", 1 << 20, 256, 1, np.int32),
             ("uniform", 50_000, 1 << 20, 3, np.int32), ("onebin", 300_001, 4096, 0, np.int32),
@@ -1060,8 +1060,8 @@ def test_the_compiled_lane_serves_common_cupy_sorts_and_equals_the_oracle(monkey
 
     gpu.counting_sort(cupy.zeros(8, cupy.int32), 4)  # the thread's first call sets its slot up
     python_path = []
-    real_open = api._open
-    monkeypatch.setattr(api, "_open", lambda *a: python_path.append(a) or real_open(*a))
+    real_open = api.open_call
+    monkeypatch.setattr(api, "open_call", lambda *a: python_path.append(a) or real_open(*a))
     for distribution, n, num_bins, offset in [("uniform", 3000, 256, 1),
                                                ("zipf", 1 << 20, 65536, 0),
                                                ("sorted", 3_000_017, 1 << 20, 2)]:
@@ -1082,10 +1082,10 @@ def test_the_compiled_lane_serves_common_cupy_sorts_and_equals_the_oracle(monkey
 def test_an_unchecked_lane_call_counts_the_valid_keys_and_leaves_the_first_bad_index(
         monkeypatch, n, num_bins):
     cupy = pytest.importorskip("cupy")
-    from histkit.gpu import api
+    from histkit.gpu import _lane_calls, api
 
-    monkeypatch.setattr(api, "_open", lambda *a: pytest.fail("the Python path's _open ran"))
-    monkeypatch.setattr(api, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
+    monkeypatch.setattr(api, "open_call", lambda *a: pytest.fail("the Python path's _open ran"))
+    monkeypatch.setattr(_lane_calls, "_lane_auto", lambda *a: pytest.fail("auto's launcher ran"))
     host = make_keys("uniform", n, num_bins, seed=7)
     counts, first_bad = gpu.histogram(cupy.asarray(host), num_bins, check=False)
     np.testing.assert_array_equal(cupy.asnumpy(counts), oracles.histogram(host, num_bins))

@@ -206,8 +206,8 @@ def add_check_parser(commands, formatter, handler) -> None:
                           "than in a worker process that a crash or hang cannot take down")
     run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S,
                      help="seconds a case may run before it counts as a hang (after a "
-                          "first hang at most 10 s; after two, the remaining cases are "
-                          "not run)")
+                          "hang, cases as large in its dtype get at most 10 s; after "
+                          "two, those are not run, nor any case of a .cu kernel)")
     run.add_argument("--no-shrink", action="store_true",
                      help="report failing cases as they are, without a minimal input")
     run.add_argument("--max-failures", type=bounded_int(0, 10**6), default=3, metavar="N",

@@ -24,7 +24,7 @@ class Cell:
 
 def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
     if got.shape != want.shape:
-        return f"shape {got.shape} != expected {want.shape}"
+        return f"expected shape {want.shape}, got {got.shape}"
     where = np.flatnonzero(got != want)
     if not where.size:
         return ""
@@ -58,7 +58,7 @@ def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
     any key reached holds at least 1: an empty bin means keys were skipped, not
     lost to the race), and no bin below zero. The loss is reported."""
     if got.shape != exact.shape:
-        return Cell("FAIL", f"shape {got.shape} != expected {exact.shape}")
+        return Cell("FAIL", f"expected shape {exact.shape}, got {got.shape}")
     # Counts read back as signed: a decrement from zero shows as a negative
     # count, which neither rule below would see.
     negative = np.flatnonzero(got < 0)
@@ -89,8 +89,13 @@ def privatized(got: np.ndarray, exact: np.ndarray, atomics: int, model_atomics: 
     if cell.status != "pass":
         return cell
     if atomics != model_atomics:
-        return Cell("FAIL", f"issued {atomics} global atomics; the model says {model_atomics}")
-    return Cell("pass", f"{atomics} global atomics = model", {"global_atomics": atomics})
+        return Cell("FAIL", f"global atomics: expected {model_atomics} (the model's), "
+                            f"got {atomics}")
+    return Cell("pass", f"{_atomics(atomics)} = model", {"global_atomics": atomics})
+
+
+def _atomics(n: int) -> str:
+    return "1 global atomic" if n == 1 else f"{n} global atomics"
 
 
 def stability_violations(sorted_keys: np.ndarray, index: np.ndarray) -> int:

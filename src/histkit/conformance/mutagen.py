@@ -250,12 +250,12 @@ def sample(mutants: list[Mutant], count: int | None, seed: int = 0) -> list[Muta
 # Between a public call and a kernel sits Python that sizes grids, scratch,
 # tiles and passes and picks a kernel (histkit.gpu.launch, policy, the
 # registry's launchers), and the public calls that check arguments, pick
-# streams and hand results back (api.py). A slip there (a ceiling division made a floor, a
-# bound off by one) is as real a bug as one in cuda/, and the same matrix
-# must catch it. Host mutants take the slips that read the same in Python
-# plus Python's own, on code lines only (not docstrings, comments or string
-# literals); the judge imports the one mutated module in place of the
-# installed one (histkit._mutant_loader).
+# streams and hand results back (api.py, _calls.py, _arrays.py, _lane_calls.py).
+# A slip there (a ceiling division made a floor, a bound off by one) is as real
+# a bug as one in cuda/, and the same matrix must catch it. Host mutants take
+# the slips that read the same in Python plus Python's own, on code lines only
+# (not docstrings, comments or string literals); the judge imports the one
+# mutated module in place of the installed one (histkit._mutant_loader).
 
 PYTHON_SLIPS = (
     _slip("and-to-or", r" and ", " or ", "'and' made 'or'"),
@@ -279,7 +279,8 @@ SLIP_NAMES = frozenset(s.name for s in (*SLIPS, *PYTHON_SLIPS, *CYTHON_SLIPS)) |
 HOST_FILES = ("gpu/launch/common.py", "gpu/launch/histogram.py", "gpu/launch/partitioned.py",
               "gpu/launch/rank.py", "gpu/launch/resident.py", "gpu/launch/scan.py",
               "gpu/launch/sort.py", "gpu/launch/binning.py", "gpu/launch/weighted.py",
-              "gpu/policy.py", "gpu/registry.py", "gpu/api.py", "gpu/binning.py")
+              "gpu/policy.py", "gpu/registry.py", "gpu/api.py", "gpu/_calls.py", "gpu/_arrays.py",
+              "gpu/_lane_calls.py", "gpu/binning.py")
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 

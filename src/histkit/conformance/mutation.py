@@ -99,8 +99,9 @@ HOST_TESTS = ("tests/test_gpu_layout.py", "tests/test_launch_geometry.py",
 
 # Host files no conformance row runs (the public calls): the tests that call
 # them judge their mutants instead of rows (tests/test_gpu.py needs a GPU).
-TEST_JUDGED = {"gpu/api.py": ("tests/test_new_user.py", "tests/test_bad_input.py",
-                              "tests/test_gpu.py"),
+_PUBLIC_CALL_TESTS = ("tests/test_new_user.py", "tests/test_bad_input.py", "tests/test_gpu.py")
+TEST_JUDGED = {"gpu/api.py": _PUBLIC_CALL_TESTS, "gpu/_calls.py": _PUBLIC_CALL_TESTS,
+               "gpu/_arrays.py": _PUBLIC_CALL_TESTS, "gpu/_lane_calls.py": _PUBLIC_CALL_TESTS,
                # The binning launches: their GPU tests run the binning judge.
                "gpu/launch/binning.py": ("tests/test_gpu_binning.py",),
                "gpu/binning.py": ("tests/test_gpu_binning.py",),

@@ -8,7 +8,7 @@ nothing else but check=
 (a histogram's method="auto", no out=, stream= or first_bad=; a sort's
 stable=True and int64 indices), with no conformance harness on, and, when
 checked, on a thread whose bad-key slot is clean. There the Python path
-(histkit.gpu.api) spent about 14 us of a fast host's time between its driver
+(histkit.gpu.api, _calls) spent about 14 us of a fast host's time between its driver
 calls, more than the calls themselves (measured on the H200's host), and
 about 1.6x that on a slower host.
 
@@ -28,7 +28,7 @@ as above. A launcher that cannot be recorded gets a Python callable instead,
 which runs auto's launcher on the lane's stream and slot. Plans are kept
 here per (dtype, N, num_bins).
 
-A sort's launches are queued by the Python launcher (api._lane_sort, the
+A sort's launches are queued by the Python launcher (_lane_calls._lane_sort, the
 same allocations and registry row as the Python path); the lane waits and
 reads the flag as for a histogram.
 

@@ -14,15 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from histkit.gpu import registry
-from histkit.gpu.api import (
-    _allocate,
-    _begin,
-    _check_same_kind,
-    host_gpu_weights,
-    is_device_array,
-    stream_handle,
-    weights_on_device,
-)
+from histkit.gpu._arrays import check_same_kind, is_device_array, stream_handle
+from histkit.gpu._calls import allocate, begin, host_gpu_weights, weights_on_device
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import runtime
 from histkit.gpu.launch.binning import (
@@ -233,7 +226,7 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     flow = boolean(flow, "flow")
     on_device = is_device_array(samples)
     if weights is not None:
-        _check_same_kind(samples, weights, on_device, "weights")
+        check_same_kind(samples, weights, on_device, "weights")
     if not on_device:  # checked in the oracle's order: samples, weights, then bins
         if samples is not None:  # a ragged list named as samples, before its shape is read
             samples = as_array(samples, "samples")
@@ -249,7 +242,7 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
     if on_device:
         # Device samples: their layout and dtype are read (no work queued)
         # before the rule is derived.
-        call = _begin(runtime(), samples, handle, True, "samples", integer=False)
+        call = begin(runtime(), samples, handle, True, "samples", integer=False)
         dtype, n = _sample_dtype(call.keys.dtype), call.keys.n
         span = lambda: _device_span(samples, dtype)  # noqa: E731
         rule, returned_edges, even = _kernel_rule(samples, dtype, n, num_bins, edges, range,
@@ -258,11 +251,11 @@ def bin_histogram(samples: Any, bins: int | Any, range: tuple[float, float] | No
         dtype = samples.dtype
         rule, returned_edges, even = kernel_rule_for(samples, num_bins, edges, range,
                                                      right_closed_last)
-        call = _begin(runtime(), np.ascontiguousarray(samples), handle, False, "samples")
+        call = begin(runtime(), np.ascontiguousarray(samples), handle, False, "samples")
     total = rule.num_bins + TALLIES
     slot = call.rt.bad_key_slot()
     if weights is None:
-        hist = _allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
+        hist = allocate(call, total, np.int64, "bins={} (int64 counts)", rule.num_bins)
         if call.keys.n:
             registry.binning_kernel().run(call.rt, call.keys, rule, hist, slot,
                                           _device_edges(call.rt, rule))
@@ -303,7 +296,7 @@ def _weighted_sums(call, rule: KernelRule, weights, on_device: bool, slot):
     launch.binning.weighted_bin_histogram)."""
     device_weights, owner = weights_on_device(call, weights, on_device, per="sample")
     total = rule.num_bins + TALLIES
-    sums = _allocate(call, total, np.float64, "bins={} (float64 sums)", rule.num_bins)
+    sums = allocate(call, total, np.float64, "bins={} (float64 sums)", rule.num_bins)
     if not call.keys.n:
         call.rt.memset(sums.ptr, 0, total * 8)
         return sums
