@@ -199,8 +199,8 @@ def test_the_json_report_of_a_shrunk_binning_failure_names_its_input(tmp_path):
                  "--in-process", "--json", str(out)])
     report = json.loads(out.read_text())
     assert code == 1 and not report["passed"]
-    inputs = [f["smallest_input"] for f in report["failures"] if f["shrunk"]]
-    assert inputs and inputs[0].startswith("samples = [")
+    inputs = [f["input"] for f in report["failures"] if f["shrunk"]]
+    assert inputs and inputs[0]["samples"] and inputs[0]["samples_dtype"].startswith("float")
 
 
 def test_the_pytest_plugin_makes_one_item_per_binning_and_weighted_case():

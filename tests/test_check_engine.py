@@ -103,8 +103,9 @@ def test_a_report_counts_every_cell_and_moves_the_smallest_failure_first():
     as_json = report.to_json()
     assert as_json["passed"] is False and as_json["counts"]["FAIL"] == 2
     assert [f["case"] for f in as_json["failures"]] == [f.case.name for f in report.failures]
-    assert as_json["failures"][0]["shrunk_keys"] == list(report.failures[0].shrunk.literal)
-    assert as_json["failures"][1]["shrunk"] is None  # only the smallest is shrunk
+    assert as_json["failures"][0]["input"]["keys"] == list(report.failures[0].shrunk.literal)
+    assert as_json["failures"][0]["shrunk"] and not as_json["failures"][1]["shrunk"]
+    assert as_json["failures"][1]["input"]["case"] == report.failures[1].case.name
     assert [c["status"] for c in as_json["cells"]] == ["FAIL", "pass", "FAIL"]
     assert CheckReport("x", "histogram").passed
 

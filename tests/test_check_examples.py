@@ -74,7 +74,7 @@ def test_a_buggy_python_implementation_fails_with_a_small_reproducer(name, kind)
         again = (check(f"examples.python_kernels:{name}", kind, cases=[shrunk])
                  if shrunk.scan_counts or kind == "scan"
                  else check(f"examples.python_kernels:{name}", kind, keys=keys,
-                            num_bins=shrunk.num_bins))
+                            num_bins=None if kind == "radix-sort" else shrunk.num_bins))
         assert not again.passed
 
 

@@ -93,7 +93,8 @@ def test_the_overflow_cases_overflow_only_in_some_orders():
     ({"keys": np.zeros(3, np.int32), "weights": np.ones(3, np.int64), "num_bins": 2},
      "float32 or float64"),
     ({"keys": np.zeros(3), "weights": np.ones(3), "num_bins": 2}, "integers"),
-    ({"keys": np.zeros(3, np.int32), "weights": np.ones(3), "num_bins": 0}, "num_bins >= 1"),
+    ({"keys": np.zeros(3, np.int32), "weights": np.ones(3), "num_bins": 0},
+     "num_bins must be an integer >= 1"),
 ])
 def test_a_weighted_check_asked_wrongly_is_a_usage_error(arguments, message):
     with pytest.raises(UsageError, match=message):
@@ -161,7 +162,7 @@ def test_a_cuda_file_without_the_weighted_entry_is_a_usage_error():
         check(str(ROOT / "examples" / "cuda" / "atomic_histogram.cu"), "weighted-histogram")
 
 
-def test_the_json_report_of_a_weighted_failure_names_its_smallest_input(tmp_path):
+def test_the_json_report_of_a_weighted_failure_holds_its_smallest_input_as_data(tmp_path):
     import json
 
     from histkit.cli import main
@@ -171,4 +172,6 @@ def test_the_json_report_of_a_weighted_failure_names_its_smallest_input(tmp_path
                  "--in-process", "--json", str(out)])
     report = json.loads(out.read_text())
     assert code == 1
-    assert report["failures"][0]["smallest_input"].startswith("keys = [0, 0, 0]")
+    shown = report["failures"][0]["input"]
+    assert shown["keys"][:3] == [0, 0, 0] and len(shown["weights"]) == len(shown["keys"])
+    assert shown["weights_dtype"] in ("float32", "float64") and shown["num_bins"] >= 1

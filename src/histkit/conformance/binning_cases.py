@@ -99,7 +99,8 @@ class BinCase:
         if isinstance(self.bins, int):
             what += f", bins = {self.bins}"
         else:
-            what += f", {self.num_bins} bins by edges ({self.bins.dtype.name})"
+            bins = "1 bin" if self.num_bins == 1 else f"{self.num_bins} bins"
+            what += f", {bins} by edges ({self.bins.dtype.name})"
         if self.range is not None:
             what += f", range = {self.range!r}"
         return what + ("" if self.right_closed_last else ", every bin half-open")

@@ -67,6 +67,13 @@ PAST = {"past-2^31": 2**31, "past-2^32": 2**32}  # one bad key just past these i
 
 @dataclass(frozen=True)
 class Case:
+    """One seeded input of integer keys (the module's docstring names its
+    dimensions): ``name`` is its id (``--case`` takes it), ``keys()`` makes
+    its keys, ``num_bins`` is its K. A failure's shrunk input is a Case of
+    ``literal`` keys. The binning and weighted kinds have cases of their own
+    (``BinCase``: ``samples``, ``bins``, ``range``; ``WeightedCase``:
+    ``keys``, ``weights``, ``num_bins``, arrays)."""
+
     distribution: str
     n: int
     num_bins: int

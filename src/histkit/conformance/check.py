@@ -71,6 +71,17 @@ FROM_SOURCE = (CudaFileImpl, check_binning.BinningCudaFile, check_weighted.Weigh
 
 @dataclass
 class Failure:
+    """One case an implementation FAILed.
+
+    ``case`` is the case as run (a ``Case``, ``BinCase`` or ``WeightedCase``)
+    and ``detail`` what went wrong on it. Where it is the smallest of its
+    group, ``shrunk`` is a smaller input that fails the same way (None when
+    none was found) with its ``shrunk_detail``; ``smallest`` is whichever of
+    the two the verdict shows, and its input is ``input_json(smallest)`` as
+    data. ``reproducer`` and ``python_reproducer`` run that input again;
+    ``figures`` hold the first differences (``[index, got, expected]``).
+    """
+
     case: Case
     geometry: str
     detail: str
@@ -151,6 +162,17 @@ def symptom_of(detail: str, blank: bool = True) -> str:
 
 @dataclass
 class CheckReport:
+    """The verdict of ``check``: every case's cell and every failure.
+
+    ``passed`` is True when no case FAILs. ``cells`` holds (case, cell,
+    launch) for every case run, each cell's ``status`` one of ``pass``,
+    ``FAIL``, ``finding`` or ``skip`` with its ``detail``; ``counts()`` counts
+    them. ``failures`` holds a `Failure` per failing case, ``groups()`` the
+    same by symptom, largest group first, each with the input the verdict
+    shows first. ``str(report)`` is the summary line and the first group's
+    first failure; ``to_json()`` is everything, as the ``--json`` report.
+    """
+
     implementation: str
     kind: str
     cells: list[tuple[Case, Cell, str]] = field(default_factory=list)
@@ -203,24 +225,85 @@ class CheckReport:
         return f"{self.summary()}\n{first}"
 
     def to_json(self) -> dict:
-        return {"implementation": self.implementation, "kind": self.kind,
+        """Everything, as strict JSON takes it (docs/check.md, "The JSON
+        report"): a NaN or infinite value is the string "nan", "inf" or "-inf"."""
+        return json_safe({"implementation": self.implementation, "kind": self.kind,
                 "passed": self.passed, "counts": self.counts(),
                 "seconds": round(self.seconds, 2), "isolated": self.isolated,
                 "note": self.note,
                 "failures": [{"case": f.case.name, "geometry": f.geometry, "detail": f.detail,
                               "symptom": f.symptom,
-                              "shrunk": f.shrunk.name if f.shrunk else None,
-                              "shrunk_keys": list(f.shrunk.literal)
-                              if f.shrunk is not None and hasattr(f.shrunk, "literal") else None,
-                              "smallest_input": f.smallest.describe_input(SHOWN_KEYS)
-                              if hasattr(f.smallest, "describe_input") else None,
+                              "shrunk": f.shrunk is not None,
                               "shrunk_detail": f.shrunk_detail or None,
-                              "figures": f.figures,
+                              "input": input_json(f.smallest),
+                              "differences": _differences_json(f.figures),
+                              "figures": {k: v for k, v in (f.figures or {}).items()
+                                          if k != "differences"} or None,
                               "reproducer": f.reproducer,
                               "python_reproducer": f.python_reproducer}
                              for f in self.failures],
                 "cells": [{"case": c.name, "status": cell.status, "detail": cell.detail,
-                           "geometry": g} for c, cell, g in self.cells]}
+                           "geometry": g} for c, cell, g in self.cells]})
+
+
+# Inputs of at most this many values are written out in the JSON report; a
+# larger one is named by its case (``--case`` runs it again).
+JSON_VALUES = 4096
+
+
+def input_json(case) -> dict:
+    """The input a failure shows, as data: its values where there are at most
+    JSON_VALUES of them, else the matrix case that makes them."""
+    if isinstance(case, check_binning.BinCase):
+        data = {"samples_dtype": case.dtype,
+                "bins": case.bins if isinstance(case.bins, int) else case.bins.tolist(),
+                "range": None if case.range is None else list(case.range),
+                "right_closed_last": case.right_closed_last}
+        if case.n <= JSON_VALUES:
+            data["samples"] = case.samples.tolist()
+    elif isinstance(case, check_weighted.WeightedCase):
+        data = {"keys_dtype": case.keys.dtype.name, "weights_dtype": case.weights.dtype.name,
+                "num_bins": case.num_bins}
+        if case.n <= JSON_VALUES:
+            data.update(keys=case.keys.tolist(), weights=case.weights.tolist())
+    else:
+        label = "counts" if case.scan_counts else "keys"
+        data = {f"{label}_dtype": case.dtype}
+        if not (case.scan_counts or case.full_width):
+            data["num_bins"] = case.num_bins
+        if case.n <= JSON_VALUES:
+            data[label] = (list(case.literal) if case.literal is not None
+                           else case.keys().tolist())
+    written_out = isinstance(case, Case) and case.literal is not None
+    if case.name != check_binning.UNNAMED and not written_out:
+        data["case"] = case.name
+    return data
+
+
+def _differences_json(figures: dict | None) -> list[dict] | None:
+    """A rule's first differences as labelled records."""
+    differences = (figures or {}).get("differences")
+    if not differences:
+        return None
+    what, bounds = figures.get("what", "bin"), figures.get("bin_edges", {})
+    return [{what: i, "expected": want, "got": got,
+             **({"edges": bounds[str(i)]} if str(i) in bounds else {})}
+            for i, got, want in differences]
+
+
+def json_safe(value):
+    """value with every float NaN or infinity written as the string "nan",
+    "inf" or "-inf" and NumPy scalars as Python's, so that strict JSON
+    (json.dump(..., allow_nan=False)) takes it."""
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    return value
 
 
 def _smallness(failure: Failure) -> tuple:
@@ -228,13 +311,16 @@ def _smallness(failure: Failure) -> tuple:
     non-empty one before an empty one (which shows less of what differs),
     then its length, the plainer dtype, the fewer bins, the smaller
     values (keys = [1] over [66887], float64 samples near 1 over uint64
-    samples past 2^63)."""
+    samples past 2^63). A binning input of ordinary numbers (no -0.0, no
+    infinity or NaN, magnitudes between 1e-6 and 1e9, in its samples, edges
+    and range) is shown before an odd one of as few samples: [1.0] over 0
+    and 1e-300 over 1e300, [-0.0] between edges -1.0 and -0.0."""
     case = failure.smallest
     size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
             else (case.n, case.num_bins))  # the scan's input: K counts
     plain = _PLAIN_DTYPES.get(case.dtype, 2)
     if failure.kind in BINNING_KINDS:  # few samples either way: float64 ones read best
-        return (size[0] == 0, plain, size[0], size[1], _magnitude(case))
+        return (size[0] == 0, plain, _odd_numbers(case), size[0], size[1], _magnitude(case))
     return (size[0] == 0, size[0], plain, size[1], _magnitude(case))
 
 
@@ -252,6 +338,23 @@ def _magnitude(case) -> float:
     with np.errstate(all="ignore"):
         magnitudes = np.abs(np.asarray(values).astype(np.float64))
     return float("inf") if np.isnan(magnitudes).any() else float(magnitudes.max())
+
+
+def _odd_numbers(case) -> bool:
+    """Whether a binning input's samples, edges or range hold a -0.0, an
+    infinity, a NaN, or a nonzero magnitude outside [1e-6, 1e9]."""
+    parts = [np.asarray(case.samples, dtype=np.float64)] if case.n <= SHOWN_KEYS else []
+    if not isinstance(case.bins, int):
+        parts.append(np.asarray(case.bins, dtype=np.float64))
+    if case.range is not None:
+        parts.append(np.asarray(case.range, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        for values in parts:
+            magnitudes = np.abs(values)
+            if (not np.isfinite(values).all() or (np.signbit(values) & (values == 0)).any()
+                    or ((magnitudes != 0) & ((magnitudes < 1e-6) | (magnitudes > 1e9))).any()):
+                return True
+    return False
 
 
 def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int = 256,
@@ -302,9 +405,10 @@ class Judge:
     """Runs one implementation on one case: in a worker process (isolated),
     or, for a callable asked to run in process, here."""
 
-    def __init__(self, impl, timeout: float, isolated: bool | None = None):
+    def __init__(self, impl, timeout: float, isolated: bool | None = None, worker=None):
         self.impl = impl
         self._isolated = None
+        self._owns_worker = worker is None
         self._hung_cases: list[Case] = []
         self._faulted_cases: list[Case] = []
         if isolated is None:  # a .cu kernel always; a callable when check() asks
@@ -312,7 +416,7 @@ class Judge:
         if isolated:
             from histkit.conformance.isolation import IsolatedJudge
 
-            self._isolated = IsolatedJudge(timeout)
+            self._isolated = worker if worker is not None else IsolatedJudge(timeout)
 
     @property
     def isolated(self) -> bool:
@@ -321,12 +425,12 @@ class Judge:
     @property
     def hung(self) -> list[str]:
         """The cases on which the implementation hung (only an isolated one can)."""
-        return self._isolated.hung if self._isolated is not None else []
+        return [case.name for case in self._hung_cases]
 
     @property
     def faulted(self) -> list[str]:
         """The cases on which it crashed or faulted (each cost its worker process)."""
-        return self._isolated.faulted if self._isolated is not None else []
+        return [case.name for case in self._faulted_cases]
 
     def not_run_because(self, case: Case) -> str | None:
         """Why case is not run after hangs or faults (None: it is run): a .cu
@@ -353,16 +457,17 @@ class Judge:
                 return self.impl.judge(case)
             except Exception as error:  # the callable crashed: one FAIL cell
                 return Cell("FAIL", raised(error)), ""
-        hangs, faults = len(self.hung), len(self.faulted)
+        hangs, faults = len(self._isolated.hung), len(self._isolated.faulted)
         result = self._isolated.judge(self.impl, case)
-        if len(self.hung) > hangs:
+        if len(self._isolated.hung) > hangs:
             self._hung_cases.append(case)
-        if len(self.faulted) > faults:
+        if len(self._isolated.faulted) > faults:
             self._faulted_cases.append(case)
         return result
 
     def close(self) -> None:
-        if self._isolated is not None:
+        """Stop the worker process, unless the caller keeps it (worker=)."""
+        if self._isolated is not None and self._owns_worker:
             self._isolated.close()
 
 
@@ -524,9 +629,10 @@ def compile_only(impl: CudaFileImpl, dtype="int32", arch: str = DEFAULT_ARCH) ->
 def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=None,
           keys=None, num_bins: int | None = None, case: str | None = None,
           defines: dict | None = None, block: int = 256, grid: int | None = None,
-          count_bits: int = 32, warp_size: int = 32, timeout: float = DEFAULT_TIMEOUT_S,
+          count_bits: int = 32, warp_size: int = 32, timeout: float | None = None,
           shrink_failures: bool = True, in_process: bool = False, progress=None,
-          on_start=None, samples=None, bins=None, range=None, weights=None) -> CheckReport:
+          on_start=None, samples=None, bins=None, range=None, weights=None,
+          worker=None) -> CheckReport:
     """Judge `impl` as an implementation of `kind` on the conformance cases.
 
     Parameters
@@ -553,8 +659,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         How a .cu kernel is built and launched (see ``histkit check --help``);
         ``block`` and ``grid`` are also the geometry a privatized callable is
         told, ``warp_size`` a wave callable's wave width.
-    timeout : float
-        Seconds a case may run before it counts as a hang.
+    timeout : float, optional
+        Seconds a case may run before it counts as a hang (default 60). A
+        callable run in process cannot be stopped: no timeout with
+        ``in_process=True``.
     shrink_failures : bool
         Shrink the smallest failing case to a minimal input.
     in_process : bool
@@ -562,6 +670,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     progress, on_start
         Called with (case, cell) after each case; with (cases, report) before
         the first (the report says how the implementation is run).
+    worker : histkit.conformance.isolation.IsolatedJudge, optional
+        A worker process the caller keeps from one check to the next, made
+        with the same timeout (the pytest plugin keeps one a session); by
+        default one is started for this check and stopped after it.
 
     Returns
     -------
@@ -580,6 +692,10 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     """
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
+    cases = None if cases is None else list(cases)
+    _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weights, timeout,
+                   in_process and not isinstance(implementation, FROM_SOURCE))
+    timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     from_source = isinstance(implementation, FROM_SOURCE)
     binning = kind in BINNING_KINDS
     weighted = kind in WEIGHTED_KINDS
@@ -633,7 +749,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
                                       f"C++ kernel needs a GPU: {reason} (a Python callable "
                                       f"needs none)")
     report = CheckReport(implementation.describe(), kind, isolated=isolated, note=note)
-    judge = Judge(implementation, timeout, isolated=isolated)
+    judge = Judge(implementation, timeout, isolated=isolated, worker=worker)
     if on_start is not None:
         on_start(cases, report)
     start = time.perf_counter()
@@ -649,6 +765,58 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         judge.close()
         report.seconds = time.perf_counter() - start
     return report
+
+
+def _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weights,
+                   timeout, in_process) -> None:
+    """check()'s arguments that name no input, or two, or one the kind does
+    not take: a UsageError naming the problem, before anything runs."""
+    given = [name for name, value in (("cases=", cases), ("keys=", keys), ("case=", case),
+                                      ("samples=", samples)) if value is not None]
+    if len(given) > 1:
+        raise UsageError(f"give one of cases=, keys=, case= or samples=; got "
+                         f"{' and '.join(given)}")
+    if num_bins is not None and keys is None:
+        raise UsageError("num_bins= goes with keys= (one input of your own); the matrix "
+                         "cases bring their own")
+    if num_bins is not None and (isinstance(num_bins, bool | np.bool_)
+                                 or not isinstance(num_bins, int | np.integer)
+                                 or num_bins < 1):
+        raise UsageError(f"num_bins must be an integer >= 1; got {num_bins!r}")
+    if num_bins is not None and kind in ("scan", *FULL_WIDTH_KINDS):
+        raise UsageError(f"kind {kind} takes no num_bins= (" + (
+            "a scan's input is its counts)" if kind == "scan" else "its keys are full-width)"))
+    if (bins is not None or range is not None) and samples is None:
+        raise UsageError("bins= and range= go with samples=")
+    if kind in WEIGHTED_KINDS and keys is not None and weights is None:
+        raise UsageError(f"a {kind} check of keys= needs weights= (one per key)")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float | np.number) \
+                or not 0 < float(timeout) < float("inf"):
+            raise UsageError(f"timeout must be a positive finite number of seconds; "
+                             f"got {timeout!r}")
+        if in_process:
+            raise UsageError("timeout= needs a worker process: a callable run in this "
+                             "process (in_process=True) cannot be stopped when it hangs")
+    if cases is not None:
+        _check_cases(kind, cases)
+
+
+def _check_cases(kind: str, cases) -> None:
+    """cases= holds cases, each of the kind's sort (conformance_cases(kind) gives them)."""
+    from histkit.conformance.binning_cases import BinCase
+    from histkit.conformance.weighted_cases import WeightedCase
+
+    wanted = BinCase if kind in BINNING_KINDS else WeightedCase if kind in WEIGHTED_KINDS \
+        else Case
+    if not cases:
+        raise UsageError("cases= is empty: nothing would be judged")
+    for given in cases:
+        if not isinstance(given, wanted):
+            name = getattr(given, "name", given)
+            raise UsageError(f"cases= holds a {type(given).__name__} ({name!r}), not a case "
+                             f"of kind {kind} ({wanted.__name__}): take them from "
+                             f"conformance_cases({kind!r})")
 
 
 def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -> None:
@@ -691,7 +859,9 @@ def _shrink_samples(judge: Judge, report: CheckReport, rule) -> None:
         smallest = group[0]
         if smallest.case.name in judge.hung or smallest.case.n > SHRINK_MAX_N:
             continue
-        found = rule.shrink(judge, smallest.case)
+        symptom = smallest.symptom
+        found = rule.shrink(judge, smallest.case,
+                            lambda detail, symptom=symptom: symptom_of(detail) == symptom)
         if found is not None:
             smallest.shrunk, smallest.shrunk_detail = found
             cell, _ = judge(smallest.shrunk)

@@ -126,7 +126,7 @@ def expected(case: BinCase) -> tuple[np.ndarray, np.ndarray] | int:
 def judged(got: np.ndarray, case: BinCase, counts: np.ndarray, edges: np.ndarray) -> Cell:
     """got against numpy's counts; where those differ from the samples binned
     by numpy's own edges, counts equal to the latter are a finding."""
-    cell = checks.equal(got, counts)
+    cell = _with_bin_edges(checks.equal(got, counts), edges, case.right_closed_last)
     if cell.status == "pass" or not isinstance(case.bins, int):
         return cell
     by_edges, _ = oracles.bin_histogram(case.samples, edges, None,
@@ -141,6 +141,22 @@ def judged(got: np.ndarray, case: BinCase, counts: np.ndarray, edges: np.ndarray
                            f"arithmetic, {int(by_edges[first])} by its edges); both answers "
                            f"are accepted",
                 {"bins_differing": len(differ)})
+
+
+def _with_bin_edges(cell: Cell, edges: np.ndarray, right_closed_last: bool) -> Cell:
+    """cell with each differing bin's edges among its figures ("bin_edges",
+    as the verdict writes them: "[0.8999, 1.0)"): numpy's edges are often
+    the explanation (float16 samples get float16 edges)."""
+    differences = (cell.figures or {}).get("differences")
+    if cell.status != "FAIL" or not differences or len(edges) < 2:
+        return cell
+    last = len(edges) - 2
+    bounds = {}
+    for i, _, _ in differences:
+        if 0 <= i <= last:
+            close = "]" if right_closed_last and i == last else ")"
+            bounds[str(i)] = f"[{edges[i].item()!r}, {edges[i + 1].item()!r}{close}"
+    return Cell(cell.status, cell.detail, {**cell.figures, "bin_edges": bounds})
 
 
 @dataclass
@@ -301,6 +317,7 @@ def smaller_inputs(case: BinCase):
             yield replace(case, name=UNNAMED, samples=part)
 
 
-def shrink(judge, case: BinCase) -> tuple[BinCase, str] | None:
-    """The smallest input found that still FAILs, with its detail."""
-    return shrink_by(judge, case, smaller_inputs)
+def shrink(judge, case: BinCase, same_failure=None) -> tuple[BinCase, str] | None:
+    """The smallest input found that still FAILs (as same_failure(detail)
+    says, where given), with its detail."""
+    return shrink_by(judge, case, smaller_inputs, same_failure)

@@ -204,8 +204,9 @@ def add_check_parser(commands, formatter, handler) -> None:
     run.add_argument("--in-process", action="store_true",
                      help="run a Python callable in this process (for a debugger) rather "
                           "than in a worker process that a crash or hang cannot take down")
-    run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S,
-                     help="seconds a case may run before it counts as a hang (after a "
+    run.add_argument("--timeout", type=positive_seconds, default=None,
+                     help=f"seconds a case may run before it counts as a hang (default "
+                          f"{DEFAULT_TIMEOUT_S:g}; after a "
                           "hang, cases as large in its dtype get at most 10 s; after "
                           "two, those are not run, nor any case of a .cu kernel)")
     run.add_argument("--no-shrink", action="store_true",
@@ -312,6 +313,9 @@ def run_check_command(args, console) -> int:
             if (args.block != 256 or args.grid is not None) and args.kind != "privatized":
                 return _usage(console, "--block and --grid are for a .cu kernel or a "
                                        "privatized callable")
+        if args.in_process and args.timeout is not None and not isinstance(impl, FROM_SOURCE):
+            return _usage(console, "--timeout needs a worker process: a callable run with "
+                                   "--in-process cannot be stopped when it hangs")
         if isinstance(impl, FROM_SOURCE) and args.warp_size > 32:
             return _usage(console, f"a .cu wave kernel runs in one warp, of at most 32 "
                                    f"threads; got --warp-size {args.warp_size}")
@@ -373,6 +377,6 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
     check_output.print_verdict(console, report, args.max_failures, args.verbose)
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(report.to_json(), out, indent=1, default=str)
+            json.dump(report.to_json(), out, indent=1, default=str, allow_nan=False)
         console.print(f"wrote {args.json}", markup=False)
     return 0 if report.passed else 1

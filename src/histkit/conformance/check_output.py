@@ -20,6 +20,7 @@ from histkit.conformance.check_binning import BinningCudaFile
 from histkit.conformance.check_weighted import WeightedCudaFile
 from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import call_form
+from histkit.conformance.shrinking import UNNAMED
 from histkit.gpu.registry import CHECK_KINDS, FULL_WIDTH_KINDS
 
 DEFAULT_MAX_FAILURES = 3  # groups of failures shown in full
@@ -58,9 +59,12 @@ def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
 def _input_lines(failure: Failure) -> list[str]:
     case = failure.smallest
     if hasattr(case, "describe_input"):  # binning and weighted cases
-        return [f"  input     {escape(case.describe_input(SHOWN_KEYS))}",
-                f"            ({'shrunk from ' if failure.shrunk else ''}case "
-                f"{escape(failure.case.name)})"]
+        shown = [f"  input     {escape(case.describe_input(SHOWN_KEYS))}"]
+        if failure.case.name == UNNAMED:  # the caller's own input: no case to name
+            return shown + (["            (shrunk from the input given)"] if failure.shrunk
+                            else [])
+        return shown + [f"            ({'shrunk from ' if failure.shrunk else ''}case "
+                        f"{escape(failure.case.name)})"]
     label = "counts" if case.scan_counts else "keys"
     if case.literal is not None and case.n <= SHOWN_KEYS:
         what = f"{label} = {list(case.literal)} ({case.dtype})"
@@ -91,7 +95,9 @@ def _difference_lines(failure: Failure) -> list[str]:
     if not differences:
         return [f"  got       {escape(_without_case(detail))}"]
     what = figures.get("what", "bin")
-    shown = ", ".join(f"{what} {i}: expected {want}, got {got}" for i, got, want in differences)
+    bounds = figures.get("bin_edges", {})
+    shown = ", ".join(f"{what} {i}{' ' + bounds[str(i)] if str(i) in bounds else ''}: "
+                      f"expected {want}, got {got}" for i, got, want in differences)
     head = _without_case(detail).split(";")[0]
     return [f"  got       {escape(head)}", f"            {escape(shown)}"]
 

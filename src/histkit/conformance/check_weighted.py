@@ -239,9 +239,10 @@ def smaller_inputs(case: WeightedCase):
             yield replace(case, name=UNNAMED, keys=case.keys[part], weights=case.weights[part])
 
 
-def shrink(judge, case: WeightedCase) -> tuple[WeightedCase, str] | None:
-    """The smallest input found that still FAILs, with its detail."""
-    return shrink_by(judge, case, smaller_inputs)
+def shrink(judge, case: WeightedCase, same_failure=None) -> tuple[WeightedCase, str] | None:
+    """The smallest input found that still FAILs (as same_failure(detail)
+    says, where given), with its detail."""
+    return shrink_by(judge, case, smaller_inputs, same_failure)
 
 
 def _number(value: float) -> str:

@@ -192,7 +192,9 @@ class IsolatedJudge:
         self._process = None
         self._conn = None
         self._stderr = None
-        self._loaded: dict[int, int] = {}  # id(impl) -> its slot in the current worker
+        # id(impl) -> (its slot in the current worker, impl: held, so that its
+        # id is not taken by another while the worker knows it)
+        self._loaded: dict[int, tuple[int, object]] = {}
 
     def _start(self) -> None:
         ours, theirs = socket.socketpair()
@@ -259,10 +261,11 @@ class IsolatedJudge:
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
             self._start()
-        slot = self._loaded.get(id(impl))
+        slot, _ = self._loaded.get(id(impl), (None, None))
         payload = None
         if slot is None:
-            slot = self._loaded[id(impl)] = len(self._loaded)
+            slot = len(self._loaded)
+            self._loaded[id(impl)] = slot, impl
             payload = sendable(impl)
         try:
             self._conn.send((slot, payload, case))

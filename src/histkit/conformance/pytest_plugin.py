@@ -9,14 +9,18 @@ matrix over YOUR implementation as ordinary test items, one per case.
 
 ``histkit_check(impl, kind, case, **options)`` takes what ``check`` takes
 (a callable, "package.module:function" or "file.cu[:entry]", and its options).
-A callable runs in the test's own process, as any code under test does
-(``in_process=False`` sends each item to a worker process that a crash cannot
-take down, at the cost of a process start per item); a .cu kernel always
-runs in a worker.
+Each item runs the implementation in a worker process, as ``histkit check``
+does: a crash or a hang is that item's FAIL, naming the line it died or hung
+at, and the other items still run. The worker is kept from item to item (one
+for each timeout, stopped when the session ends) and replaced after a crash
+or a hang. ``in_process=True`` runs a callable in the test's own process
+instead (for a debugger), where a crash ends the pytest run and a hang never
+ends; a .cu kernel always runs in a worker.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -59,14 +63,41 @@ def conformance_cases(kind: str, quick: bool = True, cuda_file: bool = False):
     return pytest.mark.parametrize("case", cases, ids=[case_id(c) for c in cases])
 
 
+# The session's worker processes, one for each timeout (None: check's default).
+_WORKERS: dict = {}
+
+
+def _worker(timeout):
+    from histkit.conformance.isolation import DEFAULT_TIMEOUT_S, IsolatedJudge
+
+    if timeout not in _WORKERS:
+        _WORKERS[timeout] = IsolatedJudge(DEFAULT_TIMEOUT_S if timeout is None else timeout)
+    return _WORKERS[timeout]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop the session's worker processes."""
+    for worker in _WORKERS.values():
+        worker.close()
+    _WORKERS.clear()
+
+
 def judge_case(impl, kind: str, case: Case, **options) -> None:
     from histkit.conformance.check import check
+    from histkit.conformance.loading import UsageError
     from histkit.gpu.errors import GpuUnavailableError
 
+    timeout = options.get("timeout")
+    usable = timeout is None or (isinstance(timeout, int | float)
+                                 and not isinstance(timeout, bool) and 0 < timeout < math.inf)
+    if not options.get("in_process") and usable:  # (check() names a bad timeout)
+        options = {**options, "worker": _worker(None if timeout is None else float(timeout))}
     try:
-        report = check(impl, kind, cases=[case], **{"in_process": True, **options})
+        report = check(impl, kind, cases=[case], **options)
     except GpuUnavailableError as error:  # a .cu kernel on a machine without a GPU
         pytest.skip(str(error))
+    except UsageError as error:  # the test asks for something check cannot do
+        pytest.fail(f"histkit_check: {error}", pytrace=False)
     (_, cell, _), = report.cells
     if cell.status == "skip":
         pytest.skip(cell.detail)
