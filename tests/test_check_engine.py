@@ -193,8 +193,7 @@ def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_pat
     assert "--keys=-1,2 " in negative
 
 
-def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the_rest(
-        monkeypatch):
+def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the_rest():
     # an isolated judge stand-in: hangs or faults on every case past 100 keys
     class Worker:
         def __init__(self, outcome):
@@ -220,11 +219,7 @@ def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the
     for outcome, limit, says in (("hung", check_module.MAX_HANGS, "hung on"),
                                  ("faulted", check_module.MAX_FAULTS, "faulted on")):
         worker = Worker(outcome)
-        judge = Judge(make_impl(exact, "histogram"), 60)
-        judge._isolated = worker
-        monkeypatch.setattr(check_module, "Judge",
-                            lambda impl, timeout, isolated=None, j=judge: j)
-        report = check(exact, "histogram", cases=cases, shrink_failures=False)
+        report = check(exact, "histogram", cases=cases, shrink_failures=False, worker=worker)
         statuses = [cell.status for _, cell, _ in report.cells]
         assert statuses == (["pass"] + ["FAIL"] * limit + ["skip"] * (7 - limit)
                             + ["FAIL", "pass"]), outcome
