@@ -89,6 +89,50 @@ def test_a_scan_or_a_radix_sort_takes_no_num_bins_and_a_weighted_check_needs_wei
         check(counted_histogram, "histogram", cases=binning_cases("bin-histogram")[:1])
 
 
+def test_binning_cases_of_the_other_convention_are_refused_not_failed():
+    half_open = binning_cases("bin-histogram-half-open")[:1]
+    with pytest.raises(UsageError, match="a case of kind bin-histogram-half-open"):
+        check(raises_on_one_sample_and_opens_the_last_bin, "bin-histogram", cases=half_open)
+    closed = binning_cases("bin-histogram")[:1]
+    with pytest.raises(UsageError, match="a case of kind bin-histogram .its own rule"):
+        check(raises_on_one_sample_and_opens_the_last_bin, "bin-histogram-half-open",
+              cases=closed)
+
+
+class _Unpicklable:
+    """A callable object that no pickler carries (it holds a lock)."""
+
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+
+    def __call__(self, keys, num_bins):
+        return counted_histogram(keys, num_bins)
+
+
+def test_a_timeout_for_a_callable_no_worker_can_take_is_refused_not_ignored():
+    with pytest.raises(UsageError, match="timeout= needs a worker process.*module:name"):
+        check(_Unpicklable(), "histogram", keys=[0, 1], num_bins=2, timeout=3)
+    report = check(_Unpicklable(), "histogram", keys=[0, 1], num_bins=2)  # no timeout asked
+    assert report.passed and not report.isolated and report.note
+
+
+def counts_nan_in_bin_0(samples, bins, range):
+    """Bug: a NaN sample is counted in bin 0."""
+    counts, _ = np.histogram(samples, bins, range)
+    counts[0] += int(np.count_nonzero(np.isnan(np.asarray(samples, dtype=np.float64))))
+    return counts
+
+
+def test_a_failure_only_odd_inputs_show_is_shown_by_its_smallest_not_a_large_unlooked_one():
+    report = check(counts_nan_in_bin_0, "bin-histogram", in_process=True,
+                   shrink_failures=False)
+    group = next(g for g in report.groups() if g[0].symptom.startswith("bins differ"))
+    shown = group[0].smallest.describe_input(64)
+    assert group[0].smallest.n <= 64 and "nan" in shown, shown  # the samples written out
+
+
 def test_the_json_report_is_strict_json_with_a_nan_sum_written_as_a_string():
     report = check(drops_nan_weights, "weighted-histogram", keys=[0, 0, 1],
                    weights=[1.0, float("nan"), 2.0], num_bins=2, in_process=True,
@@ -150,6 +194,19 @@ def test_plugin_items_run_in_a_kept_worker_so_a_crash_fails_its_item_and_the_run
             if len(keys) > 1000:
                 os.kill(os.getpid(), signal.SIGSEGV)
             return np.bincount(np.asarray(keys, np.int64), minlength=num_bins)
+
+        class Locked:  # no pickler carries it: it is judged in pytest's process
+            def __init__(self):
+                import threading
+                self.lock = threading.Lock()
+
+            def __call__(self, keys, num_bins):
+                bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
+                if len(bad):
+                    raise ValueError(f"index {bad[0]}")
+                return np.bincount(np.asarray(keys, np.int64), minlength=num_bins)
+
+        LOCKED = Locked()
     """))
     (tmp_path / "test_crashing.py").write_text(textwrap.dedent("""
         from histkit.conformance.pytest_plugin import conformance_cases
@@ -161,6 +218,10 @@ def test_plugin_items_run_in_a_kept_worker_so_a_crash_fails_its_item_and_the_run
 
         def test_after_the_crashes():
             assert True
+
+        @conformance_cases("histogram")
+        def test_locked(case, histkit_check):
+            histkit_check(crashing.LOCKED, "histogram", case)
     """))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "-k", "N5003 or N31 or after", str(tmp_path)],
@@ -169,6 +230,8 @@ def test_plugin_items_run_in_a_kept_worker_so_a_crash_fails_its_item_and_the_run
     assert done.returncode == 1, out
     assert "crash: the worker process died (killed by SIGSEGV) at crashing.py:7" in out, out
     assert " passed" in out and "failed" in out and "Fatal Python error" not in out
+    assert "ran crashing.LOCKED in pytest's own process" not in out  # (named by type)
+    assert "in pytest's own process" in out and "a crash there ends the run" in out, out
 
 
 def _here():

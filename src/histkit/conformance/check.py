@@ -287,7 +287,8 @@ def _differences_json(figures: dict | None) -> list[dict] | None:
         return None
     what, bounds = figures.get("what", "bin"), figures.get("bin_edges", {})
     return [{what: i, "expected": want, "got": got,
-             **({"edges": bounds[str(i)]} if str(i) in bounds else {})}
+             **({"edges": bounds[str(i)][:2], "high_edge_in_bin": bounds[str(i)][2]}
+                if str(i) in bounds else {})}
             for i, got, want in differences]
 
 
@@ -342,8 +343,11 @@ def _magnitude(case) -> float:
 
 def _odd_numbers(case) -> bool:
     """Whether a binning input's samples, edges or range hold a -0.0, an
-    infinity, a NaN, or a nonzero magnitude outside [1e-6, 1e9]."""
-    parts = [np.asarray(case.samples, dtype=np.float64)] if case.n <= SHOWN_KEYS else []
+    infinity, a NaN, or a nonzero magnitude outside [1e-6, 1e9] (an input of
+    more than JSON_VALUES samples, not looked through, counts as odd)."""
+    if case.n > JSON_VALUES:
+        return True
+    parts = [np.asarray(case.samples, dtype=np.float64)]
     if not isinstance(case.bins, int):
         parts.append(np.asarray(case.bins, dtype=np.float64))
     if case.range is not None:
@@ -695,6 +699,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     cases = None if cases is None else list(cases)
     _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weights, timeout,
                    in_process and not isinstance(implementation, FROM_SOURCE))
+    timeout_given = timeout is not None
     timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     from_source = isinstance(implementation, FROM_SOURCE)
     binning = kind in BINNING_KINDS
@@ -736,6 +741,9 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         try:
             sendable(implementation)
         except TypeError as error:
+            if timeout_given:  # a hang could not be stopped: say so rather than hang
+                raise UsageError(f"timeout= needs a worker process, and {error}; pass the "
+                                 f"callable as 'module:name' (the worker imports it)") from None
             isolated, note = False, str(error)
     elif not isolated:
         note = "in_process=True"
@@ -812,11 +820,16 @@ def _check_cases(kind: str, cases) -> None:
     if not cases:
         raise UsageError("cases= is empty: nothing would be judged")
     for given in cases:
+        name = getattr(given, "name", given)
         if not isinstance(given, wanted):
-            name = getattr(given, "name", given)
             raise UsageError(f"cases= holds a {type(given).__name__} ({name!r}), not a case "
-                             f"of kind {kind} ({wanted.__name__}): take them from "
-                             f"conformance_cases({kind!r})")
+                             f"of kind {kind} ({wanted.__name__}): @conformance_cases(...) "
+                             f"and histkit_check(...) must name the same kind")
+        if wanted is BinCase and given.right_closed_last != (kind == "bin-histogram"):
+            other = "bin-histogram" if given.right_closed_last else "bin-histogram-half-open"
+            raise UsageError(f"cases= holds {name!r}, a case of kind {other} (its own rule "
+                             f"for the last bin), not of {kind}: @conformance_cases(...) "
+                             f"and histkit_check(...) must name the same kind")
 
 
 def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -> None:

@@ -86,9 +86,12 @@ def cases_for(kind: str, quick: bool = True) -> list[BinCase]:
 
 
 def find_case(kind: str, name: str) -> BinCase:
-    for case in cases_for(kind, quick=False):
-        if case.name == name:
-            return case
+    """The case of this name: the quick matrix's first (the full one makes
+    2^26 samples, seconds and a GiB, to look through)."""
+    for quick in (True, False):
+        for case in cases_for(kind, quick=quick):
+            if case.name == name:
+                return case
     raise UsageError(f"no {kind} case is named {name!r} (names are printed by "
                      f"histkit check -v and in its --json report)")
 
@@ -144,8 +147,8 @@ def judged(got: np.ndarray, case: BinCase, counts: np.ndarray, edges: np.ndarray
 
 
 def _with_bin_edges(cell: Cell, edges: np.ndarray, right_closed_last: bool) -> Cell:
-    """cell with each differing bin's edges among its figures ("bin_edges",
-    as the verdict writes them: "[0.8999, 1.0)"): numpy's edges are often
+    """cell with each differing bin's edges among its figures ("bin_edges":
+    bin -> [low, high, whether high is in the bin]): numpy's edges are often
     the explanation (float16 samples get float16 edges)."""
     differences = (cell.figures or {}).get("differences")
     if cell.status != "FAIL" or not differences or len(edges) < 2:
@@ -154,8 +157,8 @@ def _with_bin_edges(cell: Cell, edges: np.ndarray, right_closed_last: bool) -> C
     bounds = {}
     for i, _, _ in differences:
         if 0 <= i <= last:
-            close = "]" if right_closed_last and i == last else ")"
-            bounds[str(i)] = f"[{edges[i].item()!r}, {edges[i + 1].item()!r}{close}"
+            bounds[str(i)] = [edges[i].item(), edges[i + 1].item(),
+                              right_closed_last and i == last]
     return Cell(cell.status, cell.detail, {**cell.figures, "bin_edges": bounds})
 
 

@@ -95,9 +95,10 @@ def _difference_lines(failure: Failure) -> list[str]:
     if not differences:
         return [f"  got       {escape(_without_case(detail))}"]
     what = figures.get("what", "bin")
-    bounds = figures.get("bin_edges", {})
-    shown = ", ".join(f"{what} {i}{' ' + bounds[str(i)] if str(i) in bounds else ''}: "
-                      f"expected {want}, got {got}" for i, got, want in differences)
+    bounds = {i: f" [{low!r}, {high!r}{']' if closed else ')'}"
+              for i, (low, high, closed) in figures.get("bin_edges", {}).items()}
+    shown = ", ".join(f"{what} {i}{bounds.get(str(i), '')}: expected {want}, got {got}"
+                      for i, got, want in differences)
     head = _without_case(detail).split(";")[0]
     return [f"  got       {escape(head)}", f"            {escape(shown)}"]
 

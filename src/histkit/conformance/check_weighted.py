@@ -88,7 +88,8 @@ def one_case(keys, weights, num_bins) -> WeightedCase:
                          f"{keys.shape}")
     if weights.dtype not in (np.float32, np.float64) or weights.shape != keys.shape:
         raise UsageError(f"weights must be float32 or float64, one per key; got "
-                         f"{weights.dtype} of shape {weights.shape} for {len(keys)} keys")
+                         f"{weights.dtype} of shape {weights.shape} for {len(keys)} "
+                         f"key{'' if len(keys) == 1 else 's'}")
     if num_bins is None or int(num_bins) < 1:
         raise UsageError(f"a weighted histogram needs num_bins >= 1; got {num_bins}")
     return WeightedCase(UNNAMED, keys, weights, int(num_bins))

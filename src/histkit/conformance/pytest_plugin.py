@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import pytest
 
@@ -97,7 +98,15 @@ def judge_case(impl, kind: str, case: Case, **options) -> None:
     except GpuUnavailableError as error:  # a .cu kernel on a machine without a GPU
         pytest.skip(str(error))
     except UsageError as error:  # the test asks for something check cannot do
-        pytest.fail(f"histkit_check: {error}", pytrace=False)
+        refused = str(error)
+    else:
+        refused = None
+    if refused is not None:
+        pytest.fail(f"histkit_check: {refused}", pytrace=False)
+    if not report.isolated and not options.get("in_process"):
+        warnings.warn(f"histkit_check ran {report.implementation} in pytest's own process "
+                      f"({report.note}): a crash there ends the run and a hang is not "
+                      f"stopped", stacklevel=2)
     (_, cell, _), = report.cells
     if cell.status == "skip":
         pytest.skip(cell.detail)
