@@ -410,7 +410,7 @@ def test_a_callable_with_no_name_says_so_and_a_scripts_function_is_named_by_its_
     assert named.startswith("histkit check script.py:off --kind histogram --keys 1"), done
     again, said = shell(named)
     assert again == 1 and said.splitlines()[-1].startswith("FAIL"), said
-    assert nameless.startswith("(none: <lambda> has no importable name")
+    assert nameless.startswith("(none: <lambda> has no name another process can import")
     assert "check(your_function, 'histogram', keys=np.array([1]" in call
 
 

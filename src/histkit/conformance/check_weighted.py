@@ -46,6 +46,7 @@ from histkit.conformance.foreign import (
 )
 from histkit.conformance.loading import UsageError, raised
 from histkit.conformance.reproduce import (
+    no_command_line,
     python_command,
     source_options,
     source_path,
@@ -276,8 +277,7 @@ def command_line(impl, kind: str, case: WeightedCase,
                  original: WeightedCase | None = None) -> str:
     spec = _spec(impl)
     if spec is None:
-        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
-                f"function; define it at the top level of a module to get one)")
+        return no_command_line(impl)
     words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
     if case.n <= INLINE:
         keys = ",".join(map(str, case.keys.tolist())) or "''"

@@ -89,13 +89,19 @@ def _input(case: Case, original: Case | None) -> tuple[Case, bool]:
     return case, case.literal is None
 
 
+def no_command_line(impl) -> str:
+    """Why a callable gets no command line: no name another process imports it by."""
+    return (f"(none: {impl.describe()} has no name another process can import it by, as a "
+            f"lambda, a local function, a functools.partial or a callable object has not; "
+            f"a function at the top level of a module, given as module:function, has one)")
+
+
 def command_line(impl, kind: str, case: Case, original: Case | None = None) -> str:
     """``histkit check SPEC --kind KIND ...`` for this case, or a sentence
     saying why there is none (a callable with no importable name)."""
     spec = _spec(impl)
     if spec is None:
-        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
-                f"function; define it at the top level of a module to get one)")
+        return no_command_line(impl)
     target, named = _input(case, original)
     words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
     if named:

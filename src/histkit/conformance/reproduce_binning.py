@@ -19,6 +19,7 @@ import numpy as np
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
 from histkit.conformance.reproduce import (
+    no_command_line,
     python_command,
     source_options,
     source_path,
@@ -70,8 +71,7 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
     """``histkit check SPEC --kind KIND ...`` for this input, or why there is none."""
     spec = _spec(impl)
     if spec is None:
-        return (f"(none: {impl.describe()} has no importable name, a lambda or a local "
-                f"function; define it at the top level of a module to get one)")
+        return no_command_line(impl)
     words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
     edges_plain = isinstance(case.bins, int) or case.bins.dtype == np.float64
     if _inline(case) and _plain_range(case) and edges_plain:
