@@ -799,8 +799,7 @@ def _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weig
     if kind in WEIGHTED_KINDS and keys is not None and weights is None:
         raise UsageError(f"a {kind} check of keys= needs weights= (one per key)")
     if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float | np.number) \
-                or not 0 < float(timeout) < float("inf"):
+        if not usable_timeout(timeout):
             raise UsageError(f"timeout must be a positive finite number of seconds; "
                              f"got {timeout!r}")
         if in_process:
@@ -808,6 +807,14 @@ def _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weig
                              "process (in_process=True) cannot be stopped when it hangs")
     if cases is not None:
         _check_cases(kind, cases)
+
+
+def usable_timeout(timeout) -> bool:
+    """Whether check() takes this timeout: None (its default) or a positive
+    finite number of seconds."""
+    return timeout is None or (not isinstance(timeout, bool)
+                               and isinstance(timeout, int | float | np.number)
+                               and 0 < float(timeout) < float("inf"))
 
 
 def _check_cases(kind: str, cases) -> None:

@@ -20,7 +20,6 @@ ends; a .cu kernel always runs in a worker.
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 
@@ -84,14 +83,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def judge_case(impl, kind: str, case: Case, **options) -> None:
-    from histkit.conformance.check import check
+    from histkit.conformance.check import check, usable_timeout
     from histkit.conformance.loading import UsageError
     from histkit.gpu.errors import GpuUnavailableError
 
     timeout = options.get("timeout")
-    usable = timeout is None or (isinstance(timeout, int | float)
-                                 and not isinstance(timeout, bool) and 0 < timeout < math.inf)
-    if not options.get("in_process") and usable:  # (check() names a bad timeout)
+    if not options.get("in_process") and usable_timeout(timeout):  # (check() names a bad one)
         options = {**options, "worker": _worker(None if timeout is None else float(timeout))}
     try:
         report = check(impl, kind, cases=[case], **options)
