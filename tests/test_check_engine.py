@@ -177,7 +177,7 @@ def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_pat
     # a matrix case is named as the case it is
     assert f"--case {small(10).name}" in reproducer(python, "histogram", small(10))
     assert f"case={small(10).name!r}" in python_call(python, "histogram", small(10))
-    too_many = Case.of_keys(np.zeros(INLINE_KEYS + 1, np.int32), 4)
+    too_many = Case.of_keys(np.arange(INLINE_KEYS + 1, dtype=np.int32) % 4, 4)
     assert f"case={small(10).name!r}" in python_call(python, "histogram", too_many, small(10))
     kernel = tmp_path / "k.cu"
     kernel.write_text("")
@@ -283,7 +283,8 @@ def test_the_bins_halve_only_while_every_valid_key_stays_valid():
     # a bug that skips a bad key silently beside two valid ones (and raises as
     # it should otherwise): [1, 3, 9] K=8: halves and cuts pass (4 calls); the
     # bins halve to 4 (3 < 4) and fail; four more pass, and halving again
-    # would make the 3 bad: ([1, 3, 9], 4) in 9 calls
+    # would make the 3 bad; deleting any one key passes (3 calls): ([1, 3, 9], 4)
+    # in 12 calls
     calls = []
 
     def skips_a_bad_key_beside_two_valid(keys, num_bins):
@@ -294,7 +295,7 @@ def test_the_bins_halve_only_while_every_valid_key_stays_valid():
         return np.bincount(valid.astype(np.int64), minlength=num_bins)
 
     assert shrunk(skips_a_bad_key_beside_two_valid, [1, 3, 9], 8) == ([1, 3, 9], 4)
-    assert len(calls) == 9
+    assert len(calls) == 12
 
 
 def test_the_shrinker_stops_at_its_attempts_and_size_limits(monkeypatch):
@@ -340,12 +341,47 @@ def test_a_literal_of_inline_keys_is_inlined_one_more_is_named_as_a_case():
     from histkit.conformance.reproduce import INLINE_KEYS, python_call
 
     python = make_impl(exact, "histogram")
-    at = python_call(python, "histogram", Case.of_keys(np.zeros(INLINE_KEYS, np.int32), 4))
-    past = Case.of_keys(np.zeros(INLINE_KEYS + 1, np.int32), 4)
-    assert "keys=np.array([0, 0," in at
+    at = python_call(python, "histogram",
+                     Case.of_keys(np.arange(INLINE_KEYS, dtype=np.int32) % 4, 4))
+    past = Case.of_keys(np.arange(INLINE_KEYS + 1, dtype=np.int32) % 4, 4)
+    assert "keys=np.array([0, 1, 2, 3, 0," in at
     # shrunk from a matrix case: named as that case; given as keys: written out
     assert f"case={small(10).name!r}" in python_call(python, "histogram", past, small(10))
-    assert "keys=np.array([0, 0," in python_call(python, "histogram", past)
+    assert "keys=np.array([0, 1, 2, 3, 0," in python_call(python, "histogram", past)
+
+
+def test_many_keys_of_few_runs_are_written_out_as_runs_by_both_reproducers(tmp_path,
+                                                                          monkeypatch):
+    from histkit.conformance.reproduce import INLINE_KEYS, MAX_RUNS, python_call
+
+    monkeypatch.chdir(Path(__file__).parents[1])
+    python = make_impl(exact, "histogram")
+    keys = np.array([5] * 200 + [-1] + [7] * 3, np.int32)
+    runs = Case.of_keys(keys, 8)
+    assert "keys=np.array([5] * 200 + [-1] + [7] * 3, dtype='int32')" in python_call(
+        python, "histogram", runs, small(10))
+    assert reproducer(python, "histogram", runs) == (
+        "histkit check tests/test_check_engine.py:exact --kind histogram --keys "
+        "'5*200,-1,7*3' --num-bins 8 --dtype int32")
+    # one run more than MAX_RUNS: named as the case it was shrunk from
+    many = Case.of_keys(np.arange(INLINE_KEYS + 1, dtype=np.int32) % (MAX_RUNS + 1), 32)
+    assert len(set(many.literal)) == MAX_RUNS + 1
+    assert f"case={small(10).name!r}" in python_call(python, "histogram", many, small(10))
+
+
+def test_the_command_line_reads_runs_of_keys_as_the_reproducer_writes_them(capsys):
+    from histkit.cli import main
+
+    code = main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
+                 "--keys", "2*100,0,1*3", "--num-bins", "4"])
+    out = capsys.readouterr().out
+    assert code == 0 and "PASS" in out
+    for bad in ("2*0", "2*x", "x*2"):
+        with pytest.raises(SystemExit) as stop:
+            main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
+                  "--keys", bad, "--num-bins", "4"])
+        assert stop.value.code == 2
+    assert "--keys run '2*0': a count of at least 1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec", ["examples.python_kernels", ":histogram", "histogram:"])

@@ -111,7 +111,7 @@ def test_the_pytest_plugin_makes_one_item_per_case_and_fails_with_the_reproducer
                           capture_output=True, text=True, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "reproduce:" in done.stdout and "original indices" in done.stdout
+    assert "reproduce:" in done.stdout and "NOT stable" in done.stdout
     passing = subprocess.run([sys.executable, "-m", "pytest", "-q",
                               str(ROOT / "examples" / "pytest_example"), "-k", "my_histogram"],
                              capture_output=True, text=True, cwd=ROOT,

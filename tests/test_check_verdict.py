@@ -364,7 +364,7 @@ def test_verbose_lists_every_cell_and_json_has_everything(kernels, tmp_path):
 def test_a_wave_callable_that_keeps_a_width_of_its_own_fails_when_told_another(kernels):
     # told 8, it is right; told half of 8 on the small inputs, it is not
     code, out = run("my_kernels:wave_of_8_only", "--kind", "wave", "--warp-size", "8")
-    assert code == 1 and "told warp_size=4, not the width of its counts" in out, out
+    assert code == 1 and "called with warp_size=4, counted in waves of another width" in out, out
     (command, *_) = [line.split("reproduce ", 1)[1] for line in out.splitlines()
                      if "reproduce " in line]
     assert "--warp-size 8" in command

@@ -412,7 +412,8 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
     unstable = _radix_outcome(keys, values)
     unstable.original_index = unstable.original_index.copy()
     unstable.original_index[[1, 2]] = unstable.original_index[[2, 1]]  # the two -3s
-    assert "original indices" in checks.judge("radix-sort", expected, unstable).detail
+    assert checks.judge("radix-sort", expected, unstable).detail.startswith(
+        "NOT stable: 1 adjacent equal-key pairs out of input order")
     as_unsigned = np.argsort(keys.view(np.uint8), kind="stable")
     unsigned = checks.Outcome(sorted_keys=keys[as_unsigned], original_index=as_unsigned,
                               sorted_values=values[as_unsigned])
@@ -663,11 +664,28 @@ def test_a_wave_kernel_whose_counts_differ_from_the_wave_model_fails():
     assert cell.status == "FAIL" and "differing" in cell.detail
 
 
-@pytest.mark.parametrize("index", [[0, 1, 2, 4], [-1, 1, 2, 3]])
-def test_an_unstable_sorts_index_outside_the_input_fails_by_name(index):
+@pytest.mark.parametrize(("index", "named"), [([0, 1, 2, 4], "position 3 holds 4"),
+                                              ([-1, 1, 2, 3], "position 0 holds -1")])
+def test_an_unstable_sorts_index_outside_the_input_fails_naming_where(index, named):
     keys = np.array([0, 0, 0, 0])
     cell = checks.atomic_cursor_sort(keys, np.array(index), keys, keys)
-    assert cell.status == "FAIL" and cell.detail == "original_index out of range"
+    assert cell.status == "FAIL"
+    assert cell.detail == f"original_index out of range: {named}, outside [0, 4)"
+
+
+def test_an_index_named_twice_fails_naming_the_repeated_and_the_missing_index():
+    keys = np.array([0, 0, 0, 0])
+    cell = checks.atomic_cursor_sort(keys, np.array([0, 1, 1, 3]), keys, keys)
+    assert cell.status == "FAIL"
+    assert cell.detail.endswith("1 index missing; index 1 appears more than once, 2 never")
+
+
+def test_an_index_whose_key_is_another_fails_naming_the_position_and_both_keys():
+    keys = np.array([5, 7, 7])
+    cell = checks.atomic_cursor_sort(np.array([5, 7, 7]), np.array([1, 0, 2]), keys,
+                                     np.array([5, 7, 7]))
+    assert cell.status == "FAIL"
+    assert cell.detail.endswith("position 0 holds key 5 and index 1, but keys[1] = 7")
 
 
 def test_autos_sample_of_one_run_is_the_first_keys_and_of_two_the_ends():
@@ -702,11 +720,11 @@ def test_an_unstable_sort_past_2_31_is_judged_a_slice_at_a_time_with_the_atomic_
     wrapped = order.copy()
     wrapped[wrapped == 30] = 30 - 3 * 8
     cell = checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(wrapped)))
-    assert cell.status == "FAIL" and "not a permutation: 1 indices missing" in cell.detail
+    assert cell.status == "FAIL" and "not a permutation: 1 index missing" in cell.detail
     wrong_key = order.copy()
     wrong_key[5] += 1  # an index whose key is another
     cell = checks.judge("sort", expected, checks.Outcome(sorted_slices=reading(wrong_key)))
-    assert cell.status == "FAIL" and "slot 5 holds key" in cell.detail
+    assert cell.status == "FAIL" and "position 5 holds key" in cell.detail
 
 
 def test_a_radix_sort_past_2_31_moves_closed_form_values_judged_a_slice_at_a_time(
@@ -780,3 +798,16 @@ def test_a_case_id_is_its_name_in_a_form_pytest_k_takes_whole():
         ids = mark.kwargs["ids"]
         assert len(set(ids)) == len(ids) == len(mark.args[1]), kind  # one per case, distinct
         assert all(re.fullmatch(r"[\w.+-]+", i) for i in ids), kind
+
+
+def test_a_stable_sort_with_equal_keys_out_of_input_order_fails_saying_not_stable():
+    keys = np.array([3, 1, 3, 1], dtype=np.int32)
+    expected = checks.Expected(keys, 4)
+    swapped = checks.Outcome(sorted_keys=np.array([1, 1, 3, 3]),
+                             original_index=np.array([3, 1, 0, 2]))
+    cell = checks.judge("stable-sort", expected, swapped)
+    assert cell.status == "FAIL"
+    assert cell.detail.startswith("NOT stable: 1 adjacent equal-key pairs out of input order; "
+                                  "the first at positions 0 and 1: key 1 from input indices 3 "
+                                  "then 1")
+    assert cell.figures["differences"][0] == [0, 3, 1]  # (the indices, as numbers)

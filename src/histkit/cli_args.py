@@ -53,6 +53,17 @@ def writable_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"cannot write {text}: it is read-only")
     if not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"cannot write {text}: folder {folder} is read-only")
+    # os.access says yes to root everywhere, and to places such as /proc or
+    # /sys that refuse the write itself: opening the file is the only proof.
+    existed = path.exists()
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as error:
+        raise argparse.ArgumentTypeError(
+            f"cannot write {text}: {error.strerror or error}") from None
+    if not existed:
+        path.unlink()
     return text
 
 

@@ -58,7 +58,8 @@ MAX_HANGS = 2
 MAX_FAULTS = 5
 MAX_CALLABLE_FAULTS = 40
 SHRINK_MAX_FAULTS = 20
-SHRINK_ATTEMPTS = 80
+SHRINK_ATTEMPTS = 160
+DELETE_MAX_N = 64  # inputs up to this long are also shrunk by deleting runs of keys inside
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHRUNK_GROUPS = 3  # the groups of failures whose smallest input is shrunk
 SYMPTOM_WIDTH = 60  # a symptom longer than this (a message with no "head: rest") is cut
@@ -133,12 +134,15 @@ class Failure:
 
 _CASE_SUFFIX = re.compile(r"\s*\[case [^\]]*\]\s*$")
 _NUMBER = re.compile(r"-?\b\d+(\.\d+)?\b")
+_COUNTED_PLURAL = re.compile(r"(\bN [a-z-]+?)s\b")
 
 
-def symptom_of(detail: str, blank: bool = True) -> str:
+def symptom_of(detail: str, blank: bool = True, singular: bool = True) -> str:
     """What went wrong, without the values (blank=False: with them, for a
     heading): failures with one symptom are one group in the verdict ("bins
-    differ", "hang", "crash: SIGABRT", "crash: exit code 3")."""
+    differ", "hang", "crash: SIGABRT", "crash: exit code 3"). singular: a
+    counted noun in the singular, so that "1 key" and "2 keys" are one group
+    (False for a heading, which reads "lost updates")."""
     text = _CASE_SUFFIX.sub("", detail)
     head, _, rest = text.partition(": ")
     if head == "hang":
@@ -152,6 +156,8 @@ def symptom_of(detail: str, blank: bool = True) -> str:
         head += f": {word.group(0) if word else ''}"
     if blank:
         head = _NUMBER.sub("N", head)  # before any cut: values never split a group
+        if singular:
+            head = _COUNTED_PLURAL.sub(r"\1", head)
     head = head.strip()
     if not rest and len(head) > SYMPTOM_WIDTH:
         clause = head.rfind("; ", 0, SYMPTOM_WIDTH + 1)  # whole clauses where they fit
@@ -504,6 +510,12 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False,
             yield np.minimum(keys, distinct[1]).astype(keys.dtype), num_bins
     if num_bins > 1 and (len(valid) == 0 or int(valid.max()) < num_bins // 2):
         yield keys, num_bins // 2
+    if 2 < n <= DELETE_MAX_N:  # a few keys from the middle: [256, ..., 257] to [256, 257]
+        size = max(1, n // 4)
+        while size >= 1:
+            for start in range(0, n - size + 1, size):
+                yield np.delete(keys, np.s_[start:start + size]), num_bins
+            size //= 2
 
 
 def with_keys(case: Case, keys: np.ndarray, num_bins: int) -> Case:
@@ -904,5 +916,6 @@ def _attach_reproducers(implementation, kind: str, report: CheckReport,
                                           failure.case)
         if timeout != DEFAULT_TIMEOUT_S and failure.reproducer.startswith("histkit check"):
             failure.reproducer += f" --timeout {timeout:g}"  # a hang again takes as long
-        failure.python_reproducer = python_call(implementation, kind, failure.smallest,
-                                                failure.case)
+        failure.python_reproducer = python_call(
+            implementation, kind, failure.smallest, failure.case,
+            timeout=None if timeout == DEFAULT_TIMEOUT_S else timeout)

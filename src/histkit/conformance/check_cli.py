@@ -45,12 +45,30 @@ def _grid(text: str) -> int | None:
     return value
 
 
+MAX_WRITTEN_KEYS = 1 << 22  # --keys with runs (VALUE*COUNT) writes at most this many
+
+
 def _keys(text: str) -> list[int]:
-    try:
-        return [int(k) for k in text.split(",") if k.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--keys takes comma-separated integers; got {text!r}") from None
+    """--keys: comma-separated integers, a run of one value as VALUE*COUNT
+    (``0*256,1*3``: how a verdict writes a long input of few runs)."""
+    keys: list[int] = []
+    for word in (w.strip() for w in text.split(",")):
+        if not word:
+            continue
+        value, star, count = word.partition("*")
+        try:
+            value, count = int(value), int(count) if star else 1
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--keys takes comma-separated integers, a run as VALUE*COUNT; got {word!r}"
+            ) from None
+        if count < 1:
+            raise argparse.ArgumentTypeError(f"--keys run {word!r}: a count of at least 1")
+        if len(keys) + count > MAX_WRITTEN_KEYS:
+            raise argparse.ArgumentTypeError(
+                f"--keys writes at most {MAX_WRITTEN_KEYS} keys; a larger input is a --case")
+        keys += [value] * count
+    return keys
 
 
 def _dtype(text: str) -> str:
@@ -113,7 +131,8 @@ def keys_array(values: list[int], dtype: str):
     import numpy as np
 
     info = np.iinfo(dtype)
-    for value in values:
+    fits = not values or (info.min <= min(values) and max(values) <= info.max)
+    for value in () if fits else values:
         if not info.min <= value <= info.max:
             raise ValueError(f"--keys value {value} does not fit --dtype {dtype} "
                              f"[{info.min}, {info.max}]")
@@ -159,7 +178,8 @@ def add_check_parser(commands, formatter, handler) -> None:
     one = check.add_argument_group("one input instead of the matrix")
     one.add_argument("--keys", type=_keys, metavar="K,K,...",
                      help="these keys (with --num-bins; a scan's counts for --kind scan); "
-                          "negative keys as --keys -1,2 or --keys=-1,2")
+                          "negative keys as --keys -1,2 or --keys=-1,2; a run of one "
+                          "value as VALUE*COUNT, e.g. '0*256,1'")
     one.add_argument("--num-bins", type=bounded_int(1, 2**62), metavar="N",
                      help="num_bins for --keys (not for --kind scan or radix-sort)")
     one.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
@@ -376,7 +396,10 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
         progress.stop()
     check_output.print_verdict(console, report, args.max_failures, args.verbose)
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report.to_json(), out, indent=1, default=str, allow_nan=False)
+        try:
+            with open(args.json, "w") as out:
+                json.dump(report.to_json(), out, indent=1, default=str, allow_nan=False)
+        except OSError as error:  # writable when the run began (cli_args.writable_file)
+            return _usage(console, f"cannot write {args.json}: {error.strerror or error}")
         console.print(f"wrote {args.json}", markup=False)
     return 0 if report.passed else 1

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure
+from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure, symptom_of
 from histkit.conformance.check_binning import BinningCudaFile
 from histkit.conformance.check_weighted import WeightedCudaFile
 from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import call_form
+from histkit.conformance.reproduce import can_write_out, keys_python
 from histkit.conformance.shrinking import UNNAMED
 from histkit.gpu.registry import CHECK_KINDS, FULL_WIDTH_KINDS
 
@@ -60,16 +62,21 @@ def _input_lines(failure: Failure) -> list[str]:
     case = failure.smallest
     if hasattr(case, "describe_input"):  # binning and weighted cases
         shown = [f"  input     {escape(case.describe_input(SHOWN_KEYS))}"]
+        if _rounds_to_float64(case):
+            shown.append("            (numpy compares integer samples with the edges in "
+                         "float64, where a sample past 2^53 rounds to its nearest float64)")
         if failure.case.name == UNNAMED:  # the caller's own input: no case to name
             return shown + (["            (shrunk from the input given)"] if failure.shrunk
                             else [])
         return shown + [f"            ({'shrunk from ' if failure.shrunk else ''}case "
                         f"{escape(failure.case.name)})"]
     label = "counts" if case.scan_counts else "keys"
-    if case.literal is not None and case.n <= SHOWN_KEYS:
-        what = f"{label} = {list(case.literal)} ({case.dtype})"
+    if case.literal is not None and can_write_out(case.literal):
+        what = f"{label} = {keys_python(case.literal)} ({case.dtype})"
+    elif case.n <= SHOWN_KEYS and failure.kind != "scan":  # (a scan is handed counts)
+        what = f"{label} = {case.keys().tolist()} ({case.dtype})"
     else:
-        what = f"{case.n} {label} ({case.dtype})"
+        what = f"{case.n} {label[:-1] if case.n == 1 else label} ({case.dtype})"
     if not (case.full_width or case.scan_counts or failure.kind in FULL_WIDTH_KINDS):
         what += f", num_bins = {case.num_bins}"  # (a radix sort takes none)
     extras = [f"{name}" for name, on in (("grid " + str(case.grid), case.grid is not None),
@@ -86,6 +93,15 @@ def _input_lines(failure: Failure) -> list[str]:
     else:
         lines.append(f"            (case {escape(failure.case.name)})")
     return lines
+
+
+def _rounds_to_float64(case) -> bool:
+    """Whether a binning case holds 64-bit integer samples that float64 rounds."""
+    samples = getattr(case, "samples", None)
+    if samples is None or samples.dtype.kind not in "iu" or samples.dtype.itemsize < 8:
+        return False
+    shown = samples[:SHOWN_KEYS]  # (the samples a reader sees)
+    return bool(np.any(shown.astype(np.float64).astype(object) != shown.astype(object)))
 
 
 def _difference_lines(failure: Failure) -> list[str]:
@@ -118,6 +134,9 @@ def print_group(console: Console, number: int, total: int, group: list[Failure])
     console.print(f"  reproduce {escape(first.reproducer)}", soft_wrap=True, highlight=False)
     console.print(f"            {escape(first.python_reproducer)}", soft_wrap=True,
                   highlight=False)
+    if first.shrunk is not None and " --case " in first.reproducer:
+        console.print("            (these run the case the input above was shrunk from: "
+                      "its keys are too many to write out)", soft_wrap=True)
     others = [f.case.name for f in group[1:]]
     if others:
         shown = ", ".join(others[:OTHER_CASES_SHOWN])
@@ -135,9 +154,10 @@ def without_placeholders(symptom: str) -> str:
 
 
 def print_findings(console: Console, report: CheckReport) -> None:
-    for symptom, found in report.findings().items():
+    for found in report.findings().values():
         cases = f"{len(found)} case{'s' if len(found) != 1 else ''}"
-        console.print(f"[yellow]finding[/] [bold]{escape(without_placeholders(symptom))}[/] "
+        heading = without_placeholders(symptom_of(found[0][1].detail, singular=False))
+        console.print(f"[yellow]finding[/] [bold]{escape(heading)}[/] "
                       f"({cases}): the rule "
                       f"holds; this is reported, not failed")
         for case, cell in found[:FINDING_EXAMPLES]:

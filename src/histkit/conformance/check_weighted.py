@@ -50,6 +50,7 @@ from histkit.conformance.reproduce import (
     python_command,
     source_options,
     source_path,
+    timeout_argument,
     verdict_script,
 )
 from histkit.conformance.shrinking import UNNAMED, shrink_by
@@ -294,7 +295,7 @@ def command_line(impl, kind: str, case: WeightedCase,
 
 
 def python_call(impl, kind: str, case: WeightedCase,
-                original: WeightedCase | None = None) -> str:
+                original: WeightedCase | None = None, timeout: float | None = None) -> str:
     spec = _spec(impl)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
     if case.n <= INLINE:
@@ -311,6 +312,7 @@ def python_call(impl, kind: str, case: WeightedCase,
             arguments.append(f"{option[2:]}={value!r}")
     if isinstance(impl, WeightedCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
+    arguments += timeout_argument(timeout)
     call = f"check({', '.join(arguments)})"
     code = verdict_script(call)
     if spec is None:

@@ -111,15 +111,26 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
         return cell
     seen = np.zeros(n, dtype=bool)
     if n:
-        if got_index.min() < 0 or got_index.max() >= n:
-            return Cell("FAIL", "original_index out of range")
+        outside = np.flatnonzero((got_index < 0) | (got_index >= n))
+        if outside.size:
+            at = int(outside[0])
+            return Cell("FAIL", f"original_index out of range: position {at} holds "
+                                f"{got_index[at].item()}, outside [0, {n})")
         seen[got_index] = True
     if not seen.all():
-        missing = n - int(seen.sum())
-        return Cell("FAIL", f"original_index is not a permutation: {missing} "
-                            f"{'index' if missing == 1 else 'indices'} missing")
-    if not np.array_equal(keys[got_index], got_keys):
-        return Cell("FAIL", "a sorted key differs from the input key at its original index")
+        missing = np.flatnonzero(~seen)
+        repeated = np.flatnonzero(np.bincount(got_index, minlength=n) > 1)
+        return Cell("FAIL", f"original_index is not a permutation: {len(missing)} "
+                            f"{'index' if len(missing) == 1 else 'indices'} missing; index "
+                            f"{repeated[0].item()} appears more than once, {missing[0].item()} "
+                            f"never")
+    wrong = np.flatnonzero(keys[got_index] != got_keys)
+    if wrong.size:
+        at = int(wrong[0])
+        return Cell("FAIL", f"a sorted key differs from the input key at its original index: "
+                            f"position {at} holds key {got_keys[at].item()} and index "
+                            f"{got_index[at].item()}, but keys[{got_index[at].item()}] = "
+                            f"{keys[got_index[at]].item()}")
     violations = stability_violations(got_keys, got_index)
     if violations:
         same_key = got_keys[1:] == got_keys[:-1]
@@ -130,6 +141,18 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
                                f"{got_index[at].item()} then {got_index[at + 1].item()}",
                     {"stability_violations": violations})
     return Cell("pass", "stable on this input", {"stability_violations": 0})
+
+
+def stable_index_rule(sorted_keys, index, keys: np.ndarray, want_keys: np.ndarray,
+                      want_index: np.ndarray) -> Cell:
+    """A stable sort's original indices (its keys already right): equal to
+    want_index, and where they are not, why: out of range, not a permutation,
+    or (the usual slip) equal keys out of input order."""
+    cell = equal(index, want_index, "original index")
+    if cell.status == "pass":
+        return cell
+    why = atomic_cursor_sort(np.asarray(sorted_keys), np.asarray(index), keys, want_keys)
+    return Cell("FAIL", why.detail, cell.figures) if why.status != "pass" else cell
 
 
 # --- one rule per kind, on what an implementation produced --------------------------
@@ -391,8 +414,10 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
             return stable_sorted_in_slices(expected, got.sorted_slices)
         want_keys, want_index = expected.sorted
         cell = equal(got.sorted_keys, want_keys, "sorted key")
-        return cell if cell.status != "pass" else equal(got.original_index, want_index,
-                                                        "original index")
+        if cell.status != "pass":
+            return cell
+        return stable_index_rule(got.sorted_keys, got.original_index, expected.keys,
+                                 want_keys, want_index)
     if kind == "sort":
         if got.sorted_slices is not None:
             return unstable_sorted_in_slices(expected, got.sorted_slices)
@@ -481,13 +506,14 @@ def unstable_sorted_in_slices(expected: Expected,
                                 f"{start + cell.figures['differences'][0][0]}", cell.figures)
         outside = np.flatnonzero((got_index < 0) | (got_index >= n))
         if outside.size:
-            return Cell("FAIL", f"original_index out of range: slot {start + int(outside[0])} "
-                                f"holds {int(got_index[outside[0]])}")
+            return Cell("FAIL", f"original_index out of range: position "
+                                f"{start + int(outside[0])} holds {int(got_index[outside[0]])}, "
+                                f"outside [0, {n})")
         wrong = np.flatnonzero(got_index % num_bins != got_keys)
         if wrong.size:
             j = int(wrong[0])
             return Cell("FAIL", f"a sorted key differs from the input key at its original "
-                                f"index: slot {start + j} holds key {got_keys[j]}, index "
+                                f"index: position {start + j} holds key {got_keys[j]}, index "
                                 f"{got_index[j]} (whose key is {got_index[j] % num_bins})")
         seen[got_index] = True
         same = got_keys[1:] == got_keys[:-1]
@@ -498,7 +524,8 @@ def unstable_sorted_in_slices(expected: Expected,
             last_key, last_index = got_keys[-1], got_index[-1]
     missing = n - int(np.count_nonzero(seen))
     if missing:
-        return Cell("FAIL", f"original_index is not a permutation: {missing} indices missing")
+        return Cell("FAIL", f"original_index is not a permutation: {missing} "
+                            f"{'index' if missing == 1 else 'indices'} missing")
     if violations:
         return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
                                f"input order", {"stability_violations": violations})
@@ -541,7 +568,8 @@ def radix_sorted(expected: Expected, got: Outcome) -> Cell:
     order = expected.order
     cell = equal(got.sorted_keys, expected.keys[order], "sorted key")
     if cell.status == "pass":
-        cell = equal(got.original_index, order, "original index")
+        cell = stable_index_rule(got.sorted_keys, got.original_index, expected.keys,
+                                 expected.keys[order], order)
     if cell.status == "pass" and expected.values is not None:
         # compared as bits: float values may be NaNs
         bits = np.dtype(f"u{expected.values.dtype.itemsize}")

@@ -110,6 +110,30 @@ def reported_index(error: Exception) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
+    """cell, its symptom naming the counts' integer type where a count of
+    this input does not fit it (uint8 counts wrap 256 keys to 0)."""
+    if exact is None or counts.dtype.kind not in "iu" or not exact.size:
+        return cell  # (an input with bad keys has no exact counts)
+    top = np.iinfo(counts.dtype).max
+    if int(exact.max()) <= top:
+        return cell
+    head, sep, rest = cell.detail.partition(": ")
+    return replace(cell, detail=f"{head} (counts returned as {counts.dtype.name}, which hold "
+                                f"at most {top}){sep}{rest}")
+
+
+def inexact_counts(counts: np.ndarray) -> Cell | None:
+    """A finding where counts come back as floats too narrow to count every
+    key: right on these inputs, wrong on a bin of more than 2^(mantissa + 1)
+    keys, which the quick matrix does not build (--full does)."""
+    if counts.dtype.kind != "f" or np.finfo(counts.dtype).nmant >= 52:
+        return None
+    exact_to = 2 ** (np.finfo(counts.dtype).nmant + 1)
+    return Cell("finding", f"counts returned as {counts.dtype.name}: exact only up to "
+                           f"{exact_to} keys a bin, a bin of more is miscounted (return "
+                           f"integers)", {"counts_dtype": counts.dtype.name})
+
 @dataclass
 class PythonImpl:
     """A callable and how to call it.
@@ -190,6 +214,10 @@ class PythonImpl:
         cell = checks.judge(self.kind, expected, outcome, self.warp_size)
         if cell.status == "pass" and self.kind == "wave" and case.n <= SECOND_WAVE_MAX_KEYS:
             cell = self._judge_second_width(keys, case, expected)
+        if cell.status == "pass" and outcome.counts is not None:
+            cell = inexact_counts(outcome.counts) or cell
+        if cell.status == "FAIL" and outcome.counts is not None:
+            cell = narrow_counts(cell, outcome.counts, expected.exact)
         if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
             cell = replace(cell, detail=cell.detail + (
                 "; a callable reports one by raising ValueError with the index in its "
@@ -209,8 +237,8 @@ class PythonImpl:
         cell = checks.judge("wave", expected, outcome, width)
         if cell.status != "FAIL":
             return cell
-        return replace(cell, detail=f"told warp_size={width}, not the width of its counts: "
-                                    f"{cell.detail}")
+        return replace(cell, detail=f"called with warp_size={width}, counted in waves of "
+                                    f"another width (is warp_size ignored?): {cell.detail}")
 
     def _call(self, arg, case: Case, outcome: checks.Outcome):
         if self.kind == "wave":

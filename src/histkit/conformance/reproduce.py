@@ -16,13 +16,44 @@ from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import source_file_name as source_path
 from histkit.gpu.registry import FULL_WIDTH_KINDS
 
-INLINE_KEYS = 64  # keys written out in a reproducer; more are named as their case
+INLINE_KEYS = 64  # keys written out one by one in a reproducer
+MAX_RUNS = 16  # more keys are written as runs of one value where they form at most this many
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
 
 
+def runs(values) -> list[tuple[int, int]]:
+    """values as (value, count) runs of equal neighbours."""
+    out: list[tuple[int, int]] = []
+    for value in values:
+        if out and out[-1][0] == value:
+            out[-1] = (value, out[-1][1] + 1)
+        else:
+            out.append((value, 1))
+    return out
+
+
+def can_write_out(values) -> bool:
+    """Whether values are few enough, or of few enough runs, to write out."""
+    return len(values) <= INLINE_KEYS or len(runs(values)) <= MAX_RUNS
+
+
+def keys_option(values) -> str:
+    """values as ``--keys`` takes them: ``1,2,3`` or, past INLINE_KEYS, ``0*256,1``."""
+    if len(values) <= INLINE_KEYS:
+        return ",".join(map(str, values))
+    return ",".join(f"{v}*{n}" if n > 1 else str(v) for v, n in runs(values))
+
+
+def keys_python(values) -> str:
+    """values as a Python list expression: ``[1, 2, 3]`` or ``[0] * 256 + [1]``."""
+    if len(values) <= INLINE_KEYS:
+        return f"[{', '.join(map(str, values))}]"
+    return " + ".join(f"[{v}] * {n}" if n > 1 else f"[{v}]" for v, n in runs(values))
+
+
 def _inline(case: Case) -> bool:
-    """Whether case is a short list of keys and nothing else."""
-    return (case.literal is not None and case.n <= INLINE_KEYS and not case.offset
+    """Whether case is a list of keys short enough to write out, and nothing else."""
+    return (case.literal is not None and can_write_out(case.literal) and not case.offset
             and not case.skewed and not case.fenced)
 
 
@@ -107,8 +138,9 @@ def command_line(impl, kind: str, case: Case, original: Case | None = None) -> s
     if named:
         words += ["--case", shlex.quote(target.name)]
     elif target.literal is not None:
-        keys = ",".join(map(str, target.literal)) or "''"
-        words.append(f"--keys={keys}" if keys.startswith("-") else f"--keys {keys}")
+        keys = keys_option(target.literal) or "''"
+        words.append(shlex.quote(f"--keys={keys}") if keys.startswith("-")
+                     else f"--keys {shlex.quote(keys) if '*' in keys else keys}")
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             words += ["--num-bins", str(target.num_bins)]
         words += ["--dtype", target.dtype]
@@ -119,7 +151,8 @@ def command_line(impl, kind: str, case: Case, original: Case | None = None) -> s
     return " ".join(words)
 
 
-def python_call(impl, kind: str, case: Case, original: Case | None = None) -> str:
+def python_call(impl, kind: str, case: Case, original: Case | None = None,
+                timeout: float | None = None) -> str:
     """A ``python3 -c`` line that runs this case through check() and prints
     its verdict; for a callable with no importable name, the call to make
     with the function itself."""
@@ -130,8 +163,9 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
     if named:
         arguments.append(f"case={target.name!r}")
     elif target.literal is not None and (_inline(target) or not target.skewed):
-        keys = ", ".join(map(str, target.literal))
-        arguments.append(f"keys=np.array([{keys}], dtype={target.dtype!r})")
+        keys = (keys_python(target.literal) if can_write_out(target.literal)
+                else f"[{', '.join(map(str, target.literal))}]")
+        arguments.append(f"keys=np.array({keys}, dtype={target.dtype!r})")
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             arguments.append(f"num_bins={target.num_bins}")
     else:
@@ -146,11 +180,18 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None) -> st
         else:
             values[name] = value
     arguments += [f"{name}={value!r}" for name, value in values.items()]
+    arguments += timeout_argument(timeout)
     call = f"check({', '.join(arguments)})"
     code = verdict_script(call, names)
     if spec is None:
         return f"(in your own code) {code}"
     return python_command(code)
+
+
+def timeout_argument(timeout: float | None) -> list[str]:
+    """check()'s ``timeout=`` as the run had it (none: the default), so that a
+    hang reproduced takes as long as it took in the run."""
+    return [] if timeout is None else [f"timeout={timeout:g}"]
 
 
 def verdict_script(call: str, names: str = "check") -> str:

@@ -23,6 +23,7 @@ from histkit.conformance.reproduce import (
     python_command,
     source_options,
     source_path,
+    timeout_argument,
     verdict_script,
 )
 from histkit.conformance.shrinking import UNNAMED
@@ -100,7 +101,8 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
     return " ".join(words)
 
 
-def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None) -> str:
+def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None,
+                timeout: float | None = None) -> str:
     """A ``python3 -c`` line that runs this input through check() and prints its verdict."""
     spec = _spec(impl)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
@@ -124,6 +126,7 @@ def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None)
             arguments.append(f"{_PYTHON_NAMES[option]}={value!r}")
     if isinstance(impl, BinningCudaFile) and impl.defines:
         arguments.append(f"defines={dict(impl.defines)!r}")
+    arguments += timeout_argument(timeout)
     call = f"check({', '.join(arguments)})"
     code = verdict_script(call)
     if spec is None:
