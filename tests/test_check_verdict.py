@@ -517,12 +517,46 @@ def test_a_group_is_headed_by_its_smallest_inputs_values_and_keyed_without_them(
     assert failure.title == "no bad key reported; the first is at index 0 (value 4)"
 
 
-def test_a_reproducer_keeps_the_timeout_it_was_run_with(kernels):
+def test_both_reproducers_keep_the_timeout_they_were_run_with(kernels):
     report = check("my_kernels:drops_a_key", "histogram", timeout=7.5)
     assert report.failures and all(f.reproducer.endswith(" --timeout 7.5")
                                    for f in report.failures)
+    assert all(", timeout=7.5)" in f.python_reproducer for f in report.failures)
     report = check("my_kernels:drops_a_key", "histogram", keys=np.array([1, 2, 1]), num_bins=3)
     assert "--timeout" not in report.failures[0].reproducer  # the default is not repeated
+    assert "timeout=" not in report.failures[0].python_reproducer
+
+
+def test_a_json_path_that_refuses_the_write_is_a_usage_error_before_any_case(kernels, capsys):
+    with pytest.raises(SystemExit) as stop:  # (argparse's exit, before any case runs)
+        main(["check", "my_kernels:sleeps_past_1000", "--kind", "histogram",
+              "--json", "/proc/histkit-check.json"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "cannot write /proc/histkit-check.json" in err
+
+
+def test_counts_too_narrow_for_the_input_are_named_in_the_symptom(kernels, tmp_path):
+    (tmp_path / "narrow.py").write_text(
+        "import numpy as np\n"
+        "def uint8_counts(keys, num_bins):\n"
+        "    return np.bincount(keys.astype(np.int64), minlength=num_bins).astype(np.uint8)\n"
+        "def float32_counts(keys, num_bins):\n"
+        "    return np.bincount(keys.astype(np.int64), minlength=num_bins).astype(np.float32)\n")
+    code, out = run("narrow:uint8_counts", "--kind", "histogram", "--keys", "0*256,1",
+                    "--num-bins", "2")
+    assert code == 1 and "bins differ (counts returned as uint8, which hold at most 255)" in out
+    assert "bin 0: expected 256, got 0" in out and "keys = [0] * 256 + [1] (int32)" in out
+    code, out = run("narrow:float32_counts", "--kind", "histogram", "--keys", "1,0",
+                    "--num-bins", "2")
+    assert code == 0
+    assert "counts returned as float32: exact only up to 16777216 keys a bin" in out
+
+
+def test_one_key_and_two_keys_of_one_symptom_are_one_group():
+    one = check_module.symptom_of("bin 0 has 1 key but counted 0")
+    assert one == check_module.symptom_of("bin 3 has 2 keys but counted 0")
+    assert check_module.symptom_of("lost 3 of 4 updates", singular=False) == "lost N of N updates"
 
 
 def test_empty_edges_are_quoted_in_a_binning_reproducer():
