@@ -12,11 +12,13 @@ LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Build histkit and run the test suite (GPU tests skip without a GPU; the
-    compile tests need the NVRTC the gpu extra installs, and fail without it;
-    matplotlib, so the benchmark's plot is drawn in a test rather than skipped).
-    Tests marked `large` (over 2^31 keys, GBs of memory, minutes of compiling)
-    are left out: `nox -s tests_large` runs them."""
+    """Build histkit and run the test suite, the large tests left out.
+
+    GPU tests skip without a GPU; the compile tests need the NVRTC the gpu
+    extra installs, and fail without it; matplotlib, so the benchmark's plot
+    is drawn in a test rather than skipped. Tests marked `large` (over 2^31
+    keys, GBs of memory, minutes of compiling) are left out: `nox -s
+    tests_large` runs them."""
     session.install(".[test,gpu,dask]", "matplotlib>=3.7")
     session.run("pytest", "-m", "not large", *session.posargs,
                 env={"HISTKIT_REQUIRE_NVRTC": "1"})
@@ -24,8 +26,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def tests_large(session: nox.Session) -> None:
-    """The tests marked `large` alone: over 2^31 keys on the CPU oracles, GBs
-    of memory, the full compile sweeps (every build, key type and arch)."""
+    """The tests marked `large` alone (over 2^31 keys, GBs, full compile sweeps).
+
+    Over 2^31 keys on the CPU oracles, GBs of memory, the full compile sweeps
+    (every build, key type and arch)."""
     session.install(".[test,gpu,dask]")
     session.run("pytest", "-m", "large", *session.posargs, env={"HISTKIT_REQUIRE_NVRTC": "1"})
 
@@ -46,8 +50,10 @@ def verify(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff over the Python, cython-lint over the Cython (versions pinned: CI runs
-    this, and a new release's new rules must not fail a commit that changed nothing)."""
+    """ruff over the Python, cython-lint over the Cython (versions pinned).
+
+    CI runs this, and a new release's new rules must not fail a commit that
+    changed nothing."""
     session.install("ruff==0.17.6", "cython-lint==0.22.1")
     session.run("ruff", "check", *LINT_PATHS, *session.posargs)
     session.run("cython-lint", "src/histkit/oracles", "src/histkit/gpu")
@@ -112,9 +118,11 @@ def sanitize(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def mutants(session: nox.Session) -> None:
-    """Planted bugs (mutants/mutants.toml; `-- --generated [--sample N]`: every usual
-    one-line slip at every site of cuda/; `-- --host`: the same in the launch layer's
-    Python) against the suite; writes mutants-results.json."""
+    """Planted bugs against the suite (writes mutants-results.json).
+
+    mutants/mutants.toml by default; `-- --generated [--sample N]`: every usual
+    one-line slip at every site of cuda/; `-- --host`: the same in the launch
+    layer's Python."""
     _install_offline(session)
     session.run("python", "-m", "histkit.conformance.mutation", "run", *session.posargs)
 

@@ -25,7 +25,7 @@ def median_seconds(call, repeats: int, warm_up: int = 1) -> float:
 
 def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:
     """data as JSON in out_dir/<stem>-<today>-<short commit>.json; says where."""
-    from histkit.bench.common import short_commit
+    from histkit.bench.common import replace_older_results, short_commit
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -33,4 +33,6 @@ def write_results(out_dir: str, stem: str, data, indent: int = 1) -> Path:
     path = out / f"{name}.json"
     path.write_text(json.dumps(data, indent=indent))
     print(f"wrote {path}")
+    for old in replace_older_results(path):
+        print(f"removed {old} (replaced)")
     return path

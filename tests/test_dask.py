@@ -241,7 +241,7 @@ def test_errors_found_on_worker_processes_reach_the_client_named(cluster_client)
 
 
 def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(monkeypatch):
-    from histkit import dask as hd_module
+    from histkit.dask._chunks import THREADS_PER_TASK
     from histkit.oracles import _threads
 
     keys = np.arange(40_000) % 50
@@ -253,11 +253,11 @@ def test_a_task_counts_its_chunk_on_one_thread_dask_runs_the_chunks_in_parallel(
         seen.append(_threads.idle_cpus(1 << 24))
         return real(keys, num_bins)
 
-    monkeypatch.setattr(hd_module.oracles, "histogram", recording)
+    monkeypatch.setattr(oracles, "histogram", recording)
     monkeypatch.setattr(_threads, "_cpus", lambda: 8)
     got = hd.histogram(da.from_array(keys, chunks=10_000), 50).compute(scheduler="threads")
     np.testing.assert_array_equal(got, want)
-    assert seen == [hd_module.THREADS_PER_TASK] * 4
+    assert seen == [THREADS_PER_TASK] * 4
     assert _threads.idle_cpus(1 << 24) > 1  # the cap ends with the task
 
 

@@ -17,11 +17,17 @@ MODULES = {
     "histkit.oracles": 20,
     "histkit.gpu.api": 8,
     "histkit.gpu.binning": 1,
+    "histkit.conformance.check": 4,
+    "histkit.dask._histogram": 2,
+    "histkit.dask._sort": 1,
+    "histkit.dask._binning": 1,
 }
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_docstring_examples_run(name):
+    if name.startswith("histkit.dask"):
+        pytest.importorskip("dask.array", reason="histkit[dask] is not installed")
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -5,8 +5,10 @@ conformance matrix becomes one test item per case.
 
 (the plugin loads by itself through its pytest11 entry point once histkit is
 installed; the fixture is ``histkit_check``). The histogram items pass; the
-stable-sort items fail on purpose (NumPy's quicksort is not stable), each
-with its smallest failing input and the command that reproduces it.
+stable-sort items fail on purpose wherever NumPy's quicksort leaves equal
+keys out of input order (most of them; small inputs it keeps in order
+pass), each with its smallest failing input and the command that
+reproduces it.
 """
 
 from examples import python_kernels

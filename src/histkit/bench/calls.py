@@ -45,7 +45,13 @@ from pathlib import Path
 import numpy as np
 
 from histkit import __version__, oracles
-from histkit.bench.common import optional_torch, result_stem, right_result, skip_note
+from histkit.bench.common import (
+    optional_torch,
+    replace_older_results,
+    result_stem,
+    right_result,
+    skip_note,
+)
 
 CALL_SIZES = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28)
 CALL_BINS = (256, 65536, 1 << 20)
@@ -423,4 +429,6 @@ def run_call_bench(out_dir: str = "bench/results", sizes=CALL_SIZES) -> int:
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     plot(results, out / f"{stem}.png")
     print(f"wrote {out / stem}.json and .png")
+    for old in replace_older_results(out / f"{stem}.json"):
+        print(f"removed {old} (replaced)")
     return 0

@@ -5,7 +5,9 @@ the rule that only a result equal to the oracle's is timed.
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 
@@ -118,8 +120,31 @@ def result_stem(kind: str, device_name: str, day: str) -> str:
     """A result file's name without suffix: what was measured, on which
     device, the date and the checkout's short commit when there is one
     ("binning-h200-2026-12-03-8e7fc29"), as bench/results names its files."""
-    device = "h200" if "H200" in device_name else device_name.split()[-1].lower()
+    model = re.search(r"\b[A-Z]+\d{2,4}[A-Z]*\b", device_name)  # "H100" of "NVIDIA H100 80GB HBM3"
+    device = (model.group(0) if model else device_name.split()[-1]).lower()
     return "-".join(part for part in (kind, device, day, short_commit()) if part)
+
+
+# <benchmark>-<yyyy-mm-dd>[-<short commit>[-dirty]].<json, log or png>
+RESULT_NAME = re.compile(r"^(?P<benchmark>.+?)-\d{4}-\d{2}-\d{2}(-[0-9a-f]{4,40}(-dirty)?)?"
+                         r"\.(json|log|png)$")
+
+
+def replace_older_results(written: Path) -> list[Path]:
+    """Remove the results of the same benchmark that `written` replaces (its
+    folder holds the latest result of each benchmark, not an archive);
+    returns the files removed."""
+    mine = RESULT_NAME.match(written.name)
+    if mine is None:
+        return []
+    removed = []
+    for path in written.parent.iterdir():
+        other = RESULT_NAME.match(path.name)
+        if (other and other["benchmark"] == mine["benchmark"]
+                and path.stem != written.stem):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def short_commit(root: str | None = None) -> str:

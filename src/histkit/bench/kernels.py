@@ -26,6 +26,7 @@ from histkit.bench.common import (
     Timer,
     keys_of,
     optional_torch,
+    replace_older_results,
     result_stem,
     right_result,
     skip_note,
@@ -430,4 +431,6 @@ def run_kernel_bench(out_dir: str = "bench/results", quick: bool = False,
     if only not in ("binning", "weighted"):
         plot(results, out / f"{stem}.png")
     print(f"wrote {out / stem}.json (and .png)")
+    for old in replace_older_results(out / f"{stem}.json"):
+        print(f"removed {old} (replaced)")
     return 0

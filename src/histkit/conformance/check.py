@@ -658,7 +658,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         ``path/to/file.py:function``, or a callable.
     kind : str
         The rule to judge by: one of ``histkit.gpu.registry.CHECK_KINDS``
-        (the binning kinds: ``histkit.conformance.check_binning``).
+        (``histkit check --help`` lists them with what a callable of each
+        takes and returns).
     quick : bool
         The quick matrix (default) or the full one (2^28 and > 2^31 keys;
         for binning, 2^24 to 2^26 samples and 2^20 bins).
@@ -705,6 +706,25 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     GpuUnavailableError
         A .cu kernel where no GPU can run it (after compiling it, so its
         compile errors are shown even there).
+
+    Examples
+    --------
+    One input of your own, a callable that forgets its last key (in
+    process here; by default it runs in a worker process, which needs a
+    function it can import by name):
+
+    >>> import numpy as np
+    >>> from histkit.conformance import check
+    >>> def drops_last(keys, num_bins):
+    ...     return np.bincount(keys[:-1], minlength=num_bins)
+    >>> report = check(drops_last, "histogram", keys=np.array([2, 0, 2]), num_bins=3,
+    ...                in_process=True)
+    >>> report.passed
+    False
+    >>> report.failures[0].detail
+    'bins differ: 1 differing; first at 2: expected 2, got 1'
+
+    The whole quick matrix: ``check("my_kernels:histogram", "histogram")``.
     """
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)

@@ -23,11 +23,8 @@ index of the first bad key (the lowest over all chunks, whichever chunk a
 worker finished first).
 """
 
-from histkit import oracles
 from histkit.dask._binning import bin_histogram
-from histkit.dask._chunks import THREADS_PER_TASK, TREE_WIDTH
 from histkit.dask._histogram import histogram
 from histkit.dask._sort import counting_sort
 
-__all__ = ["THREADS_PER_TASK", "TREE_WIDTH", "bin_histogram", "counting_sort", "histogram",
-           "oracles"]
+__all__ = ["bin_histogram", "counting_sort", "histogram"]

@@ -50,6 +50,52 @@ def bin_histogram(samples, bins, range=None, *, right_closed_last: bool = True,
     however the input is chunked. Each chunk hands over its exact sums as
     float64 parts (see ``histkit.dask.histogram``); CuPy chunks are binned
     on the host for this.
+
+    Parameters
+    ----------
+    samples : dask.array.Array
+        Real-valued or integer samples, any shape (binned flattened).
+    bins : int or array_like
+        The number of even bins over `range`, or monotonically increasing
+        edges, as ``np.histogram`` takes them.
+    range : (float, float), optional
+        The even bins' lower and upper edge; None: the samples' minimum and
+        maximum (an extra pass over the input).
+    right_closed_last : bool, optional
+        numpy's rule, the last bin closed (True), or CUB's, every bin
+        half-open (False).
+    flow : bool, optional
+        Also return the underflow, overflow and NaN tallies.
+    weights : dask.array.Array or numpy.ndarray, optional
+        One weight a sample: exact float64 sums in place of counts.
+
+    Returns
+    -------
+    counts : dask.array.Array
+        int64 counts (float64 sums with `weights`).
+    edges : dask.array.Array
+        float64 edges, numpy's for the call.
+    flow : Flow
+        With ``flow=True``: a lazy ``Flow`` of the tallies.
+
+    Raises
+    ------
+    TypeError
+        samples is not a Dask array.
+    ValueError
+        As ``oracles.bin_histogram``: bins below 1, edges not increasing, a
+        NaN or infinite range, weights of another shape.
+
+    Examples
+    --------
+    >>> import dask
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from histkit import dask as hd
+    >>> x = da.from_array(np.array([0.0, 0.25, 0.5, 1.0, 2.0]), chunks=2)
+    >>> counts, edges = dask.compute(*hd.bin_histogram(x, 4, range=(0, 1)))
+    >>> counts, edges
+    (array([1, 1, 1, 1]), array([0.  , 0.25, 0.5 , 0.75, 1.  ]))
     """
     import dask
 

@@ -60,12 +60,49 @@ def _total(num_bins: int, *parts) -> np.ndarray:
 def histogram(keys, num_bins: int, *, weights=None, method: str = "auto"):
     """Lazy histogram (shape (num_bins,)) of a 1-d Dask array of integer keys.
 
-    Without `weights`, int64 counts. With `weights` (a Dask or NumPy array of
-    the keys' shape, float16, float32, float64 or integer; rechunked to the
-    keys' chunks), float64 sums equal bit for bit to
-    ``oracles.histogram(keys, num_bins, weights)`` on the whole input: each
-    bin's exact sum rounded once, however the input is chunked (see
-    `exact_parts`).
+    Each chunk is counted where it lives (``oracles.histogram`` for NumPy
+    chunks, ``gpu.histogram`` for CuPy chunks) and the partial histograms
+    are summed in a tree.
+
+    Parameters
+    ----------
+    keys : dask.array.Array
+        1-d integer keys in ``[0, num_bins)``, NumPy or CuPy chunks.
+    num_bins : int
+        The number of bins, at least 1.
+    weights : dask.array.Array or numpy.ndarray, optional
+        One weight a key (float16, float32, float64 or integer), rechunked to
+        the keys' chunks. Each bin is then the exact sum of its weights
+        rounded once to float64, however the input is chunked: the value of
+        ``oracles.histogram(keys, num_bins, weights)`` on the whole input.
+    method : str, optional
+        The oracle's or the GPU's method for each chunk (``"auto"``).
+
+    Returns
+    -------
+    dask.array.Array
+        int64 counts, or float64 sums with `weights`, of shape (num_bins,).
+
+    Raises
+    ------
+    TypeError
+        keys is not a Dask array.
+    ValueError
+        num_bins below 1, or weights of another shape; at compute time, the
+        oracles' ``BadKeyError`` naming the first bad key's index in the
+        whole input.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from histkit import dask as hd
+    >>> keys = da.from_array(np.array([3, 1, 3, 0, 1, 3]), chunks=4)
+    >>> hd.histogram(keys, 4).compute()
+    array([1, 2, 0, 3])
+    >>> weights = da.from_array(np.array([1e16, 0.5, 1.0, 2.0, 0.25, -1e16]), chunks=4)
+    >>> hd.histogram(keys, 4, weights=weights).compute()  # bin 3: 1e16 + 1 - 1e16, exactly
+    array([2.  , 0.75, 0.  , 1.  ])
     """
     da = require_dask_array(keys)
     import dask

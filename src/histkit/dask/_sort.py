@@ -91,7 +91,42 @@ def counting_sort(keys, num_bins: int):
     """Lazy (sorted_keys, original_index) of a 1-d Dask array: stable, chunked
     like keys, of the keys' array type (NumPy or CuPy chunks).
 
-    Equals ``oracles.counting_sort`` on the concatenated input.
+    The chapter's recipe, distributed: each chunk's histogram, one exclusive
+    scan over (bin, chunk), then each chunk's keys sent to the output chunks
+    that hold their places.
+
+    Parameters
+    ----------
+    keys : dask.array.Array
+        1-d integer keys in ``[0, num_bins)``.
+    num_bins : int
+        The number of bins, at least 1.
+
+    Returns
+    -------
+    sorted_keys : dask.array.Array
+        The keys in order, equal keys in input order; chunked like keys.
+    original_index : dask.array.Array
+        int64: each sorted key's index in the whole input.
+
+    Raises
+    ------
+    TypeError
+        keys is not a Dask array.
+    ValueError
+        num_bins below 1; at compute time, the oracles' ``BadKeyError``
+        naming the first bad key's index in the whole input.
+
+    Examples
+    --------
+    >>> import dask
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from histkit import dask as hd
+    >>> keys = da.from_array(np.array([3, 1, 3, 0, 1, 3]), chunks=4)
+    >>> sorted_keys, original_index = dask.compute(*hd.counting_sort(keys, 4))
+    >>> sorted_keys, original_index
+    (array([0, 1, 1, 3, 3, 3]), array([3, 1, 4, 0, 2, 5]))
     """
     da = require_dask_array(keys)
     import dask
