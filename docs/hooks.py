@@ -3,8 +3,11 @@
 The pages cite benchmark figures by their result file; the PNG plots are
 shown inline and every other file (JSON, logs) is linked, so both must be
 part of the site. They are added here rather than copied into docs/, so each
-result file lives in one place. A page that cites a file bench/results/ does
-not hold gets a broken link, which `mkdocs build --strict` fails on.
+result file lives in one place. A page links a result as
+``../bench/results/NAME``, the path that works where the Markdown is read
+as it is (on GitHub, in an editor); the site's copy of the page links
+``results/NAME``. A page that cites a file bench/results/ does not hold gets
+a broken link, which `mkdocs build --strict` fails on.
 """
 
 from __future__ import annotations
@@ -21,3 +24,7 @@ def on_files(files, config):
             files.append(File.generated(config, f"results/{path.name}",
                                         abs_src_path=str(path)))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    return markdown.replace("](../bench/results/", "](results/")

@@ -1,6 +1,7 @@
 """bench/results holds the latest result of each maintained benchmark, each
 cited from the docs: no archive of runs, no file nobody reads."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,21 @@ def test_a_result_is_named_by_the_gpu_model(device, named, monkeypatch):
 
     monkeypatch.setattr(common, "short_commit", lambda: "abc1234")
     assert result_stem("gpu", device, "2026-12-05") == f"gpu-{named}-2026-12-05-abc1234"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
+
+
+def test_every_relative_link_of_the_readme_and_docs_names_a_file_that_exists():
+    # (as the Markdown is read where it lies: on GitHub, in an editor; the
+    # site build checks its own copy with mkdocs --strict)
+    broken, checked = [], 0
+    for page in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target):  # https:, mailto:
+                continue
+            checked += 1
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+    assert checked > 50  # (the pattern still finds the links)
