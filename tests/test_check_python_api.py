@@ -143,7 +143,7 @@ def test_the_json_report_is_strict_json_with_a_nan_sum_written_as_a_string():
     assert failure["differences"] == [{"bin": 0, "expected": "nan", "got": 1.0}]
     assert failure["input"] == {"keys_dtype": "int64", "weights_dtype": "float64",
                                 "num_bins": 2, "keys": [0, 0, 1],
-                                "weights": [1.0, "nan", 2.0]}
+                                "weights": [1.0, "nan", 2.0], "n": 3}
 
 
 def test_a_json_failure_of_a_matrix_case_names_the_case_and_holds_its_keys():

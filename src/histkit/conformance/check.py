@@ -280,6 +280,7 @@ def input_json(case) -> dict:
         if case.n <= JSON_VALUES:
             data[label] = (list(case.literal) if case.literal is not None
                            else case.keys().tolist())
+    data["n"] = case.n  # (values past JSON_VALUES are not written out)
     written_out = isinstance(case, Case) and case.literal is not None
     if case.name != check_binning.UNNAMED and not written_out:
         data["case"] = case.name
