@@ -413,7 +413,7 @@ def test_the_radix_rule_fails_unstable_order_unsigned_order_and_misplaced_values
     unstable.original_index = unstable.original_index.copy()
     unstable.original_index[[1, 2]] = unstable.original_index[[2, 1]]  # the two -3s
     assert checks.judge("radix-sort", expected, unstable).detail.startswith(
-        "NOT stable: 1 adjacent equal-key pairs out of input order")
+        "NOT stable: 1 adjacent equal-key pair out of input order")
     as_unsigned = np.argsort(keys.view(np.uint8), kind="stable")
     unsigned = checks.Outcome(sorted_keys=keys[as_unsigned], original_index=as_unsigned,
                               sorted_values=values[as_unsigned])
@@ -677,7 +677,8 @@ def test_an_index_named_twice_fails_naming_the_repeated_and_the_missing_index():
     keys = np.array([0, 0, 0, 0])
     cell = checks.atomic_cursor_sort(keys, np.array([0, 1, 1, 3]), keys, keys)
     assert cell.status == "FAIL"
-    assert cell.detail.endswith("1 index missing; index 1 appears more than once, 2 never")
+    assert cell.detail.endswith("1 index missing; index 1 appears more than once (at positions "
+                                "1 and 2), 2 never")
 
 
 def test_an_index_whose_key_is_another_fails_naming_the_position_and_both_keys():
@@ -807,7 +808,7 @@ def test_a_stable_sort_with_equal_keys_out_of_input_order_fails_saying_not_stabl
                              original_index=np.array([3, 1, 0, 2]))
     cell = checks.judge("stable-sort", expected, swapped)
     assert cell.status == "FAIL"
-    assert cell.detail.startswith("NOT stable: 1 adjacent equal-key pairs out of input order; "
+    assert cell.detail.startswith("NOT stable: 1 adjacent equal-key pair out of input order; "
                                   "the first at positions 0 and 1: key 1 from input indices 3 "
                                   "then 1")
     assert cell.figures["differences"][0] == [0, 3, 1]  # (the indices, as numbers)

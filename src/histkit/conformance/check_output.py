@@ -135,8 +135,12 @@ def print_group(console: Console, number: int, total: int, group: list[Failure])
     console.print(f"            {escape(first.python_reproducer)}", soft_wrap=True,
                   highlight=False)
     if first.shrunk is not None and " --case " in first.reproducer:
-        console.print("            (these run the case the input above was shrunk from: "
-                      "its keys are too many to write out)", soft_wrap=True)
+        both = "case=" in first.python_reproducer
+        console.print("            (" + ("both run" if both else "the command line runs")
+                      + " the case the input above was shrunk from, as a command line "
+                        "cannot write that input out"
+                      + (")" if both else "; the Python call runs the input itself)"),
+                      soft_wrap=True)
     others = [f.case.name for f in group[1:]]
     if others:
         shown = ", ".join(others[:OTHER_CASES_SHOWN])

@@ -98,6 +98,10 @@ def _atomics(n: int) -> str:
     return "1 global atomic" if n == 1 else f"{n} global atomics"
 
 
+def _pairs(n: int) -> str:
+    return f"{n} adjacent equal-key pair{'' if n == 1 else 's'}"
+
+
 def stability_violations(sorted_keys: np.ndarray, index: np.ndarray) -> int:
     same_key = sorted_keys[1:] == sorted_keys[:-1]
     return int(np.count_nonzero(same_key & (index[1:] < index[:-1])))
@@ -119,11 +123,12 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
         seen[got_index] = True
     if not seen.all():
         missing = np.flatnonzero(~seen)
-        repeated = np.flatnonzero(np.bincount(got_index, minlength=n) > 1)
+        repeated = int(np.flatnonzero(np.bincount(got_index, minlength=n) > 1)[0])
+        at = np.flatnonzero(got_index == repeated)[:2].tolist()
         return Cell("FAIL", f"original_index is not a permutation: {len(missing)} "
                             f"{'index' if len(missing) == 1 else 'indices'} missing; index "
-                            f"{repeated[0].item()} appears more than once, {missing[0].item()} "
-                            f"never")
+                            f"{repeated} appears more than once (at positions {at[0]} and "
+                            f"{at[1]}), {missing[0].item()} never")
     wrong = np.flatnonzero(keys[got_index] != got_keys)
     if wrong.size:
         at = int(wrong[0])
@@ -135,7 +140,7 @@ def atomic_cursor_sort(got_keys, got_index, keys, want_keys) -> Cell:
     if violations:
         same_key = got_keys[1:] == got_keys[:-1]
         at = int(np.flatnonzero(same_key & (got_index[1:] < got_index[:-1]))[0])
-        return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
+        return Cell("finding", f"NOT stable: {_pairs(violations)} out of "
                                f"input order; the first at positions {at} and {at + 1}: key "
                                f"{got_keys[at].item()} from input indices "
                                f"{got_index[at].item()} then {got_index[at + 1].item()}",
@@ -527,7 +532,7 @@ def unstable_sorted_in_slices(expected: Expected,
         return Cell("FAIL", f"original_index is not a permutation: {missing} "
                             f"{'index' if missing == 1 else 'indices'} missing")
     if violations:
-        return Cell("finding", f"NOT stable: {violations} adjacent equal-key pairs out of "
+        return Cell("finding", f"NOT stable: {_pairs(violations)} out of "
                                f"input order", {"stability_violations": violations})
     return Cell("pass", "stable on this input", {"stability_violations": 0})
 

@@ -111,16 +111,22 @@ def reported_index(error: Exception) -> int | None:
 
 
 def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
-    """cell, its symptom naming the counts' integer type where a count of
-    this input does not fit it (uint8 counts wrap 256 keys to 0)."""
-    if exact is None or counts.dtype.kind not in "iu" or not exact.size:
+    """cell, its symptom naming the counts' type where a count of this input
+    does not fit it (uint8 counts wrap 256 keys to 0; float16 counts round
+    2049 to 2048)."""
+    if exact is None or counts.dtype.kind not in "iuf" or not exact.size:
         return cell  # (an input with bad keys has no exact counts)
-    top = np.iinfo(counts.dtype).max
+    if counts.dtype.kind == "f":
+        top = 2 ** (np.finfo(counts.dtype).nmant + 1)
+        holds = f"which count exactly only up to {top}"
+    else:
+        top = np.iinfo(counts.dtype).max
+        holds = f"which hold at most {top}"
     if int(exact.max()) <= top:
         return cell
     head, sep, rest = cell.detail.partition(": ")
-    return replace(cell, detail=f"{head} (counts returned as {counts.dtype.name}, which hold "
-                                f"at most {top}){sep}{rest}")
+    return replace(cell, detail=f"{head} (counts returned as {counts.dtype.name}, {holds})"
+                                f"{sep}{rest}")
 
 
 def inexact_counts(counts: np.ndarray) -> Cell | None:
