@@ -110,20 +110,24 @@ def reported_index(error: Exception) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _largest_exact_count(dtype: np.dtype) -> int:
+    """The largest count a counts dtype holds exactly (float: 2^(mantissa + 1))."""
+    if dtype.kind == "f":
+        return 2 ** (np.finfo(dtype).nmant + 1)
+    return int(np.iinfo(dtype).max)
+
+
 def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
     """cell, its symptom naming the counts' type where a count of this input
     does not fit it (uint8 counts wrap 256 keys to 0; float16 counts round
     2049 to 2048)."""
     if exact is None or counts.dtype.kind not in "iuf" or not exact.size:
         return cell  # (an input with bad keys has no exact counts)
-    if counts.dtype.kind == "f":
-        top = 2 ** (np.finfo(counts.dtype).nmant + 1)
-        holds = f"which count exactly only up to {top}"
-    else:
-        top = np.iinfo(counts.dtype).max
-        holds = f"which hold at most {top}"
+    top = _largest_exact_count(counts.dtype)
     if int(exact.max()) <= top:
         return cell
+    holds = (f"which count exactly only up to {top}" if counts.dtype.kind == "f"
+             else f"which hold at most {top}")
     head, sep, rest = cell.detail.partition(": ")
     return replace(cell, detail=f"{head} (counts returned as {counts.dtype.name}, {holds})"
                                 f"{sep}{rest}")
@@ -135,10 +139,9 @@ def inexact_counts(counts: np.ndarray) -> Cell | None:
     keys, which the quick matrix does not build (--full does)."""
     if counts.dtype.kind != "f" or np.finfo(counts.dtype).nmant >= 52:
         return None
-    exact_to = 2 ** (np.finfo(counts.dtype).nmant + 1)
     return Cell("finding", f"counts returned as {counts.dtype.name}: exact only up to "
-                           f"{exact_to} keys a bin, a bin of more is miscounted (return "
-                           f"integers)", {"counts_dtype": counts.dtype.name})
+                           f"{_largest_exact_count(counts.dtype)} keys a bin, a bin of more "
+                           f"is miscounted (return integers)", {"counts_dtype": counts.dtype.name})
 
 @dataclass
 class PythonImpl:
