@@ -30,8 +30,8 @@
 // than that from its nearest integer lies between the edges its integer part
 // names; no edge is read. The rest take their rule's path. counting.cuh's
 // quick step (HK_QUICK_BINS) asks quick() about a whole 16-byte vector of
-// samples at once and adds those the estimate alone places straight to the
-// shared counters.
+// samples at once and adds those the estimate alone places, and those no bin
+// keeps (their tallies), straight to the shared counters.
 //
 // The edges live in shared memory after the counters when the launcher found
 // room (EDGES_SHARED), else they are read through the read-only cache.
@@ -89,6 +89,7 @@
 #define UNDER_SLOT 0
 #define OVER_SLOT 1
 #define NAN_SLOT 2
+#define NO_SLOT 3  // a sample some bin keeps
 // A counter's index: the launcher keeps num_bins + 3 below 2^32 - 1, so 32
 // bits hold every counter and NUMPY_FAILS.
 typedef unsigned counter_index;
@@ -368,14 +369,36 @@ struct EvenBins {
     }
 
     // counting.cuh's vector of keys at once: bit j set where the estimate
-    // alone names key j's bin (bins[j], then below num_bins).
+    // alone names key j's bin (bins[j]), or where key j lies outside the
+    // kept interval (bins[j] its tally's counter, as operator() names it).
     __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
 #if FAST_ESTIMATE
-        return bracket.estimate_vector(raw, bins, [](hk_key r) { return (edge_value)value_of(r); });
+        unsigned placed = bracket.estimate_vector(
+            raw, bins, [](hk_key r) { return (edge_value)value_of(r); });
+        if (placed != (1u << PER_VECTOR) - 1) placed |= tally_vector(raw, bins, placed);
+        return placed;
 #else
         (void)raw, (void)bins;
         return 0;
 #endif
+    }
+
+    // The keys quick's estimate left that no bin keeps (beyond the range, or
+    // NaN): bit j set, bins[j] the tally's counter. Without it one such key
+    // in a vector (0.09% of normal samples over (0, 1)) sends the vector's
+    // lane through operator() while its warp waits.
+    __device__ __forceinline__ unsigned tally_vector(const hk_key* raw, unsigned* bins,
+                                                     unsigned placed) const {
+        unsigned tallied = 0;
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) {
+            const int slot = keep.slot(value_of(raw[j]));
+            if (!((placed >> j) & 1u) && slot >= 0) {
+                bins[j] = (unsigned)num_bins + (unsigned)slot;
+                tallied |= 1u << j;
+            }
+        }
+        return tallied;
     }
 
     __device__ __forceinline__ counter_index operator()(hk_key raw) const {
@@ -453,8 +476,24 @@ struct EdgeBins {
     // As EvenBins::quick, for edges near an even grid.
     __device__ __forceinline__ unsigned quick(const hk_key* raw, unsigned* bins) const {
 #if EDGES_NEAR_EVEN && FAST_ESTIMATE
-        return bracket.estimate_vector(raw, bins,
-                                       [](hk_key r) { return (SEARCH_T)as_double(value_of(r)); });
+        const auto as_search = [](hk_key r) { return (SEARCH_T)as_double(value_of(r)); };
+        unsigned placed = bracket.estimate_vector(raw, bins, as_search);
+        if (placed != (1u << PER_VECTOR) - 1) {
+            // Outside the edges, as operator() counts it (the top edge
+            // itself, in the last bin or not, is left to it).
+#pragma unroll
+            for (int j = 0; j < PER_VECTOR; ++j) {
+                const SEARCH_T x = as_search(raw[j]);
+                const unsigned slot = x != x ? NAN_SLOT
+                                    : x < first_edge ? UNDER_SLOT
+                                    : x > top_edge ? OVER_SLOT : NO_SLOT;
+                if (!((placed >> j) & 1u) && slot != NO_SLOT) {
+                    bins[j] = (unsigned)num_bins + slot;
+                    placed |= 1u << j;
+                }
+            }
+        }
+        return placed;
 #else
         (void)raw, (void)bins;
         return 0;

@@ -93,11 +93,11 @@ __device__ __forceinline__ void for_each_run(const hk_key* keys, i64 n, i64 head
     const i64 stride = hk_thread_count();
 #if HK_QUICK_BINS
     // A functor with quick() bins a vector's keys in fewer steps where it can
-    // (real-valued samples whose estimate alone names their bins), bit j of
-    // its result set for each key it placed; those bins are below
-    // bin.num_bins, added straight to shared counters when every bin lives
-    // there.
-    const bool quick = bin.num_bins <= add.shared_bins;
+    // (real-valued samples whose estimate alone names their bins, or that
+    // lie outside every bin), bit j of its result set for each key it
+    // placed; those are counters below add.num_bins, added straight to
+    // shared memory when every counter lives there.
+    const bool quick = add.num_bins <= add.shared_bins;
 #endif
     i64 v = hk_thread_index();
     for (; v + (VECTORS_PER_THREAD - 1) * stride < num_vectors; v += VECTORS_PER_THREAD * stride) {
