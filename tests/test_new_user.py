@@ -278,6 +278,27 @@ def test_a_histogram_asks_for_exactly_the_memory_its_counts_take(monkeypatch):
         oracles.histogram([3, 3], num_bins)
 
 
+def test_no_keys_need_no_counters_in_a_counting_sort():
+    # nothing to count: empty outputs, whatever num_bins, with no memory refusal
+    sorted_keys, original_index = oracles.counting_sort(np.array([], np.int8), 2**40)
+    assert sorted_keys.dtype == np.int8 and len(sorted_keys) == len(original_index) == 0
+
+
+@pytest.mark.parametrize("oracle", ["counting_sort", "naive_wave_histogram", "histogram",
+                                    "privatized_histogram"])
+def test_a_bad_key_is_named_before_the_memory_of_too_many_bins_is_refused(oracle):
+    # the key is the problem the caller can fix; every oracle names it first
+    with pytest.raises(oracles.BadKeyError, match="index 0 is -1"):
+        getattr(oracles, oracle)(np.array([-1], np.int32), 2**40)
+
+
+def test_a_sort_returns_byte_swapped_keys_in_native_byte_order():
+    # the documented dtype: the input's, native byte order; the values unchanged
+    keys = np.array([2, 0, 1], dtype=">i4")
+    for sorted_keys in (oracles.counting_sort(keys, 3)[0], oracles.radix_sort(keys)[0]):
+        assert sorted_keys.dtype == np.dtype("=i4") and sorted_keys.tolist() == [0, 1, 2]
+
+
 def test_binning_asks_for_its_edges_counts_and_counters_before_any_work(monkeypatch):
     # even bins: float64 edges, their float64 copy and the int64 counts, 8 bytes
     # each per edge; explicit edges: two; with weights, an int64 counter per sample
@@ -305,14 +326,14 @@ def test_binning_asks_for_its_edges_counts_and_counters_before_any_work(monkeypa
 def test_a_radix_sort_asks_for_its_working_memory_before_it_starts(monkeypatch):
     # A pass of int32 keys (16-bit digits) holds three int64 arrays of n (the
     # order, the counting sort's indices, the next order), the keys as
-    # unsigned, three arrays of 2-byte digits and 65536 int64 counts. With
-    # exactly that much free the sort runs (the counting sort inside asks for
-    # its own share and must find it); one byte less and the radix sort
-    # refuses up front, naming itself, not the counting sort inside it.
+    # unsigned, three arrays of 2-byte digits, and the counting sort's 65536
+    # int64 counters and 65536 bin ends. With exactly that much free the sort
+    # runs; one byte less and the radix sort refuses up front, naming itself,
+    # not the counting sort inside it.
     from histkit.oracles import _inputs
 
     n = 1000
-    needed = (3 * 8 + 4 + 3 * 2) * n + 8 * 65536
+    needed = (3 * 8 + 4 + 3 * 2) * n + 2 * 8 * 65536
     keys = np.arange(n, dtype=np.int32)[::-1].copy()
     monkeypatch.setattr(_inputs, "available_memory", lambda: needed)
     assert np.array_equal(oracles.argsort(keys), np.argsort(keys, kind="stable"))

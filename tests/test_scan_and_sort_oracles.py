@@ -95,12 +95,13 @@ def test_counting_sort_equals_stable_argsort_on_arbitrary_keys(keys):
 @pytest.mark.parametrize("dtype", [np.uint8, np.int64])
 def test_counting_sort_asks_for_exactly_the_memory_its_results_and_counts_take(
         monkeypatch, dtype):
-    # sorted keys (the input's width), int64 original indices, int64 counts:
-    # an estimate below that lets a large call die out of memory unexplained
+    # sorted keys (the input's width), int64 original indices, a row of int64
+    # counters and the int64 end of every bin: an estimate below that lets a
+    # large call die out of memory unexplained
     from histkit.oracles import _inputs
 
     n, num_bins = 1000, 50
-    needed = n * np.dtype(dtype).itemsize + 8 * n + 8 * num_bins
+    needed = n * np.dtype(dtype).itemsize + 8 * n + 16 * num_bins
     keys = np.arange(n, dtype=dtype) % num_bins
     monkeypatch.setattr(_inputs, "available_memory", lambda: needed)
     oracles.counting_sort(keys, num_bins)

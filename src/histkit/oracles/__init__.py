@@ -387,6 +387,8 @@ def naive_wave_histogram(keys: ArrayLike, num_bins: int,
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
+    if num_bins > len(keys):  # a bad key named before the counts' memory is asked for
+        raise_first_bad_key(keys, num_bins)
     _counts_fit(num_bins)
     # A wave wider than the input is one wave of all of it: same model.
     warp_size = min(positive_int(warp_size, "warp_size"), max(1, len(keys)))
@@ -509,7 +511,7 @@ def exclusive_scan(counts: ArrayLike) -> NDArray[np.int64]:
 def counting_sort(keys: ArrayLike, num_bins: int) -> tuple[NDArray, NDArray[np.int64]]:
     """Stable counting sort: (sorted keys, original index of each output slot).
 
-    ``sorted_keys`` has the input's dtype; ``original_index`` is int64 and
+    ``sorted_keys`` has the input's dtype, in native byte order; ``original_index`` is int64 and
     increasing within every run of equal keys. NumPy equivalent:
     ``order = np.argsort(keys, kind="stable"); keys[order], order``.
 
@@ -526,7 +528,7 @@ def counting_sort(keys: ArrayLike, num_bins: int) -> tuple[NDArray, NDArray[np.i
     Returns
     -------
     sorted_keys : numpy.ndarray
-        The keys in ascending order, in the input's dtype.
+        The keys in ascending order, in the input's dtype (native byte order).
     original_index : numpy.ndarray
         int64: ``sorted_keys[i] == keys[original_index[i]]``.
 
@@ -554,7 +556,11 @@ def counting_sort(keys: ArrayLike, num_bins: int) -> tuple[NDArray, NDArray[np.i
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
-    require_memory(8 * num_bins + (keys.itemsize + 8) * len(keys),
+    if num_bins > len(keys):  # a bad key named before the counters' memory is asked for
+        raise_first_bad_key(keys, num_bins)
+    # The outputs, and where there are keys a row of counters and the bins' ends.
+    counters = 16 * num_bins if len(keys) else 0
+    require_memory(counters + (keys.itemsize + 8) * len(keys),
                    f"counting_sort of {len(keys)} keys into num_bins={num_bins}")
     # Pooled pages: a repeated call writes into pages a dropped result left.
     sorted_keys = _pages.empty(len(keys), keys.dtype)
@@ -643,7 +649,7 @@ def radix_sort(keys: ArrayLike, values: ArrayLike | None = None) -> tuple[NDArra
     Returns
     -------
     sorted_keys : numpy.ndarray
-        The keys in ascending order, in their dtype.
+        The keys in ascending order, in their dtype (native byte order).
     original_index_or_values : numpy.ndarray
         int64 ``original_index`` (``keys[original_index] == sorted_keys``), or
         ``values[original_index]`` when `values` are given.

@@ -39,9 +39,10 @@ def pass_bytes(n: int, itemsize: int, digit_dtype) -> int:
     """Memory one pass holds at once, asked for before the first: the order,
     the counting sort's indices and the next order (int64 each), the keys as
     unsigned, the digits, the digits in the current order and sorted, and the
-    counting sort's counts (int64, one per value a digit of digit_dtype takes)."""
+    counting sort's row of counters and its bins' ends (int64 each, one per
+    value a digit of digit_dtype takes)."""
     digit_bytes = np.dtype(digit_dtype).itemsize
-    return (3 * 8 + itemsize + 3 * digit_bytes) * n + 8 * (1 << (8 * digit_bytes))
+    return (3 * 8 + itemsize + 3 * digit_bytes) * n + 16 * (1 << (8 * digit_bytes))
 
 
 def _digit_order(digits: np.ndarray, num_bins: int) -> np.ndarray:

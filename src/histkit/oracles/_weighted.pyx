@@ -355,7 +355,8 @@ def weighted_sums(const key_t[:] keys, weights, Py_ssize_t num_bins, Py_ssize_t 
     cdef double[::1] sums_v = sums
     cdef char kind_char = ord(kind)
     workers = max(1, min(most, n // MIN_WEIGHTS_PER_WORKER))
-    require_memory(16 * <object>num_bins + <object>itemsize * n,
+    # sums' pages are not touched yet, so the check counts them too.
+    require_memory(24 * <object>num_bins + <object>itemsize * n,
                    f"weighted histogram of {n} weights into num_bins={num_bins}")
     counts, bad_index = histogram_counts(keys, num_bins, workers)
     if bad_index >= 0:
