@@ -457,6 +457,37 @@ def test_float16_lo_equal_hi_past_2048_cannot_widen_and_raises_as_numpy():
         oracles.bin_histogram(samples, 3)
 
 
+@pytest.mark.parametrize("num_bins", [2**16 - 1, 2**16, 2**17])
+def test_float16_edges_of_a_span_past_float16_are_numpys_nan_edges_at_any_bin_count(num_bins):
+    # (-60000, 60000) spans more than float16 holds: numpy's float16 linspace
+    # gives NaN edges, which pass its strictly-increasing test; past 2^16 bins
+    # too, so the oracle computes them there as numpy does rather than refuse
+    span = (np.float16(-60000), np.float16(60000))
+    assert_same_as_numpy(np.array([], np.float16), num_bins, span)
+    assert_same_as_numpy_or_both_raise(np.array([0.0, np.inf], np.float16), num_bins, span)
+
+
+def test_float16_edges_of_2_16_bins_over_a_finite_span_raise_as_numpy():
+    samples = np.array([0.25], np.float16)
+    with pytest.raises(ValueError):
+        numpy_histogram(samples, 2**16, (np.float16(0), np.float16(1)))
+    with pytest.raises(ValueError, match="not strictly increasing"):
+        oracles.bin_histogram(samples, 2**16, (np.float16(0), np.float16(1)))
+
+
+def test_float16_negative_zeros_and_one_below_are_binned_by_their_edges():
+    # np.sort of float16 with AVX-512 (numpy 2.4.6, AVX512_ICL) can misplace
+    # the -1.0 among -0.0s, and np.histogram's explicit-edges path sorts;
+    # judged here by a plain loop over the edges, not by numpy
+    samples = np.full(513, -0.0, np.float16)
+    samples[-1] = -1.0
+    edges = [-2.0, -0.5, 0.5]
+    by_loop = [sum(1 for x in samples.tolist() if edges[b] <= x < edges[b + 1]
+                   or (b == 1 and x == edges[2])) for b in range(2)]
+    assert by_loop == [1, 512]
+    assert oracles.bin_histogram(samples, edges)[0].tolist() == by_loop
+
+
 def test_one_bin_holds_every_sample_in_range():
     samples = np.array([1.0, 2.0, 2.0, 3.0, 9.0])
     counts, edges, flow = oracles.bin_histogram(samples, 1, (1, 3), flow=True)
@@ -734,3 +765,15 @@ def test_weights_follow_the_samples_shape_and_are_refused_before_any_work():
         oracles.bin_histogram(samples, 2, (0, 1), weights=[1.0, 2.0, 4.0, 8.0])
     with pytest.raises(TypeError, match="weights must be float16, float32, float64 or integer"):
         oracles.bin_histogram(samples.ravel(), 2, (0, 1), weights=np.ones(4, dtype=bool))
+
+
+def test_python_int_weights_are_read_as_histogram_reads_them():
+    # a list of Python ints as int64 or uint64, exactly; where no integer dtype
+    # holds them all, a ValueError (numpy would round them through float64)
+    samples = [0.5, 0.5]
+    sums, _ = oracles.bin_histogram(samples, 1, (0, 1), weights=[2**63 + 1025, 2**63 + 1])
+    assert sums.tolist() == [float(Fraction(2**64 + 1026))]
+    with pytest.raises(ValueError, match="no integer dtype holds together"):
+        oracles.bin_histogram(samples, 1, (0, 1), weights=[-1, 2**63 + 1025])
+    with pytest.raises(ValueError, match="no integer dtype holds together"):
+        oracles.histogram([0, 0], 1, weights=[-1, 2**63 + 1025])

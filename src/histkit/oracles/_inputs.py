@@ -77,6 +77,8 @@ def flat_sample_weights(weights, shape: tuple) -> np.ndarray:
     if np.shape(weights) != shape:
         raise ValueError(f"weights must have the samples' shape {shape}; got "
                          f"{np.shape(weights)}")
+    if isinstance(weights, list | tuple) and len(shape) == 1:
+        return weights  # as given: as_weight_array reads Python ints exactly
     return np.ravel(weights)
 
 
