@@ -71,9 +71,10 @@ def boolean(value, name: str) -> bool:
     return bool(value)
 
 
-def flat_sample_weights(weights, shape: tuple) -> np.ndarray:
+def flat_sample_weights(weights, shape: tuple) -> np.ndarray | list | tuple:
     """Weights of real-valued samples of `shape` (any, flattened as the
-    samples are), flattened; a ValueError when their shape differs."""
+    samples are), flattened, for as_weight_array (a flat list or tuple as
+    given); a ValueError when their shape differs."""
     if np.shape(weights) != shape:
         raise ValueError(f"weights must have the samples' shape {shape}; got "
                          f"{np.shape(weights)}")
