@@ -25,7 +25,7 @@ def idle_machine(monkeypatch):
     from histkit.oracles import _threads
 
     monkeypatch.setattr(_threads, "_cpus", lambda: 8)
-    monkeypatch.setattr(_threads, "_running_here", lambda: 1 << 10)
+    monkeypatch.setattr(_threads, "_others_running", lambda: 0)
 
 
 def _nvrtc_unavailable() -> str | None:

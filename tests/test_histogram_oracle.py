@@ -102,7 +102,7 @@ def test_a_thread_cap_set_by_a_caller_bounds_the_oracles_threads_and_ends_with_i
     from histkit.oracles import _threads
 
     monkeypatch.setattr(_threads, "_cpus", lambda: 8)
-    monkeypatch.setattr(_threads, "_running_here", lambda: 1 << 10)  # no one else runs
+    monkeypatch.setattr(_threads, "_others_running", lambda: 0)  # no one else runs
     assert _threads.idle_cpus(1 << 24) == 8
     with _threads.at_most(2):
         assert _threads.idle_cpus(1 << 24) == 2
@@ -110,6 +110,79 @@ def test_a_thread_cap_set_by_a_caller_bounds_the_oracles_threads_and_ends_with_i
             assert _threads.idle_cpus(1 << 24) == 1
         assert _threads.idle_cpus(1 << 24) == 2
     assert _threads.idle_cpus(1 << 24) == 8
+
+
+def _fake_proc(monkeypatch, runnable: int, running_here: int) -> list[str]:
+    """/proc/loadavg reporting `runnable` runnable threads, this process running
+    `running_here` of them; returns the list of files read."""
+    from histkit.oracles import _threads
+
+    reads: list[str] = []
+
+    def read(path):
+        reads.append(path)
+        return f"0.50 0.40 0.30 {runnable}/300 4242\n".encode()
+
+    monkeypatch.setattr(_threads, "_read", read)
+    monkeypatch.setattr(_threads, "_running_here", lambda: running_here)
+    monkeypatch.setattr(_threads, "_cpus", lambda: 8)
+    monkeypatch.setattr(_threads, "_idle_look_at", float("-inf"))
+    return reads
+
+
+def test_other_processes_runnable_threads_take_cpus_from_the_oracles(monkeypatch):
+    from histkit.oracles import _threads
+
+    _fake_proc(monkeypatch, runnable=5, running_here=2)  # 3 threads of others
+    assert _threads.idle_cpus(1 << 24) == 5
+    _fake_proc(monkeypatch, runnable=40, running_here=1)
+    assert _threads.idle_cpus(1 << 24) == 1  # never fewer than one
+    assert _threads.idle_cpus(1 << 10) == 8  # too few keys to look
+
+
+def test_a_look_that_finds_the_machine_idle_is_kept_for_a_moment(monkeypatch):
+    from histkit.oracles import _threads
+
+    clock = [100.0]
+    monkeypatch.setattr(_threads.time, "monotonic", lambda: clock[0])
+    reads = _fake_proc(monkeypatch, runnable=1, running_here=1)
+    assert _threads.idle_cpus(1 << 24) == 8 and len(reads) == 1
+    monkeypatch.setattr(_threads, "_running_here", lambda: 0)  # another process starts
+    clock[0] += _threads.LOOK_EVERY_SECONDS / 2
+    assert _threads.idle_cpus(1 << 24) == 8 and len(reads) == 1  # kept
+    clock[0] += _threads.LOOK_EVERY_SECONDS
+    assert _threads.idle_cpus(1 << 24) == 7 and len(reads) == 2  # looked again
+
+
+def test_a_look_that_finds_others_running_is_taken_again_at_the_next_call(monkeypatch):
+    # (such a look can be wrong for a moment: it is not kept)
+    from histkit.oracles import _threads
+
+    clock = [100.0]
+    monkeypatch.setattr(_threads.time, "monotonic", lambda: clock[0])
+    reads = _fake_proc(monkeypatch, runnable=3, running_here=1)
+    assert _threads.idle_cpus(1 << 24) == 6 and len(reads) == 1
+    monkeypatch.setattr(_threads, "_running_here", lambda: 3)  # they were this process's
+    assert _threads.idle_cpus(1 << 24) == 8 and len(reads) == 2
+
+
+def test_where_the_load_cannot_be_read_every_cpu_is_taken(monkeypatch):
+    from histkit.oracles import _threads
+
+    _fake_proc(monkeypatch, runnable=3, running_here=1)
+
+    def unreadable(path):
+        raise OSError(f"no {path} here")
+
+    monkeypatch.setattr(_threads, "_read", unreadable)
+    assert _threads.idle_cpus(1 << 24) == 8
+
+
+def test_this_process_running_threads_are_read_from_proc():
+    # the calling thread itself is running while it reads
+    from histkit.oracles import _threads
+
+    assert _threads._running_here() >= 1
 
 
 def assert_first_bad_key_named(keys, num_bins, first):
