@@ -238,3 +238,21 @@ def _here():
     from pathlib import Path
 
     return Path(__file__).resolve().parent
+
+
+def drops_the_last_key(keys, num_bins):
+    counts = np.bincount(np.asarray(keys, np.int64), minlength=num_bins)
+    counts[keys[-1]] -= 1
+    return counts
+
+
+def test_a_failures_input_comes_as_data_from_the_package_names_the_docs_use():
+    # docs/check.md: from histkit.conformance import check ... input_json(failure.smallest)
+    from histkit.conformance import Failure, input_json
+
+    report = check(drops_the_last_key, "histogram", keys=np.array([2, 0, 2], np.int32),
+                   num_bins=3, in_process=True)
+    failure = report.failures[0]
+    assert isinstance(failure, Failure)
+    data = input_json(failure.smallest)
+    assert data["num_bins"] == 3 and data["keys"] == [2, 0, 2]

@@ -6,9 +6,9 @@ conformance matrix becomes one test item per case.
 (the plugin loads by itself through its pytest11 entry point once histkit is
 installed; the fixture is ``histkit_check``). The histogram items pass; the
 stable-sort items fail on purpose wherever NumPy's quicksort leaves equal
-keys out of input order (most of them; small inputs it keeps in order
-pass), each with its smallest failing input and the command that
-reproduces it.
+keys out of input order (about half of them: bad keys, all-equal, sorted
+and all-distinct inputs pass at any size), each with its smallest failing
+input and the command that reproduces it.
 """
 
 from examples import python_kernels
