@@ -108,6 +108,9 @@ typedef float hk_weight;
 #define RUN_DEFAULT 5    // digits d0 - 2 .. d0 + 2
 #endif
 #define RUN_BELOW 2      // digits a run keeps below its first weight's
+#ifndef LONE_RUN
+#define LONE_RUN 0  // 1: runs of one weight skip the other slots (contract.LONE_RUN_FROM_BINS)
+#endif
 #ifndef RUN_SLOTS
 #define RUN_SLOTS RUN_DEFAULT  // digits of a thread's run held in registers (0: no runs)
 #endif
@@ -206,29 +209,52 @@ struct Sink {
 // A thread's run: its consecutive weights of one bin summed in registers,
 // exactly: RUN_SLOTS int64 slots for digits first .. first + RUN_SLOTS - 1.
 // Flushed into the sink when the bin changes or a weight's digits fall
-// outside the slots, and at the end.
+// outside the slots, and at the end. With LONE_RUN (the launcher sets it
+// where runs of one weight are the rule: uniform keys over many bins), a
+// run of one weight holds its parts at slot RUN_BELOW (and PART_STEP above)
+// alone, and is started and flushed without touching the other slots.
 struct Run {
     i64 slot[RUN_SLOTS > 0 ? RUN_SLOTS : 1];
     u64 bin;
-    unsigned first;
+    unsigned first;  // may wrap below digit 0: those slots never take an add
+    bool alone;      // one weight since the last flush
 
     __device__ __forceinline__ void flush(const Sink& sink) {
+#if RUN_SLOTS > 0
+        if (LONE_RUN && alone) {
+#pragma unroll
+            for (int k = 0; k < PARTS; ++k) {
+                i64& v = slot[RUN_BELOW + k * PART_STEP];
+                if (v) sink.add(bin, first + RUN_BELOW + k * PART_STEP, v);
+                v = 0;
+            }
+            return;
+        }
 #pragma unroll
         for (int k = 0; k < RUN_SLOTS; ++k) {
             if (slot[k]) sink.add(bin, first + k, slot[k]);
             slot[k] = 0;
         }
+#endif
     }
 
     __device__ __forceinline__ void add(const Sink& sink, u64 b, const WeightParts& w) {
 #if RUN_SLOTS > 0
         unsigned d = w.digit - first;
-        if (b != bin || d > (unsigned)RUN_REACH) {
+        const bool fresh = b != bin || d > (unsigned)RUN_REACH;
+        if (fresh) {
             flush(sink);
             bin = b;
-            first = w.digit > RUN_BELOW ? w.digit - RUN_BELOW : 0;  // room below
-            d = w.digit - first;
+            first = w.digit - RUN_BELOW;  // room below
+            d = RUN_BELOW;
+            if (LONE_RUN) {  // every other slot is zero after the flush
+#pragma unroll
+                for (int k = 0; k < PARTS; ++k) slot[RUN_BELOW + k * PART_STEP] = w.part[k];
+                alone = true;
+                return;
+            }
         }
+        alone = false;
 #pragma unroll
         for (int k = 0; k < RUN_SLOTS; ++k) {
             i64 v = (k == (int)d) ? w.part[0] : 0;
@@ -265,6 +291,7 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
     for (int k = 0; k < (RUN_SLOTS > 0 ? RUN_SLOTS : 1); ++k) run.slot[k] = 0;
     run.bin = 0;
     run.first = 0;
+    run.alone = true;
     // Each warp's span: consecutive weights, so a thread's run follows sorted keys.
     const i64 warps = hk_thread_count() / 32;
     const i64 warp = hk_thread_index() / 32;
@@ -310,6 +337,7 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
             }
             if (lane != 0) run.slot[k] = 0;
         }
+        run.alone = false;  // lane 0 holds the warp's sums in any slot
     }
     run.flush(sink);
     if (SHARED_SLOTS == 0) return;

@@ -18,6 +18,8 @@ cases set the traps where a plausible kernel parts from the exact sum:
   the sum into words must carry them all);
 - ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
   weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
+- ``runs/``: a warp's last runs of one bin summed into one lane, that lane's
+  own run a single weight;
 - ``bad/``: a key outside ``[0, num_bins)``, which must be reported at its
   index, as the histogram kind reports it.
 """
@@ -162,6 +164,20 @@ def _spread_cases():
                        note="70001 weights of +-(1 - ulp) and 3x that: words wrap often")
 
 
+def _run_cases():
+    """4096 weights of bin 0 (of 256), so that a warp walking them all (the
+    long-runs column) ends with every lane in a run of bin 0 from the digit
+    of 1.0, which the warp sums into lane 0: lane 0's run one weight (a huge
+    weight before it breaks its run), lane 1's holding 2^17 a digit up. A
+    kernel that flushes lane 0 as one weight loses lane 1's 2^17."""
+    for dtype, huge in (("float32", 2.0**100), ("float64", 2.0**200)):
+        weights = np.ones(4096, dtype=dtype)
+        weights[4096 - 64] = huge  # lane 0's weight before its last
+        weights[4096 - 31] = 2.0**17  # lane 1's last
+        yield _one_bin(f"runs/{dtype}/warp-sum-lane-0-alone", weights, dtype, num_bins=256,
+                       note="ones in bin 0; lane 0's last run one weight, lane 1's a digit wider")
+
+
 def _bad_key_cases():
     keys = np.array([0, 1, 2, 5, 1], dtype=np.int32)
     yield WeightedCase("bad/key-equal-to-num-bins", keys, np.ones(5), 5, "key 5 at index 3")
@@ -176,7 +192,7 @@ def _bad_key_cases():
 def weighted_cases() -> list[WeightedCase]:
     """The named cases, in a fixed order (each call regenerates the same arrays)."""
     cases = [case for group in (_cancel_cases, _overflow_cases, _range_cases, _ieee_cases,
-                                _bulk_cases, _spread_cases, _bad_key_cases)
+                                _bulk_cases, _spread_cases, _run_cases, _bad_key_cases)
              for case in group()]
     names = [case.name for case in cases]
     if len(set(names)) != len(names):

@@ -454,6 +454,10 @@ def _weighted_builds() -> tuple[dict[str, str], ...]:
     plan = weighted.shared_plan(2**30, np.dtype(np.float32), 1, "rows", 1)
     builds.append(weighted.defines(np.dtype(np.float32), plan, False, np.dtype(np.int32)))
     builds.append(weighted.defines(np.dtype(np.float32), plan, True, np.dtype(np.int32), 4096))
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):  # runs of one weight
+        plan = weighted.shared_plan(2**30, dtype, 1, "rows", 32)
+        builds.append(weighted.defines(dtype, plan, True, np.dtype(np.int32),
+                                       num_bins=contract.LONE_RUN_FROM_BINS))
     for build in builds:
         build.pop("KEY_T")
     return tuple(builds)

@@ -114,10 +114,12 @@ def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "
 
 
 def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
-            min_span: int = 1) -> dict[str, str]:
+            min_span: int = 1, num_bins: int = 1) -> dict[str, str]:
     kind = weight_kind(dtype)
     lo, top = CHUNK_SPAN[kind]
+    lone = runs and num_bins >= contract.LONE_RUN_FROM_BINS
     return {**contract.key_defines(key_dtype), "WEIGHT_DOUBLE": str(int(kind == "d")),
+            **({"LONE_RUN": "1"} if lone else {}),
             "CHUNK_LO": str(lo), "CHUNK_TOP": str(top),
             **{name: str(bit) for name, bit in SPECIAL_FLAGS.items()},
             "SHARED_LO": str(plan.first_digit), "SHARED_SLOTS": str(plan.digits),
@@ -144,7 +146,7 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
 
     def build(max_shared: int):
         plan = shared_plan(max_shared, weights.dtype, num_bins, layout, copies)
-        made = defines(weights.dtype, plan, runs, keys.dtype, min_span)
+        made = defines(weights.dtype, plan, runs, keys.dtype, min_span, num_bins)
         return plan, made, rt.kernel(SOURCE, "accumulate_weights", made)
 
     plan, build_defines, accumulate = build(rt.max_shared_per_block)
