@@ -165,11 +165,12 @@ def _spread_cases():
 
 
 def _run_cases():
-    """4096 weights of bin 0 (of 256), so that a warp walking them all (the
-    long-runs column) ends with every lane in a run of bin 0 from the digit
-    of 1.0, which the warp sums into lane 0: lane 0's run one weight (a huge
-    weight before it breaks its run), lane 1's holding 2^17 a digit up. A
-    kernel that flushes lane 0 as one weight loses lane 1's 2^17."""
+    """4096 weights of bin 0 (of 256), so that the warp walking the last of
+    them (the last of 32 warps of 128 weights in the default launch, the one
+    warp of the long-runs column) ends with every lane in a run of bin 0 from
+    the digit of 1.0, which the warp sums into lane 0: lane 0's run one weight
+    (a huge weight before it breaks its run), lane 1's holding 2^17 a digit
+    up. A kernel that flushes lane 0 as one weight loses lane 1's 2^17."""
     for dtype, huge in (("float32", 2.0**100), ("float64", 2.0**200)):
         weights = np.ones(4096, dtype=dtype)
         weights[4096 - 64] = huge  # lane 0's weight before its last
