@@ -37,12 +37,12 @@ from histkit.oracles._inputs import (
     as_array,
     as_key_array,
     as_weight_array,
+    bad_key_before_counters,
     bin_count,
     boolean,
     flat_sample_weights,
     positive_int,
     raise_bad_key,
-    raise_first_bad_key,
     require_memory,
 )
 from histkit.oracles._scan import exclusive_scan_counts
@@ -185,8 +185,7 @@ def histogram(keys: ArrayLike, num_bins: int,
     num_bins = bin_count(num_bins)
     if weights is not None:
         weights = as_weight_array(weights, len(keys))
-    if num_bins > len(keys):  # a bad key found before num_bins counters are set up
-        raise_first_bad_key(keys, num_bins)
+    bad_key_before_counters(keys, num_bins)
     if weights is not None:
         require_memory(8 * num_bins, f"num_bins={num_bins} (float64 sums)")
         sums, bad = weighted_sums(keys, weights, num_bins, idle_cpus(len(keys)))
@@ -387,8 +386,7 @@ def naive_wave_histogram(keys: ArrayLike, num_bins: int,
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
-    if num_bins > len(keys):  # a bad key named before the counts' memory is asked for
-        raise_first_bad_key(keys, num_bins)
+    bad_key_before_counters(keys, num_bins)
     _counts_fit(num_bins)
     # A wave wider than the input is one wave of all of it: same model.
     warp_size = min(positive_int(warp_size, "warp_size"), max(1, len(keys)))
@@ -556,8 +554,7 @@ def counting_sort(keys: ArrayLike, num_bins: int) -> tuple[NDArray, NDArray[np.i
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
-    if num_bins > len(keys):  # a bad key named before the counters' memory is asked for
-        raise_first_bad_key(keys, num_bins)
+    bad_key_before_counters(keys, num_bins)
     # The outputs, and where there are keys a row of counters and the bins' ends.
     counters = 16 * num_bins if len(keys) else 0
     require_memory(counters + (keys.itemsize + 8) * len(keys),

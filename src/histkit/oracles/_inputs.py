@@ -192,10 +192,13 @@ def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:
     raise bad_key_error(index, keys[index].item(), num_bins)
 
 
-def raise_first_bad_key(keys: np.ndarray, num_bins: int) -> None:
-    """BadKeyError for the first key outside [0, num_bins), if any: a pass over
-    the keys, for calls whose counters cost more to set up than the keys do
-    to read (num_bins > len(keys))."""
+def bad_key_before_counters(keys: np.ndarray, num_bins: int) -> None:
+    """Where num_bins counters cost more to set up (or to ask memory for) than
+    the keys do to read (num_bins > len(keys)): BadKeyError for the first key
+    outside [0, num_bins), if any, before the counters; elsewhere nothing (the
+    count itself finds a bad key)."""
+    if num_bins <= len(keys):
+        return
     outside = keys >= num_bins
     if keys.dtype.kind == "i":
         outside |= keys < 0
