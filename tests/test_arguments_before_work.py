@@ -2,6 +2,8 @@
 and on the GPU calls alike (whose argument errors come before a GPU is looked
 for, so these tests run on any machine)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -166,6 +168,49 @@ def test_more_float16_bins_than_float16_has_values_are_refused_as_numpy_refuses_
 def test_a_ragged_list_is_named_as_the_argument_it_was_given_for(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must be a 1-d array; "):
         call()
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: oracles.bin_histogram([0.5, 1.5], 1, weights=[[1.0], [1.0, 2.0]]),
+     "weights must be an array of the samples' shape; "),
+    (lambda: oracles.radix_sort([1, 0], [[1], [1, 2]]),
+     "values must be an array of one entry per key; "),
+    (lambda: oracles.bin_histogram([1.0], [[0.0], [1.0, 2.0]]),
+     "bins must be an int or a 1-d array of edges; "),
+])
+def test_a_ragged_list_of_weights_values_or_edges_is_named_too(call, says):
+    with pytest.raises(ValueError, match=f"^{re.escape(says)}"):
+        call()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda m: oracles.histogram(m, 3), "keys"),
+    (lambda m: oracles.histogram([0, 1, 1], 3, m.astype(float)), "weights"),
+    (lambda m: oracles.bin_histogram(m.astype(float), 2), "samples"),
+    (lambda m: oracles.radix_sort(m), "keys"),
+])
+def test_a_masked_array_with_masked_entries_is_refused_not_counted_whole(call, name):
+    masked = np.ma.array([0, 1, 2], mask=[False, True, False])
+    assert np.bincount(np.asarray(masked)).tolist() == [1, 1, 1]  # NumPy counts the masked 1
+    with pytest.raises(TypeError, match=rf"^{name} is a masked array with masked entries.*"
+                                        rf"{name}\.compressed\(\)"):
+        call(masked)
+    np.testing.assert_array_equal(oracles.histogram(np.ma.array([0, 1, 2]), 3), [1, 1, 1])
+
+
+def test_integer_weights_in_a_nested_list_or_as_numpy_scalars_are_read_exactly():
+    huge = 2**63 + 1  # float64 would round it to 2**63
+    assert float(np.ravel([[huge, -2**63]]).sum()) == 0.0  # what NumPy alone makes of it
+    counts, _ = oracles.bin_histogram([[0.0, 1.0]], 1, weights=[[huge, 3]])
+    assert counts.tolist() == [float(huge + 3)]
+    with pytest.raises(ValueError, match="which no integer dtype holds together"):
+        oracles.bin_histogram([[0.0, 1.0]], 1, weights=[[huge, -2**63]])
+    with pytest.raises(ValueError, match="which no integer dtype holds together"):
+        oracles.histogram([0, 0], 1, [np.uint64(huge), np.int64(-2**63)])
+    assert oracles.histogram([0, 0], 1, [np.uint64(huge), np.uint64(3)]).tolist() == [
+        float(huge + 3)]
+    with pytest.raises(oracles.BadKeyError, match=r"index 1 is 9223372036854775808"):
+        oracles.histogram([np.int64(1), 2**63], 3)  # not "float64 keys": NumPy's promotion
 
 
 def test_a_bool_in_a_list_of_integer_keys_is_refused_not_counted_as_one():

@@ -672,7 +672,7 @@ def radix_sort(keys: ArrayLike, values: ArrayLike | None = None) -> tuple[NDArra
     """
     keys = as_key_array(keys)
     if values is not None:  # checked before the sort, not after it
-        values = np.asarray(values)
+        values = as_array(values, "values", "an array of one entry per key")
         if values.shape[:1] != keys.shape:
             raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
                              f"values of shape {values.shape}")

@@ -66,7 +66,8 @@ def parse_bins(bins) -> tuple[int | None, np.ndarray | None]:
     if isinstance(bins, str):
         raise TypeError(f"bins must be an int or a 1-d array of edges; numpy's estimator "
                         f"names such as {bins!r} are not supported")
-    if np.ndim(bins) == 0:
+    edges = as_array(bins, "bins", "an int or a 1-d array of edges")
+    if edges.ndim == 0:
         if isinstance(bins, (bool, np.bool_)) or getattr(bins, "dtype", None) == np.bool_:
             raise TypeError(f"bins must be an int or a 1-d array of edges; got {bins!r}")
         try:
@@ -77,9 +78,9 @@ def parse_bins(bins) -> tuple[int | None, np.ndarray | None]:
         if count < 1:
             raise ValueError(f"bins must be >= 1 when an int; got {count}")
         return count, None
-    if np.ndim(bins) == 1:
-        return None, np.asarray(bins)
-    raise ValueError(f"bins must be an int or a 1-d array of edges; got shape {np.shape(bins)}")
+    if edges.ndim == 1:
+        return None, edges
+    raise ValueError(f"bins must be an int or a 1-d array of edges; got shape {edges.shape}")
 
 
 def checked_edges(edges: np.ndarray) -> np.ndarray:

@@ -40,7 +40,11 @@ def _python_ints(values, name: str) -> np.ndarray | None:
     else."""
     if not isinstance(values, list | tuple) or not values:
         return None
-    if not all(type(v) is int for v in values):
+    # NumPy's integer scalars too: np.asarray makes float64 of [np.uint64(2**63 + 1),
+    # np.int64(-1)] as of [2**63 + 1, -1], rounding them
+    if all(type(v) is int or isinstance(v, np.integer) for v in values):
+        values = [int(v) for v in values]
+    else:
         flags = [i for i, v in enumerate(values) if isinstance(v, bool | np.bool_)]
         if flags:  # NumPy would take [True, 2] for [1, 2]
             raise TypeError(f"{name} must not hold bools; got {values[flags[0]]!r} at "
@@ -55,12 +59,18 @@ def _python_ints(values, name: str) -> np.ndarray | None:
                      f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64))")
 
 
-def as_array(values, name: str) -> np.ndarray:
-    """np.asarray(values), its error naming the argument (a ragged list, say)."""
+def as_array(values, name: str, what: str = "a 1-d array") -> np.ndarray:
+    """np.asarray(values), its error naming the argument (a ragged list, say);
+    a TypeError for a masked array with masked entries, which np.asarray would
+    read as if none were masked."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
+        raise TypeError(f"{name} is a masked array with masked entries, which histkit "
+                        f"would not leave out: pass {name}.compressed() to leave them out, "
+                        f"or {name}.filled(value) to count them as value")
     try:
         return np.asarray(values)
     except (ValueError, TypeError) as error:
-        raise type(error)(f"{name} must be a 1-d array; {error}") from None
+        raise type(error)(f"{name} must be {what}; {error}") from None
 
 
 def boolean(value, name: str) -> bool:
@@ -75,12 +85,19 @@ def flat_sample_weights(weights, shape: tuple) -> np.ndarray | list | tuple:
     """Weights of real-valued samples of `shape` (any, flattened as the
     samples are), flattened, for as_weight_array (a flat list or tuple as
     given); a ValueError when their shape differs."""
-    if np.shape(weights) != shape:
-        raise ValueError(f"weights must have the samples' shape {shape}; got "
-                         f"{np.shape(weights)}")
-    if isinstance(weights, list | tuple) and len(shape) == 1:
-        return weights  # as given: as_weight_array reads Python ints exactly
-    return np.ravel(weights)
+    if isinstance(weights, list | tuple):
+        # Python ints read exactly (as_weight_array), so a nested list is
+        # flattened as objects, not through float64
+        given = as_array(weights, "weights", "an array of the samples' shape")
+        objects = np.asarray(weights, dtype=object) if given.ndim > 1 else None
+        if np.shape(given) != shape:
+            raise ValueError(f"weights must have the samples' shape {shape}; got "
+                             f"{np.shape(given)}")
+        return weights if objects is None else objects.ravel().tolist()
+    given = as_array(weights, "weights", "an array of the samples' shape")
+    if given.shape != shape:
+        raise ValueError(f"weights must have the samples' shape {shape}; got {given.shape}")
+    return given.ravel()
 
 
 def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "key"
