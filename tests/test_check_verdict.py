@@ -146,6 +146,10 @@ def radix_unstable(keys):
     return keys[order], order
 
 
+def bins_up_to_the_largest_key(keys, num_bins):
+    return np.bincount(keys.astype(np.int64))  # no minlength: too short
+
+
 def sleeps_past_1000(keys, num_bins):
     import time
     while len(keys) > 1000:
@@ -203,6 +207,30 @@ def test_a_module_that_cannot_be_imported_is_a_usage_error_saying_where_it_looke
     assert "has no attribute 'nothing'" in capsys.readouterr().out
     assert main(["check", "my_kernels:exacct", "--kind", "histogram"]) == 2
     assert "has no attribute 'exacct'; did you mean 'exact'?" in capsys.readouterr().out
+
+
+
+@pytest.mark.parametrize("body, says", [
+    ("import os\nos._exit(4)\n", "ended its process (exit code 4)"),
+    ("import sys\nsys.exit(0)\n", "ended its process (exit code 0)"),
+    ("import ctypes\n\n\ndef load():\n    ctypes.string_at(0)\n\n\nload()\n",
+     "ended its process (killed by SIGSEGV) at dies_loading.py:5 in load"),
+])
+def test_a_file_that_kills_its_process_as_it_loads_is_one_usage_error_not_the_runs_end(
+        kernels, body, says, capsys):
+    (kernels / "dies_loading.py").write_text(body + "\n\ndef f(keys, num_bins):\n    pass\n")
+    assert main(["check", "dies_loading.py:f", "--kind", "histogram"]) == 2
+    out = capsys.readouterr().out
+    assert f"loading dies_loading.py {says}; no case was run" in out, out
+
+
+def test_a_file_that_hangs_as_it_loads_is_a_usage_error_naming_the_line(kernels):
+    from histkit.conformance.isolation import trial_load
+
+    (kernels / "hangs_loading.py").write_text("import time\nwhile True:\n    time.sleep(0.01)\n")
+    with pytest.raises(UsageError, match=r"loading hangs_loading.py did not finish in 2 s "
+                                         r"at hangs_loading.py:3 in <module>"):
+        trial_load("hangs_loading.py:f", timeout=2)
 
 
 # --- usage errors: exit 2, one message, before any case runs -------------------------
@@ -751,3 +779,10 @@ def test_after_a_hang_only_cases_like_it_get_the_short_timeout(kernels, monkeypa
     assert hung.detail.startswith("hang: no result within 5 s"), hung
     assert larger_alike.detail.startswith("hang: no result within 0 s"), larger_alike
     assert slow_other.status == "pass", slow_other  # 1.5 s of work: not a hang
+
+
+def test_counts_of_the_wrong_length_are_a_wrong_shape_shrunk_to_one_small_key(kernels):
+    code, out = run("my_kernels:bins_up_to_the_largest_key", "--kind", "histogram")
+    assert code == 1, out
+    assert "got       wrong shape: expected (2,), got (1,)" in out, out
+    assert "keys = [0] (int32), num_bins = 2" in out and "bins differ" not in out

@@ -40,7 +40,7 @@ from histkit.conformance.loading import (
     UsageError,
     check_inputs_available,
     check_signature,
-    load_callable,
+    load_callable_isolated,
     raised,
 )
 from histkit.gpu.errors import GpuUnavailableError
@@ -401,7 +401,7 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
         path, entries = parse_kernel_spec(impl, kind)
         return CudaFileImpl(path, kind, entries, tuple(sorted((defines or {}).items())), block,
                             grid, count_bits, warp_size)
-    function = load_callable(impl) if isinstance(impl, str) else impl
+    function = load_callable_isolated(impl) if isinstance(impl, str) else impl
     if not callable(function):
         raise TypeError(f"an implementation is a .cu path or a callable; {impl!r} is of "
                         f"type {type(function).__name__}")
@@ -458,8 +458,8 @@ class Judge:
                 return (f"not run: the kernel {what} on {len(stopped)} cases "
                         f"({', '.join(c.name for c in stopped)})")
             if like_any(case, stopped):
-                return (f"not run: the kernel {what} on {limit} or more cases no larger "
-                        f"than this one, of its dtype")
+                return (f"not run: the kernel {what} on {limit} or more cases of the same "
+                        f"dtype, as small or smaller")
         return None
 
     def __call__(self, case: Case) -> tuple[Cell, str]:
@@ -509,6 +509,8 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False,
             yield ranks.astype(keys.dtype), len(distinct)
         if len(distinct) > 2:  # (with two, capping at the second changes nothing)
             yield np.minimum(keys, distinct[1]).astype(keys.dtype), num_bins
+        if distinct[0] > 0:  # smaller keys, the bins kept: [5] of 10 bins to [0]
+            yield (keys - distinct[0]).astype(keys.dtype), num_bins
     if num_bins > 1 and (len(valid) == 0 or int(valid.max()) < num_bins // 2):
         yield keys, num_bins // 2
     if 2 < n <= DELETE_MAX_N:  # a few keys from the middle: [256, ..., 257] to [256, 257]

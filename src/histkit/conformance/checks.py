@@ -22,9 +22,15 @@ class Cell:
     figures: dict | None = None
 
 
+def wrong_shape(got: np.ndarray, want: np.ndarray) -> Cell | None:
+    """A FAIL naming both shapes where they differ (its own symptom, not "bins
+    differ": no bin can be compared), else None."""
+    if got.shape == want.shape:
+        return None
+    return Cell("FAIL", f"wrong shape: expected {want.shape}, got {got.shape}")
+
+
 def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
-    if got.shape != want.shape:
-        return f"expected shape {want.shape}, got {got.shape}"
     where = np.flatnonzero(got != want)
     if not where.size:
         return ""
@@ -41,14 +47,15 @@ SHOWN_DIFFERENCES = 5  # (position, got, expected) triples a FAIL of equal() car
 
 def equal(got: np.ndarray, want: np.ndarray, what: str = "bin") -> Cell:
     got, want = np.asarray(got), np.asarray(want)
+    shape = wrong_shape(got, want)
+    if shape is not None:
+        return shape
     difference = _first_difference(got, want)
     if not difference:
         return Cell("pass")
-    figures = None
-    if got.shape == want.shape:
-        where = np.flatnonzero(got != want)[:SHOWN_DIFFERENCES]
-        figures = {"what": what, "differences": [[int(i), got[i].item(), want[i].item()]
-                                                 for i in where]}
+    where = np.flatnonzero(got != want)[:SHOWN_DIFFERENCES]
+    figures = {"what": what, "differences": [[int(i), got[i].item(), want[i].item()]
+                                             for i in where]}
     return Cell("FAIL", f"{_plural(what)} differ: {difference}", figures)
 
 
@@ -57,8 +64,9 @@ def at_most_exact(got: np.ndarray, exact: np.ndarray) -> Cell:
     keys left at zero (every racy store writes a loaded value + 1, so a bin that
     any key reached holds at least 1: an empty bin means keys were skipped, not
     lost to the race), and no bin below zero. The loss is reported."""
-    if got.shape != exact.shape:
-        return Cell("FAIL", f"expected shape {exact.shape}, got {got.shape}")
+    shape = wrong_shape(got, exact)
+    if shape is not None:
+        return shape
     # Counts read back as signed: a decrement from zero shows as a negative
     # count, which neither rule below would see.
     negative = np.flatnonzero(got < 0)

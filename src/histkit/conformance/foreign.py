@@ -44,6 +44,7 @@ from histkit.conformance.loading import (
     INPUT_KINDS,
     importable_name,
     load_callable,
+    load_callable_isolated,
     main_script_name,
     raised,
 )
@@ -296,7 +297,7 @@ def callable_impl(cls, impl, kind: str, inputs: str) -> PythonImpl:
     its signature checked against the kind's call form."""
     from histkit.conformance.loading import check_signature
 
-    function = load_callable(impl) if isinstance(impl, str) else impl
+    function = load_callable_isolated(impl) if isinstance(impl, str) else impl
     if not callable(function):
         raise TypeError(f"an implementation is a .cu path or a callable; {impl!r} is of "
                         f"type {type(function).__name__}")

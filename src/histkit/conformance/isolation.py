@@ -62,6 +62,16 @@ _FATAL = re.compile(r"^Fatal Python error: (.+)$", re.MULTILINE)
 _FRAME = re.compile(r'^\s*File "(.+)", line (\d+) in (\S+)\s*$')
 _WORKER = ("import sys; from histkit.conformance.isolation import serve; "
            "serve(int(sys.argv[1]))")
+# A callable's module is loaded first in a child like a worker: one that kills
+# or hangs its process while it loads is a UsageError, not the end of the run.
+LOAD_TIMEOUT_S = 120.0
+LOADED_MARK = "histkit: loaded"
+_TRIAL_LOAD = ("import sys, faulthandler, signal; faulthandler.enable(); "
+               f"faulthandler.register(signal.{STACK_SIGNAL.name}, all_threads=True)\n"
+               "from histkit.conformance.loading import load_callable\n"
+               "try:\n    load_callable(sys.argv[1])\n"
+               "except Exception:\n    pass  # this process's own load raises it, and says how\n"
+               f"print({LOADED_MARK!r}, file=sys.stderr, flush=True)")
 
 
 def _build(impl):
@@ -108,6 +118,50 @@ def serve(fd: int) -> None:
     faulthandler.enable()
     faulthandler.register(STACK_SIGNAL, all_threads=True)
     _worker(Connection(fd))
+
+
+def _worker_env() -> dict[str, str]:
+    """The environment of a child: this process's, with its import path (as a
+    spawned child would have it)."""
+    path = os.pathsep.join([p for p in sys.path if p]
+                           + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def trial_load(spec: str, timeout: float = LOAD_TIMEOUT_S) -> None:
+    """Load the Python callable ``spec`` (loading.load_callable's) in a child
+    process first: UsageError when loading it kills its process (a fault,
+    ``os._exit``, ``sys.exit``) or does not end within ``timeout`` seconds,
+    naming the user's line where faulthandler's stack shows it. An exception
+    raised while loading is left to this process's own load, which says it."""
+    from histkit.conformance.loading import UsageError
+
+    module_part = spec.rpartition(":")[0]
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen([sys.executable, "-c", _TRIAL_LOAD, spec],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=stderr, cwd=os.getcwd(), env=_worker_env())
+        try:
+            process.wait(timeout)
+            hung = False
+        except subprocess.TimeoutExpired:
+            hung = True
+            with contextlib.suppress(OSError):
+                process.send_signal(STACK_SIGNAL)
+            time.sleep(STACK_WAIT_S)
+            process.kill()
+            process.wait()
+        stderr.seek(0)
+        text = stderr.read().decode(errors="replace")
+    if LOADED_MARK in text:
+        return
+    where = where_it_stopped(text)
+    where = f" {where}" if where else ""
+    if hung:
+        raise UsageError(f"loading {module_part} did not finish in {timeout:g} s{where}; "
+                         f"no case was run")
+    raise UsageError(f"loading {module_part} ended its process "
+                     f"({_exit_description(process.returncode)}){where}; no case was run")
 
 
 def where_it_stopped(stderr: str) -> str:
@@ -202,13 +256,10 @@ class IsolatedJudge:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         with ours, theirs:
             fd = theirs.fileno()
-            # the caller's import path, as a spawned child would have it
-            path = os.pathsep.join([p for p in sys.path if p]
-                                   + [os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
             process = subprocess.Popen([sys.executable, "-c", _WORKER, str(fd)],
                                        pass_fds=(fd,), stdin=subprocess.DEVNULL,
                                        stderr=self._stderr, cwd=os.getcwd(),
-                                       env={**os.environ, "PYTHONPATH": path})
+                                       env=_worker_env())
             self._process, self._conn = process, Connection(ours.detach())
         self._loaded = {}
 
