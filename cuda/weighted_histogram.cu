@@ -15,7 +15,8 @@
 // the slots SHARED_LO .. SHARED_LO + SHARED_SLOTS - 1 of every bin (the whole
 // row when it fits; else a window around the magnitudes of everyday weights;
 // else none), lane l adding to copy l % COPIES, so lanes hitting one bin hit
-// different words (64-bit shared atomics). Adds outside the window go to the
+// different words. A shared slot takes an add as two native 32-bit atomics
+// (Sink::add says why, and why they sum exactly). Adds outside the window go to the
 // global rows, split into parts below 2^32. Each warp walks a span of its
 // own, 32 consecutive weights at a time, and each thread sums a run of
 // weights of one bin in registers (Run) until the bin changes: all-equal and
@@ -181,7 +182,18 @@ struct Sink {
     // Adds v (|v| < 2^62) times 2^(16 j) to bin b (j: an absolute digit).
     __device__ __forceinline__ void add(u64 b, unsigned j, i64 v) const {
         if (SHARED_SLOTS > 0 && j - SHARED_LO < (unsigned)SHARED_SLOTS) {
-            atomicAdd((u64*)&slots[b * SHARED_ROW + (j - SHARED_LO)], (u64)v);
+            // A 64-bit atomicAdd on shared memory is a compare-and-swap loop
+            // (sm_90: ATOMS.CAST.SPIN.64); a 32-bit one is a native add. So
+            // the slot takes v as two words: the low word v's low 32 bits,
+            // and the high word v's high bits plus the carry out of the low
+            // word, which its old value tells (the sum wrapped below it).
+            // Every carry is counted once, so when all adds are in, the
+            // words hold the slot's sum (below 2^62) exactly, as one int64.
+            unsigned* word = (unsigned*)&slots[b * SHARED_ROW + (j - SHARED_LO)];
+            const unsigned low = (unsigned)v;
+            const unsigned old = atomicAdd(word, low);
+            const unsigned high = (unsigned)(v >> 32) + (old + low < old ? 1u : 0u);
+            if (high) atomicAdd(word + 1, high);
         } else {
             i64* row = rows + b * ROW16 + (j - LO16);
             const i64 whole = (i64)1 << WHOLE_ADD_BITS;

@@ -169,11 +169,13 @@ def _run_cases():
     them (the last of 32 warps of 128 weights in the default launch, the one
     warp of the long-runs column) ends with every lane in a run of bin 0 from
     the digit of 1.0, which the warp sums into lane 0: lane 0's run one weight
-    (a huge weight before it breaks its run), lane 1's holding 2^17 a digit
-    up. A kernel that flushes lane 0 as one weight loses lane 1's 2^17."""
+    (a huge weight and its negation before it break its run, and cancel, so
+    that the sum rounds to an integer), lane 1's holding 2^17 a digit up. A
+    kernel that flushes lane 0 as one weight loses lane 1's 2^17."""
     for dtype, huge in (("float32", 2.0**100), ("float64", 2.0**200)):
         weights = np.ones(4096, dtype=dtype)
-        weights[4096 - 64] = huge  # lane 0's weight before its last
+        weights[4096 - 96] = huge  # lane 0's two weights before its last
+        weights[4096 - 64] = -huge
         weights[4096 - 31] = 2.0**17  # lane 1's last
         yield _one_bin(f"runs/{dtype}/warp-sum-lane-0-alone", weights, dtype, num_bins=256,
                        note="ones in bin 0; lane 0's last run one weight, lane 1's a digit wider")
