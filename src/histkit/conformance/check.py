@@ -35,12 +35,11 @@ from histkit.conformance.foreign import (
     PythonImpl,
     parse_kernel_spec,
 )
-from histkit.conformance.isolation import DEFAULT_TIMEOUT_S, like_any
+from histkit.conformance.isolation import DEFAULT_TIMEOUT_S, like_any, load_callable_isolated
 from histkit.conformance.loading import (
     UsageError,
     check_inputs_available,
     check_signature,
-    load_callable_isolated,
     raised,
 )
 from histkit.gpu.errors import GpuUnavailableError

@@ -39,12 +39,12 @@ import numpy as np
 from histkit.conformance import checks
 from histkit.conformance.cases import Case, judges, not_judged_because
 from histkit.conformance.checks import Cell
+from histkit.conformance.isolation import load_callable_isolated
 from histkit.conformance.loading import (
     CALL_FORMS,
     INPUT_KINDS,
     importable_name,
     load_callable,
-    load_callable_isolated,
     main_script_name,
     raised,
 )

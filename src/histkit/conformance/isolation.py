@@ -44,10 +44,18 @@ import sys
 import tempfile
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from histkit.conformance.cases import Case
 from histkit.conformance.checks import Cell
-from histkit.conformance.loading import raised, users_frame
+from histkit.conformance.loading import (
+    UsageError,
+    file_module_name,
+    is_file_spec,
+    load_callable,
+    raised,
+    users_frame,
+)
 
 DEFAULT_TIMEOUT_S = 60.0  # seconds a case may take before it is a hang (check()'s default)
 AFTER_HANG_TIMEOUT_S = 10.0
@@ -128,14 +136,23 @@ def _worker_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
+def load_callable_isolated(spec: str):
+    """loading.load_callable(spec), its module first loaded in a child process
+    (trial_load) unless this process has it already: a module that faults,
+    exits or hangs as it loads is a UsageError, not this process's end."""
+    module_part = spec.rpartition(":")[0]
+    name = file_module_name(Path(module_part)) if is_file_spec(spec) else module_part
+    if name not in sys.modules:
+        trial_load(spec)
+    return load_callable(spec)
+
+
 def trial_load(spec: str, timeout: float = LOAD_TIMEOUT_S) -> None:
     """Load the Python callable ``spec`` (loading.load_callable's) in a child
     process first: UsageError when loading it kills its process (a fault,
     ``os._exit``, ``sys.exit``) or does not end within ``timeout`` seconds,
     naming the user's line where faulthandler's stack shows it. An exception
     raised while loading is left to this process's own load, which says it."""
-    from histkit.conformance.loading import UsageError
-
     module_part = spec.rpartition(":")[0]
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen([sys.executable, "-c", _TRIAL_LOAD, spec],

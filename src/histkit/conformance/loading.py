@@ -89,20 +89,7 @@ def load_callable(spec: str):
     return found
 
 
-def load_callable_isolated(spec: str):
-    """load_callable(spec), its module first loaded in a child process
-    (isolation.trial_load) unless this process has it already: a module that
-    faults, exits or hangs as it loads is a UsageError, not this process's end."""
-    module_part = spec.rpartition(":")[0]
-    name = _file_module_name(Path(module_part)) if is_file_spec(spec) else module_part
-    if name not in sys.modules:
-        from histkit.conformance.isolation import trial_load
-
-        trial_load(spec)
-    return load_callable(spec)
-
-
-def _file_module_name(path: Path) -> str:
+def file_module_name(path: Path) -> str:
     """The module name a file is loaded under (one per resolved path)."""
     path = path.expanduser().resolve()
     return f"histkit_user_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
@@ -128,7 +115,7 @@ def _load_file(path_text: str):
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
         raise UsageError(f"no such Python file: {path_text}")
-    name = _file_module_name(path)
+    name = file_module_name(path)
     if name in sys.modules:
         return sys.modules[name]
     folder = str(path.parent)
