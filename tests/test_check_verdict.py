@@ -224,6 +224,16 @@ def test_a_file_that_kills_its_process_as_it_loads_is_one_usage_error_not_the_ru
     assert f"loading dies_loading.py {says}; no case was run" in out, out
 
 
+def test_a_trial_load_whose_child_cannot_start_histkit_leaves_the_load_to_this_process(
+        kernels, monkeypatch):
+    from histkit.conformance import isolation
+
+    monkeypatch.setattr(isolation, "_TRIAL_LOAD", "raise ImportError('no histkit here')")
+    assert isolation.trial_load("my_kernels.py:exact") is None
+    monkeypatch.setattr(isolation, "_TRIAL_LOAD", "import os; os._exit(3)")
+    assert isolation.trial_load("my_kernels.py:exact") is None
+
+
 def test_a_file_that_hangs_as_it_loads_is_a_usage_error_naming_the_line(kernels):
     from histkit.conformance.isolation import trial_load
 

@@ -74,9 +74,11 @@ _WORKER = ("import sys; from histkit.conformance.isolation import serve; "
 # or hangs its process while it loads is a UsageError, not the end of the run.
 LOAD_TIMEOUT_S = 120.0
 LOADED_MARK = "histkit: loaded"
+LOADING_MARK = "histkit: loading"  # the child reached the user's module (histkit imported)
 _TRIAL_LOAD = ("import sys, faulthandler, signal; faulthandler.enable(); "
                f"faulthandler.register(signal.{STACK_SIGNAL.name}, all_threads=True)\n"
                "from histkit.conformance.loading import load_callable\n"
+               f"print({LOADING_MARK!r}, file=sys.stderr, flush=True)\n"
                "try:\n    load_callable(sys.argv[1])\n"
                "except Exception:\n    pass  # this process's own load raises it, and says how\n"
                f"print({LOADED_MARK!r}, file=sys.stderr, flush=True)")
@@ -152,7 +154,8 @@ def trial_load(spec: str, timeout: float = LOAD_TIMEOUT_S) -> None:
     process first: UsageError when loading it kills its process (a fault,
     ``os._exit``, ``sys.exit``) or does not end within ``timeout`` seconds,
     naming the user's line where faulthandler's stack shows it. An exception
-    raised while loading is left to this process's own load, which says it."""
+    raised while loading is left to this process's own load, which says it;
+    so is a child that cannot import histkit itself (no verdict on the module)."""
     module_part = spec.rpartition(":")[0]
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen([sys.executable, "-c", _TRIAL_LOAD, spec],
@@ -170,8 +173,8 @@ def trial_load(spec: str, timeout: float = LOAD_TIMEOUT_S) -> None:
             process.wait()
         stderr.seek(0)
         text = stderr.read().decode(errors="replace")
-    if LOADED_MARK in text:
-        return
+    if LOADED_MARK in text or (LOADING_MARK not in text and not hung):
+        return  # loaded; or the child could not start histkit: this process loads it alone
     where = where_it_stopped(text)
     where = f" {where}" if where else ""
     if hung:
