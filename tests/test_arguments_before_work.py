@@ -217,3 +217,16 @@ def test_a_bool_in_a_list_of_integer_keys_is_refused_not_counted_as_one():
     assert np.asarray([True, 2]).dtype.kind == "i"  # what NumPy alone would make of it
     with pytest.raises(TypeError, match=r"keys must not hold bools; got True at index 0"):
         oracles.histogram([True, 2], 4)
+
+
+@pytest.mark.parametrize("call", [
+    lambda w: gpu.histogram([0, 0], 1, weights=w),
+    lambda w: gpu.bin_histogram([0.0, 1.0], 1, weights=w),
+], ids=["histogram", "bin_histogram"])
+def test_gpu_weights_given_as_python_ints_are_refused_never_rounded_to_float64(call):
+    assert np.asarray([2**63 + 1, -2**63]).dtype == np.float64  # NumPy alone rounds them
+    with pytest.raises(ValueError, match="which no integer dtype holds together"):
+        call([2**63 + 1, -2**63])
+    with pytest.raises(TypeError, match="GPU weights must be float16, float32 or float64; "
+                                        "got int64"):
+        call([2**62, 3])

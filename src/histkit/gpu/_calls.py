@@ -27,7 +27,12 @@ from histkit.gpu.device import DeviceArray, Runtime, runtime
 from histkit.gpu.errors import DeviceMemoryError
 from histkit.gpu.launch.common import Keys
 from histkit.gpu.launch.weighted import Weights, weight_kind
-from histkit.oracles._inputs import as_key_array, as_weight_array, bad_key_error
+from histkit.oracles._inputs import (
+    as_key_array,
+    as_number_array,
+    as_weight_array,
+    bad_key_error,
+)
 
 
 @dataclass
@@ -265,7 +270,7 @@ def precheck_out(array, n: int, dtype, name: str) -> None:
 def host_gpu_weights(weights, n: int, per: str = "key") -> np.ndarray:
     """NumPy weights for a GPU call, checked before any GPU work: floats
     (float16 widens to float32, exactly), one-dimensional, one per `per`."""
-    weights = np.asarray(weights)
+    weights = as_number_array(weights, "weights")  # a list of ints stays ints: refused
     if weights.dtype.kind != "f":
         raise TypeError(f"GPU weights must be float16, float32 or float64; got {weights.dtype}")
     return as_weight_array(weights, n, per=per)

@@ -16,9 +16,7 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
     """Return keys as a 1-d native-endian integer ndarray, copying only if needed."""
     if keys is None:
         raise TypeError(f"{name} must be a 1-d array of integers; got None")
-    arr = _python_ints(keys, name)
-    if arr is None:
-        arr = as_array(keys, name)
+    arr = as_number_array(keys, name)
     if arr.size == 0 and not isinstance(keys, np.ndarray):
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
@@ -57,6 +55,13 @@ def _python_ints(values, name: str) -> np.ndarray | None:
             return np.array(values, dtype=dtype)
     raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "
                      f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64))")
+
+
+def as_number_array(values, name: str) -> np.ndarray:
+    """values as an ndarray: a list or tuple of Python (or NumPy) integers
+    exactly (_python_ints), anything else by as_array."""
+    arr = _python_ints(values, name)
+    return as_array(values, name) if arr is None else arr
 
 
 def as_array(values, name: str, what: str = "a 1-d array") -> np.ndarray:
@@ -109,9 +114,7 @@ def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "k
     at the cost of a copy. Other dtypes (bool, complex, long double, object)
     raise TypeError: none has a sum that this rule defines.
     """
-    arr = _python_ints(weights, name)
-    if arr is None:
-        arr = as_array(weights, name)
+    arr = as_number_array(weights, name)
     if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.itemsize > 8):
         raise TypeError(f"{name} must be float16, float32, float64 or integer; got {arr.dtype}")
     if arr.ndim != 1:
