@@ -184,9 +184,10 @@ struct Sink {
         if (SHARED_SLOTS > 0 && j - SHARED_LO < (unsigned)SHARED_SLOTS) {
             // A 64-bit atomicAdd on shared memory is a compare-and-swap loop
             // (sm_90: ATOMS.CAST.SPIN.64); a 32-bit one is a native add. So
-            // the slot takes v as two words: the low word v's low 32 bits,
-            // and the high word v's high bits plus the carry out of the low
-            // word, which its old value tells (the sum wrapped below it).
+            // the slot takes v as its two words (the low one first: the GPU
+            // is little-endian): the low word v's low 32 bits, and the high
+            // word v's high bits plus the carry out of the low word, which
+            // its old value tells (the sum wrapped below it).
             // Every carry is counted once, so when all adds are in, the
             // words hold the slot's sum (below 2^62) exactly, as one int64.
             unsigned* word = (unsigned*)&slots[b * SHARED_ROW + (j - SHARED_LO)];
