@@ -90,19 +90,15 @@ def flat_sample_weights(weights, shape: tuple) -> np.ndarray | list | tuple:
     """Weights of real-valued samples of `shape` (any, flattened as the
     samples are), flattened, for as_weight_array (a flat list or tuple as
     given); a ValueError when their shape differs."""
-    if isinstance(weights, list | tuple):
-        # Python ints read exactly (as_weight_array), so a nested list is
-        # flattened as objects, not through float64
-        given = as_array(weights, "weights", "an array of the samples' shape")
-        objects = np.asarray(weights, dtype=object) if given.ndim > 1 else None
-        if np.shape(given) != shape:
-            raise ValueError(f"weights must have the samples' shape {shape}; got "
-                             f"{np.shape(given)}")
-        return weights if objects is None else objects.ravel().tolist()
     given = as_array(weights, "weights", "an array of the samples' shape")
     if given.shape != shape:
         raise ValueError(f"weights must have the samples' shape {shape}; got {given.shape}")
-    return given.ravel()
+    if not isinstance(weights, list | tuple):
+        return given.ravel()
+    if given.ndim == 1:
+        return weights  # as given: as_weight_array reads Python ints exactly
+    # a nested list flattened as objects, not through float64 (its ints stay exact)
+    return np.asarray(weights, dtype=object).ravel().tolist()
 
 
 def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "key"
