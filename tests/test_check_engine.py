@@ -151,7 +151,8 @@ def test_an_input_too_large_is_not_shrunk():
 def test_a_callable_that_crashes_fails_its_cell_with_the_error():
     report = check(crashes, "histogram", cases=[small(10)], shrink_failures=False)
     (failure,) = report.failures
-    assert failure.detail.startswith("ZeroDivisionError: a bug in the callable (at ")
+    assert failure.detail.startswith(
+        "raised on valid input: ZeroDivisionError: a bug in the callable (at ")
     assert failure.detail.endswith(" in crashes)")  # the line of the callable that raised
     assert failure.shrunk is None and failure.reproducer
 

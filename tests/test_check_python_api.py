@@ -33,6 +33,21 @@ def counted_histogram(keys, num_bins):
     return np.bincount(keys.astype(np.int64), minlength=num_bins)
 
 
+def indexes_out_of_range(keys, num_bins):
+    """Counts by np.add.at: a key of num_bins or more raises IndexError, a
+    negative key wraps (unreported)."""
+    counts = np.zeros(num_bins, np.int64)
+    np.add.at(counts, np.asarray(keys).astype(np.int64), 1)
+    return counts
+
+
+def refuses_bad_keys_without_saying_where(keys, num_bins):
+    keys = np.asarray(keys).astype(np.int64)
+    if keys.size and (keys.min() < 0 or keys.max() >= num_bins):
+        raise ValueError("a key is out of range")
+    return np.bincount(keys, minlength=num_bins)
+
+
 def exclusive_scan(counts):
     return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.uint64)
 
@@ -123,6 +138,23 @@ def counts_nan_in_bin_0(samples, bins, range):
     counts, _ = np.histogram(samples, bins, range)
     counts[0] += int(np.count_nonzero(np.isnan(np.asarray(samples, dtype=np.float64))))
     return counts
+
+
+def test_a_bad_key_answered_by_another_error_is_told_how_a_bad_key_is_reported():
+    report = check(indexes_out_of_range, "histogram", in_process=True)
+    symptoms = {group[0].symptom for group in report.groups()}
+    assert "raised IndexError on a bad key, not ValueError" in symptoms
+    assert not any(symptom.startswith("raised on valid input") for symptom in symptoms)
+    detail = next(f.shrunk_detail or f.detail for f in report.failures
+                  if f.detail.startswith("raised IndexError"))
+    assert "the first bad key is at index 0" in detail
+    assert "raising ValueError with the index in its message" in detail
+
+
+def test_a_value_error_that_names_no_index_is_told_to_name_it():
+    report = check(refuses_bad_keys_without_saying_where, "histogram", in_process=True)
+    assert {group[0].symptom for group in report.groups()} == {
+        "raised ValueError without the bad key's index"}
 
 
 def test_a_failure_only_odd_inputs_show_is_shown_by_its_smallest_not_a_large_unlooked_one():

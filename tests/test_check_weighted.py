@@ -55,7 +55,26 @@ def test_float32_results_fail_where_rounding_the_exact_sum_to_float32_changes_it
 def test_a_bad_key_that_is_not_reported_fails_naming_it():
     report = check(sums_ignoring_bad_keys, "weighted-histogram", in_process=True)
     details = [f.detail for f in report.failures]
-    assert "key 5 at index 3 is outside [0, 5) and was not reported" in details
+    assert any(d.startswith("no bad key reported; the first is at index 3 (value 5); a "
+                            "callable reports one by raising ValueError") for d in details)
+
+
+def indexes_out_of_range(keys, weights, num_bins):
+    """Sums by np.add.at: a key of num_bins or more raises IndexError."""
+    sums = np.zeros(num_bins)
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflow cases
+        np.add.at(sums, keys.astype(np.int64), weights.astype(np.float64))
+    return sums
+
+
+def test_a_bad_key_raising_another_error_than_value_error_is_told_what_to_raise():
+    report = check(indexes_out_of_range, "weighted-histogram", in_process=True)
+    details = [f.detail for f in report.failures if "key-equal-to-num-bins" in f.case.name]
+    assert details and details[0].startswith(
+        "raised IndexError on a bad key, not ValueError: IndexError: index 5 is out of bounds")
+    assert "the first bad key is at index 3 (value 5); a callable reports one by raising " \
+           "ValueError" in details[0]
+    assert "raised on valid input" not in " ".join(f.detail for f in report.failures)
 
 
 def _in_order(weights: np.ndarray) -> float:

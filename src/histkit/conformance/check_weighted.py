@@ -37,14 +37,16 @@ from histkit import oracles
 from histkit.conformance import checks
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
+    HOW_TO_REPORT,
     PythonImpl,
     callable_impl,
     changed_input,
+    raised_cell,
     reported_index,
     to_input_kind,
     to_numpy,
 )
-from histkit.conformance.loading import UsageError, raised
+from histkit.conformance.loading import UsageError
 from histkit.conformance.reproduce import (
     no_command_line,
     python_command,
@@ -115,23 +117,23 @@ class WeightedCallable(PythonImpl):
                                                                              self.inputs)
         try:
             result = self.function(keys, weights, case.num_bins)
-        except ValueError as error:
-            if not isinstance(want, int):
-                return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
+        except Exception as error:
+            bad = want if isinstance(want, int) else None
+            cell = raised_cell(error, bad, None if bad is None else case.keys[bad].item())
+            if cell is not None:
+                return cell, ""
             index = reported_index(error)
             if index != want:
-                return Cell("FAIL", f"the first bad key is at index {want}; the error named "
-                                    f"{'none' if index is None else index}"), ""
+                return Cell("FAIL", f"reported the first bad key at index {index}; it is at "
+                                    f"{want} (value {case.keys[want].item()})"), ""
             return Cell("pass"), ""
-        except Exception as error:
-            return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
         changed = (changed_input(keys, case.keys, "keys")
                    or changed_input(weights, case.weights, "weights"))
         if changed is not None:
             return changed, ""
         if isinstance(want, int):
-            return Cell("FAIL", f"key {case.keys[want]} at index {want} is outside [0, "
-                                f"{case.num_bins}) and was not reported"), ""
+            return Cell("FAIL", f"no bad key reported; the first is at index {want} (value "
+                                f"{case.keys[want].item()}); {HOW_TO_REPORT}"), ""
         if result is None:
             return Cell("FAIL", "returned None; a weighted histogram returns the sums"), ""
         return compare(to_numpy(result), want), ""

@@ -111,6 +111,27 @@ def reported_index(error: Exception) -> int | None:
     return int(found.group(1)) if found else None
 
 
+HOW_TO_REPORT = ("a callable reports one by raising ValueError with the index in its message "
+                 "(\"index 3\") or as .index")
+
+
+def raised_cell(error: Exception, bad_index: int | None, bad_value=None) -> Cell | None:
+    """The FAIL of a callable that raised ``error`` on an input whose first
+    bad key is at ``bad_index`` (None: every key is valid); None where it
+    reported a bad key as asked, by a ValueError naming an index (the caller
+    judges whether it names the right one)."""
+    if bad_index is None:
+        return Cell("FAIL", f"raised on valid input: {raised(error)}")
+    if isinstance(error, ValueError) and reported_index(error) is not None:
+        return None
+    where = f"the first bad key is at index {bad_index} (value {bad_value}); {HOW_TO_REPORT}"
+    if isinstance(error, ValueError):
+        return Cell("FAIL", f"raised ValueError without the bad key's index: {raised(error)}; "
+                            f"{where}")
+    return Cell("FAIL", f"raised {type(error).__name__} on a bad key, not ValueError: "
+                        f"{raised(error)}; {where}")
+
+
 def _largest_exact_count(dtype: np.dtype) -> int:
     """The largest count a counts dtype holds exactly (float: 2^(mantissa + 1))."""
     if dtype.kind == "f":
@@ -206,13 +227,13 @@ class PythonImpl:
         given = to_input_kind(keys, self.inputs)
         try:
             result = self._call(given, case, outcome)
-        except ValueError as error:
-            if expected.bad is None:
-                return Cell("FAIL", f"raised on valid input: {raised(error)}"), ""
+        except Exception as error:
+            bad = expected.bad
+            cell = raised_cell(error, None if bad is None else bad.index,
+                               None if bad is None else bad.value)
+            if cell is not None:
+                return cell, ""
             outcome.first_bad = reported_index(error)
-            if outcome.first_bad is None:
-                return Cell("FAIL", f"raised {type(error).__name__}({error}) without naming "
-                                    f"the first bad index ({expected.bad.index})"), ""
             return checks.judge(self.kind, expected, outcome, self.warp_size), ""
         if self.kind == "privatized":
             block, grid = self.geometry(case)
@@ -229,9 +250,7 @@ class PythonImpl:
         if cell.status == "FAIL" and outcome.counts is not None:
             cell = narrow_counts(cell, outcome.counts, expected.exact)
         if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
-            cell = replace(cell, detail=cell.detail + (
-                "; a callable reports one by raising ValueError with the index in its "
-                "message (\"index 3\") or as .index"))
+            cell = replace(cell, detail=f"{cell.detail}; {HOW_TO_REPORT}")
         return cell, geometry
 
     def second_width(self) -> int:
