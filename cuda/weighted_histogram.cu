@@ -117,6 +117,9 @@ typedef float hk_weight;
 #endif
 // The digits a run's slots span past its first weight's digit, below and above.
 #define RUN_REACH (RUN_SLOTS - 1 - (PARTS - 1) * PART_STEP)
+#ifndef RUN_ALIGN
+#define RUN_ALIGN 4  // a warp sums its lanes' runs of one bin whose starts are this many digits apart at most
+#endif
 
 #define SHARED_ROW (SHARED_SLOTS + 1)  // int64 slots of a bin in shared memory: digits, flags
 #define LOW16 0xffffLL
@@ -338,20 +341,37 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
             }
         }
     }
-    // A warp whose lanes all end in a run of one bin over the same digits
-    // (all-equal keys) sums the runs first: one flush, not 32 on one address.
-    const u64 bin0 = __shfl_sync(0xffffffffu, run.bin, 0);
-    const unsigned first0 = __shfl_sync(0xffffffffu, run.first, 0);
-    if (RUN_SLOTS > 0 && __all_sync(0xffffffffu, run.bin == bin0 && run.first == first0)) {
+    // A warp whose lanes all end in a run of one bin (all-equal keys) sums
+    // the runs first: one flush, not 32 onto one bin's slots. Lanes' runs
+    // may start at different digits (a run starts two below its first
+    // weight's): the sum is taken per absolute digit, lowest .. lowest +
+    // RUN_SLOTS + RUN_ALIGN - 1, where the starts are at most RUN_ALIGN apart.
+    // (A warp's weights are a block's at most: no digit's sum passes 2^62.)
+#if RUN_SLOTS > 0
+    bool empty = true;
 #pragma unroll
-        for (int k = 0; k < (RUN_SLOTS > 0 ? RUN_SLOTS : 1); ++k) {
-            for (int step = 16; step > 0; step /= 2) {
-                run.slot[k] += __shfl_xor_sync(0xffffffffu, run.slot[k], step);
+    for (int k = 0; k < RUN_SLOTS; ++k) empty &= run.slot[k] == 0;
+    const unsigned holding = __ballot_sync(0xffffffffu, !empty);
+    if (holding) {
+        const u64 bin0 = __shfl_sync(0xffffffffu, run.bin, __ffs(holding) - 1);
+        const unsigned lowest = __reduce_min_sync(0xffffffffu, empty ? ~0u : run.first);
+        const unsigned highest = __reduce_max_sync(0xffffffffu, empty ? 0u : run.first);
+        if (__all_sync(0xffffffffu, empty || run.bin == bin0) &&
+            highest - lowest <= (unsigned)RUN_ALIGN) {
+            const unsigned shift = empty ? 0u : run.first - lowest;
+#pragma unroll
+            for (int k = 0; k < RUN_SLOTS + RUN_ALIGN; ++k) {
+                i64 v = 0;
+#pragma unroll
+                for (int s = 0; s < RUN_SLOTS; ++s) v = (s + shift == (unsigned)k) ? run.slot[s] : v;
+                for (int step = 16; step > 0; step /= 2) v += __shfl_xor_sync(0xffffffffu, v, step);
+                if (lane == 0 && v) sink.add(bin0, lowest + k, v);
             }
-            if (lane != 0) run.slot[k] = 0;
+#pragma unroll
+            for (int k = 0; k < RUN_SLOTS; ++k) run.slot[k] = 0;  // flushed: nothing left
         }
-        run.alone = false;  // lane 0 holds the warp's sums in any slot
     }
+#endif
     run.flush(sink);
     if (SHARED_SLOTS == 0) return;
     __syncthreads();

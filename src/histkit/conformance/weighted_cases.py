@@ -18,8 +18,8 @@ cases set the traps where a plausible kernel parts from the exact sum:
   the sum into words must carry them all);
 - ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
   weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
-- ``runs/``: a warp's last runs of one bin summed into one lane, that lane's
-  own run a single weight;
+- ``runs/``: a warp's last runs of one bin summed into one lane: that lane's
+  own run a single weight, runs starting a digit apart, and too far apart;
 - ``bad/``: a key outside ``[0, num_bins)``, which must be reported at its
   index, as the histogram kind reports it.
 """
@@ -179,6 +179,19 @@ def _run_cases():
         weights[4096 - 31] = 2.0**17  # lane 1's last
         yield _one_bin(f"runs/{dtype}/warp-sum-lane-0-alone", weights, dtype, num_bins=256,
                        note="ones in bin 0; lane 0's last run one weight, lane 1's a digit wider")
+    # The warp sums its lanes' runs digit by digit, aligned: lane 1's last run
+    # starts at 2^17 (a digit above 1.0, then its ones), the others' at 1.0;
+    # then lane 1's last run is one weight too far above the others' to align
+    # (the warp must flush lane by lane).
+    for dtype, far in (("float32", 2.0**120), ("float64", 2.0**300)):
+        weights = np.ones(4096, dtype=dtype)
+        weights[4096 - 127] = 2.0**17  # lane 1's first of the last warp
+        yield _one_bin(f"runs/{dtype}/warp-sum-starts-a-digit-apart", weights, dtype,
+                       num_bins=256, note="ones in bin 0; lane 1's last run starts at 2^17")
+        weights = np.ones(4096, dtype=dtype)
+        weights[4096 - 31] = far  # lane 1's last of the last warp
+        yield _one_bin(f"runs/{dtype}/warp-sum-starts-far-apart", weights, dtype,
+                       num_bins=256, note=f"ones in bin 0; lane 1's last run {far:g} alone")
 
 
 def _bad_key_cases():
