@@ -113,6 +113,13 @@ def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "
     return window if window.copies else none
 
 
+def runs_for(plan: SharedPlan) -> bool:
+    """Whether a thread sums its weights of one bin in registers before adding
+    them (contract.NO_RUNS_FROM_COPIES): not where the block keeps enough
+    shared copies that lanes of one bin rarely add to one word."""
+    return not plan.digits or plan.copies < contract.NO_RUNS_FROM_COPIES
+
+
 def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
             min_span: int = 1, num_bins: int = 1) -> dict[str, str]:
     kind = weight_kind(dtype)
@@ -131,7 +138,7 @@ def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
 
 def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
                        sums: DeviceArray, first_bad: DeviceArray, grid: int | None = None,
-                       layout: str = "auto", runs: bool = True, copies: int = WARP,
+                       layout: str = "auto", runs: bool | None = None, copies: int = WARP,
                        min_span: int = 1, launch_weights: int = MAX_LAUNCH_WEIGHTS
                        ) -> list[Geometry]:
     """sums[b] (float64 bits, num_bins of them) = the exact sum of the weights
@@ -141,17 +148,19 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
     (each warp walks at least this many consecutive weights) and
     launch_weights force the launch's shape (the conformance suite's
     variants: every path at small K, long runs and several launches at
-    small N)."""
+    small N); runs=None chooses by the shared plan (runs_for)."""
     slots = row_slots(weights.dtype)
 
     def build(max_shared: int):
         plan = shared_plan(max_shared, weights.dtype, num_bins, layout, copies)
-        made = defines(weights.dtype, plan, runs, keys.dtype, min_span, num_bins)
-        return plan, made, rt.kernel(SOURCE, "accumulate_weights", made)
+        with_runs = runs_for(plan) if runs is None else runs
+        made = defines(weights.dtype, plan, with_runs, keys.dtype, min_span, num_bins)
+        return plan, with_runs, made, rt.kernel(SOURCE, "accumulate_weights", made)
 
-    plan, build_defines, accumulate = build(rt.max_shared_per_block)
+    plan, with_runs, build_defines, accumulate = build(rt.max_shared_per_block)
     if plan.bytes(num_bins) > rt.max_dynamic_shared(accumulate):
-        plan, build_defines, accumulate = build(rt.max_dynamic_shared(accumulate))
+        plan, with_runs, build_defines, accumulate = build(
+            rt.max_dynamic_shared(accumulate))
     shared = plan.bytes(num_bins)
     rows = rt.empty(num_bins * slots, np.int64)
     rt.memset(rows.ptr, 0, num_bins * slots * 8)
@@ -176,7 +185,7 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
         blocks = grid if grid is not None else blocks_for(
             count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD, rt.sm_count * resident)
         shape = Geometry(f"accumulate_weights[{plan.label}, COPIES={plan.copies}"
-                         f"{'' if runs else ', no runs'}]", blocks, FAST_BLOCK, shared)
+                         f"{'' if with_runs else ', no runs'}]", blocks, FAST_BLOCK, shared)
         rt.launch(accumulate, shape, keys.ptr + start * keys.dtype.itemsize,
                   weights.ptr + start * weights.dtype.itemsize, np.int64(count),
                   np.int64(start), np.uint64(num_bins), rows.ptr, first_bad.ptr)
