@@ -162,14 +162,16 @@ WEIGHTED_MIN_BLOCKS = 1  # blocks of FAST_BLOCK per SM its registers are budgete
 # 256 bins and 1.22 -> 1.53 at 4096, where at 16 bins (one weight in sixteen
 # joins a run, and its warp then runs both ways) it cost 13%.
 LONE_RUN_FROM_BINS = 256
-# Where a block keeps this many shared copies or more (up to 512 bins, either
-# weight type), each weight is added to shared memory on its own, no runs:
-# two native 32-bit atomics cost less than a run's bookkeeping, and lanes of
-# one bin add to different copies. On an H100 (2^28 int32 keys, the kernel
-# alone) float32 weights at 16 bins went 1.34 -> 2.52 TB/s on uniform keys
-# and 2.28 -> 2.52 on all-equal ones, at 256 bins 1.88 -> 2.51 and 2.22 ->
-# 2.52; with one copy (4096 bins) all-equal keys need runs (2.19, 1.83 without).
-NO_RUNS_FROM_COPIES = 8
+# Where a block keeps this many shared copies or more (up to 2048 bins,
+# either weight type), each weight is added to shared memory on its own, no
+# runs: two native 32-bit atomics cost less than a run's bookkeeping, and
+# lanes of one bin add to different copies. On an H100 (2^28 int32 keys,
+# float32 weights, the kernel alone, runs against none): uniform keys 1.34 ->
+# 2.52 TB/s at 16 bins, 1.88 -> 2.51 at 256, 1.94 -> 2.45 at 1024 and 2.01 ->
+# 2.52 at 2048; all-equal keys 2.28 -> 2.52, 2.22 -> 2.52, 2.16 -> 2.51 and
+# 2.14 -> 2.40. With one copy (4096 bins) all-equal keys need runs (2.19
+# with them, 1.83 without), and the global rows take them as ever.
+NO_RUNS_FROM_COPIES = 2
 
 
 def _shared_defines() -> dict[str, int]:
