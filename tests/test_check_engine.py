@@ -509,6 +509,15 @@ def test_a_cuda_file_becomes_a_registry_row_of_its_kind(tmp_path):
     assert row("histogram").may_refuse is None and not row("histogram").skips_bad_keys
 
 
+def test_a_scan_file_reproducer_carries_the_grid_it_was_launched_on(tmp_path):
+    from histkit.conformance.foreign import DEFAULT_ENTRIES
+    from histkit.conformance.reproduce import command_line
+
+    impl = CudaFileImpl(str(tmp_path / "scan.cu"), "scan", DEFAULT_ENTRIES["scan"], grid=1)
+    case = Case.of_keys(np.array([3, 1], np.uint64), 0, scan_counts=True)
+    assert command_line(impl, "scan", case).endswith("--grid 1")
+
+
 def test_a_callable_is_named_for_its_reproducer_when_it_can_be_imported(monkeypatch):
     def local(keys, num_bins):
         return exact(keys, num_bins)

@@ -84,6 +84,10 @@ def raises_on_one_sample_and_opens_the_last_bin(samples, bins, range):
     (dict(cases=[]), "cases= is empty"),
     (dict(cases=weighted_cases()[:1]), "holds a WeightedCase.*conformance_cases"),
     (dict(bins=5), "bins= and range= go with samples="),
+    (dict(warp_size=16), "warp_size= is for kind wave, not histogram"),
+    (dict(block=128), "block= and grid= are for a .cu kernel or a privatized callable"),
+    (dict(defines={"X": "1"}), "defines= and count_bits= are for a .cu kernel"),
+    (dict(quick=False, keys=[0, 1], num_bins=2), "quick=False runs the whole matrix"),
 ])
 def test_a_request_check_cannot_honour_is_refused_before_any_case_runs(request_, message):
     CALLS.clear()
@@ -288,3 +292,21 @@ def test_a_failures_input_comes_as_data_from_the_package_names_the_docs_use():
     assert isinstance(failure, Failure)
     data = input_json(failure.smallest)
     assert data["num_bins"] == 3 and data["keys"] == [2, 0, 2]
+
+
+def privatized_wrong_past_a_thousand_keys(keys, num_bins, block_size=256, num_blocks=1):
+    keys = np.asarray(keys).astype(np.int64)
+    counts = np.bincount(keys, minlength=num_bins)
+    if len(keys) > 1000:
+        counts[0] += 1
+    return counts, num_blocks * int(np.count_nonzero(counts))
+
+
+def test_a_json_failure_gives_the_launch_of_its_shown_input_beside_its_cases():
+    report = check(privatized_wrong_past_a_thousand_keys, "privatized", in_process=True,
+                   cases=[Case("uniform", 3001, 7, seed=1, dtype="int32")])
+    (failure,) = report.failures
+    assert failure.shrunk is not None and failure.geometry != failure.launch
+    written = report.to_json()["failures"][report.failures.index(failure)]
+    assert written["geometry"] == failure.geometry and written["launch"] == failure.launch
+    assert written["launch"] == failure.shrunk_geometry != ""

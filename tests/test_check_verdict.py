@@ -796,3 +796,13 @@ def test_counts_of_the_wrong_length_are_a_wrong_shape_shrunk_to_one_small_key(ke
     assert code == 1, out
     assert "got       wrong shape: expected (2,), got (1,)" in out, out
     assert "keys = [0] (int32), num_bins = 2" in out and "bins differ" not in out
+
+
+def raises_on_counts(counts):
+    raise ZeroDivisionError("a bug in the scan")
+
+
+def test_a_scan_callable_that_raises_fails_as_raised_on_valid_input():
+    report = check(raises_on_counts, "scan", keys=np.array([1, 2], np.uint64), in_process=True)
+    assert [group[0].symptom for group in report.groups()] == [
+        "raised on valid input: ZeroDivisionError"]

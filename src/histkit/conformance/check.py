@@ -236,7 +236,8 @@ class CheckReport:
                 "passed": self.passed, "counts": self.counts(),
                 "seconds": round(self.seconds, 2), "isolated": self.isolated,
                 "note": self.note,
-                "failures": [{"case": f.case.name, "geometry": f.geometry, "detail": f.detail,
+                "failures": [{"case": f.case.name, "geometry": f.geometry, "launch": f.launch,
+                              "detail": f.detail,
                               "symptom": f.symptom,
                               "shrunk": f.shrunk is not None,
                               "shrunk_detail": f.shrunk_detail or None,
@@ -367,6 +368,13 @@ def _odd_numbers(case) -> bool:
     return False
 
 
+def names_source(impl) -> bool:
+    """Whether impl is, or names, a CUDA C++ file (``file.cu[:entry]``)."""
+    if isinstance(impl, FROM_SOURCE):
+        return True
+    return isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh"))
+
+
 def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int = 256,
               grid: int | None = None, count_bits: int = 32, warp_size: int = 32):
     """A CudaFileImpl for ``file.cu[:entry]``, a PythonImpl for anything callable.
@@ -391,7 +399,7 @@ def make_impl(impl, kind: str, *, inputs: str = "auto", defines=None, block: int
     if kind in WEIGHTED_KINDS:
         return check_weighted.make_impl(impl, inputs=inputs, defines=defines, block=block,
                                         grid=grid)
-    if isinstance(impl, str) and impl.split(":")[0].endswith((".cu", ".cuh")):
+    if names_source(impl):
         if kind not in DEFAULT_ENTRIES:
             abi_kinds = ", ".join([*DEFAULT_ENTRIES, *BINNING_KINDS, *WEIGHTED_KINDS])
             raise UsageError(f"the kernel ABI has no {kind} kernels (CUDA files may be of "
@@ -728,11 +736,18 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
 
     The whole quick matrix: ``check("my_kernels:histogram", "histogram")``.
     """
+    problem = launch_option_problem(kind, names_source(impl), defines, count_bits, block, grid,
+                                    warp_size)
+    if problem is not None:
+        raise UsageError(problem)
     implementation = make_impl(impl, kind, inputs=inputs, defines=defines, block=block,
                                grid=grid, count_bits=count_bits, warp_size=warp_size)
     cases = None if cases is None else list(cases)
     _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weights, timeout,
                    in_process and not isinstance(implementation, FROM_SOURCE))
+    if not quick and any(given is not None for given in (keys, samples, case)):
+        raise UsageError("quick=False runs the whole matrix; with keys=, samples= or case= "
+                         "one input runs")
     timeout_given = timeout is not None
     timeout = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     from_source = isinstance(implementation, FROM_SOURCE)
@@ -807,6 +822,32 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         judge.close()
         report.seconds = time.perf_counter() - start
     return report
+
+
+CLI_SPELLING = {"warp_size": "--warp-size", "defines": "--define", "count_bits": "--counts",
+                "block": "--block", "grid": "--grid", "kind": "--kind"}
+
+
+def launch_option_problem(kind: str, from_source: bool, defines, count_bits: int, block: int,
+                          grid: int | None, warp_size: int, cli: bool = False) -> str | None:
+    """What is wrong with the launch options asked for, or None: each option
+    has the kinds and the implementations it is for. Options are named as
+    check() takes them, or (cli) as the command line does."""
+    def name(option: str) -> str:
+        return CLI_SPELLING[option] if cli else f"{option}" + ("" if option == "kind" else "=")
+
+    if warp_size != 32 and kind != "wave":
+        return f"{name('warp_size')} is for {name('kind')} wave, not {kind}"
+    if not from_source:
+        if defines or count_bits != 32:
+            return f"{name('defines')} and {name('count_bits')} are for a .cu kernel"
+        if (block != 256 or grid is not None) and kind != "privatized":
+            return (f"{name('block')} and {name('grid')} are for a .cu kernel or a privatized "
+                    f"callable")
+    elif warp_size > 32:
+        return (f"a .cu wave kernel runs in one warp, of at most 32 threads; got "
+                f"{name('warp_size')} {warp_size}")
+    return None
 
 
 def _check_request(kind, cases, keys, num_bins, case, samples, bins, range, weights,

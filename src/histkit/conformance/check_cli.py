@@ -172,9 +172,10 @@ def add_check_parser(commands, formatter, handler) -> None:
                       help="the quick matrix, the default (cases up to 2^22 keys; a .cu "
                            "histogram, privatized or racy-histogram kernel also gets its "
                            "cases past 2^31 one-byte keys, 2 GiB of GPU memory, and a .cu "
-                           "stable-sort the fenced one, 21 GiB)")
+                           "sort or stable-sort the fenced one, 21 GiB)")
     mode.add_argument("--full", dest="quick", action="store_false",
-                      help="add the 2^28 and > 2^31 key cases")
+                      help="add the 2^28 and > 2^31 key cases (binning kinds: 2^24-2^26 "
+                           "samples; weighted-histogram: no more cases)")
     one = check.add_argument_group("one input instead of the matrix")
     one.add_argument("--keys", type=_keys, metavar="K,K,...",
                      help="these keys (with --num-bins; a scan's counts for --kind scan); "
@@ -269,7 +270,14 @@ def _does_not_compile(console, kernel: str, error) -> int:
 
 def run_check_command(args, console) -> int:
     from histkit.conformance import check_output
-    from histkit.conformance.check import FROM_SOURCE, check, compile_only, make_impl
+    from histkit.conformance.check import (
+        FROM_SOURCE,
+        check,
+        compile_only,
+        launch_option_problem,
+        make_impl,
+        names_source,
+    )
     from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
     if args.sanitize:
@@ -302,8 +310,11 @@ def run_check_command(args, console) -> int:
         if not args.quick and one_input:
             return _usage(console, "--full runs the whole matrix; with --keys, --samples or "
                                    "--case one input runs")
-        if args.warp_size != 32 and args.kind != "wave":
-            return _usage(console, f"--warp-size is for --kind wave, not {args.kind}")
+        problem = launch_option_problem(args.kind, names_source(args.kernel), args.define,
+                                        args.counts, args.block, args.grid, args.warp_size,
+                                        cli=True)
+        if problem is not None:
+            return _usage(console, problem)
         if args.num_bins is not None and args.kind in ("scan", *FULL_WIDTH_KINDS):
             return _usage(console, f"--kind {args.kind} takes no --num-bins (" + (
                 "a scan's input is its counts)" if args.kind == "scan"
@@ -327,18 +338,9 @@ def run_check_command(args, console) -> int:
                 and not args.compile_only):
             return _usage(console, "--dtype goes with --keys, --samples or --compile-only (the "
                                    "matrix has its own dtypes)")
-        if not isinstance(impl, FROM_SOURCE):
-            if args.define or args.counts != 32:
-                return _usage(console, "--define and --counts are for a .cu kernel")
-            if (args.block != 256 or args.grid is not None) and args.kind != "privatized":
-                return _usage(console, "--block and --grid are for a .cu kernel or a "
-                                       "privatized callable")
         if args.in_process and args.timeout is not None and not isinstance(impl, FROM_SOURCE):
             return _usage(console, "--timeout needs a worker process: a callable run with "
                                    "--in-process cannot be stopped when it hangs")
-        if isinstance(impl, FROM_SOURCE) and args.warp_size > 32:
-            return _usage(console, f"a .cu wave kernel runs in one warp, of at most 32 "
-                                   f"threads; got --warp-size {args.warp_size}")
         if args.compile_only:
             if not isinstance(impl, FROM_SOURCE):
                 return _usage(console, "--compile-only is for a .cu file")

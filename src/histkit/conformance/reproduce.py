@@ -100,7 +100,9 @@ def _options(impl, kind: str, case: Case, named: bool) -> list[tuple[str, object
     grid = impl.grid if named else (case.grid or impl.grid)
     options: list[tuple[str, object]] = []
     if isinstance(impl, CudaFileImpl):
-        options += source_options(impl.defines, impl.block, None if kind == "scan" else grid)
+        # a scan is launched on the user's --grid alone (cuda_abi's scan launcher)
+        options += source_options(impl.defines, impl.block,
+                                  impl.grid if kind == "scan" else grid)
         if impl.count_bits != 32 and kind in HISTOGRAM_KINDS:
             options.append(("--counts", impl.count_bits))
     else:
