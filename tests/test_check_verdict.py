@@ -43,6 +43,11 @@ def drops_a_key(keys, num_bins):
     return counts
 
 
+def prints_and_drops_a_key(keys, num_bins):
+    print(f"debug: {len(keys)} keys, the last {keys[-1] if len(keys) else None}")
+    return drops_a_key(keys, num_bins)
+
+
 def aborts_past_1000(keys, num_bins):
     if len(keys) > 1000:
         os.abort()
@@ -806,3 +811,15 @@ def test_a_scan_callable_that_raises_fails_as_raised_on_valid_input():
     report = check(raises_on_counts, "scan", keys=np.array([1, 2], np.uint64), in_process=True)
     assert [group[0].symptom for group in report.groups()] == [
         "raised on valid input: ZeroDivisionError"]
+
+
+def test_what_a_callable_prints_is_kept_out_of_the_verdict_but_shown_for_its_input(kernels):
+    code, out = run("my_kernels:prints_and_drops_a_key", "--kind", "histogram")
+    lines = out.splitlines()
+    assert code == 1 and len(lines) <= 40, out
+    assert sum("debug:" in line for line in lines) == 1, out  # the shown input's, once
+    (printed,) = [line for line in lines if line.strip().startswith("printed ")]
+    (shown,) = [line for line in lines if line.strip().startswith("input     keys = [")]
+    keys = shown.split("[", 1)[1].split("]", 1)[0].split(", ")
+    assert printed.split("printed", 1)[1].strip() == f"debug: {len(keys)} keys, the last {keys[-1]}"
+    assert re.search(r"^\(it printed \d+ lines to stdout while judged", out, re.MULTILINE), out

@@ -88,6 +88,7 @@ class Failure:
     shrunk: Case | None = None
     shrunk_detail: str = ""
     shrunk_geometry: str = ""  # the launch that ran the shrunk input (privatized, .cu)
+    printed: str = ""  # what the implementation printed to stdout on the input shown
     reproducer: str = ""  # a command line
     python_reproducer: str = ""  # the same as a Python call (or why there is none)
     figures: dict | None = None  # the first differences, where the rule lists them
@@ -185,6 +186,7 @@ class CheckReport:
     seconds: float = 0.0
     isolated: bool = False
     note: str = ""  # how it was run, where that is not the default (in-process, why)
+    printed_lines: int = 0  # lines the implementation printed to stdout, kept out of the verdict
 
     @property
     def passed(self) -> bool:
@@ -235,7 +237,7 @@ class CheckReport:
         return json_safe({"implementation": self.implementation, "kind": self.kind,
                 "passed": self.passed, "counts": self.counts(),
                 "seconds": round(self.seconds, 2), "isolated": self.isolated,
-                "note": self.note,
+                "note": self.note, "printed_lines": self.printed_lines,
                 "failures": [{"case": f.case.name, "geometry": f.geometry, "launch": f.launch,
                               "detail": f.detail,
                               "symptom": f.symptom,
@@ -246,7 +248,8 @@ class CheckReport:
                               "figures": {k: v for k, v in (f.figures or {}).items()
                                           if k != "differences"} or None,
                               "reproducer": f.reproducer,
-                              "python_reproducer": f.python_reproducer}
+                              "python_reproducer": f.python_reproducer,
+                              "printed": f.printed or None}
                              for f in self.failures],
                 "cells": [{"case": c.name, "status": cell.status, "detail": cell.detail,
                            "geometry": g} for c, cell, g in self.cells]})
@@ -439,6 +442,16 @@ class Judge:
     @property
     def isolated(self) -> bool:
         return self._isolated is not None
+
+    @property
+    def printed_lines(self) -> int:
+        """Lines the implementation printed to stdout in its worker, so far."""
+        return getattr(self._isolated, "printed_lines", 0)  # a worker= may not count
+
+    @property
+    def last_printed(self) -> str:
+        """What it printed to stdout on the last case judged ("" in process)."""
+        return getattr(self._isolated, "last_printed", "")
 
     @property
     def hung(self) -> list[str]:
@@ -809,7 +822,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
     judge = Judge(implementation, timeout, isolated=isolated, worker=worker)
     if on_start is not None:
         on_start(cases, report)
-    start = time.perf_counter()
+    start, printed_before = time.perf_counter(), judge.printed_lines
     try:
         _run_cases(judge, cases, report, progress)
         if report.failures and shrink_failures:
@@ -819,6 +832,7 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
                 _shrink_smallest(judge, report)
         _attach_reproducers(implementation, kind, report, timeout)
     finally:
+        report.printed_lines = judge.printed_lines - printed_before
         judge.close()
         report.seconds = time.perf_counter() - start
     return report
@@ -923,7 +937,7 @@ def _run_cases(judge: Judge, cases: list[Case], report: CheckReport, progress) -
             progress(case, cell)
         if cell.status == "FAIL":
             report.failures.append(Failure(case, geometry, cell.detail, figures=cell.figures,
-                                           kind=report.kind))
+                                           kind=report.kind, printed=judge.last_printed))
 
 
 def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
@@ -942,7 +956,7 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
             cell, geometry = judge(smallest.shrunk)  # its figures, on the shrunk input
             if cell.status == "FAIL":
                 smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
-                smallest.shrunk_geometry = geometry
+                smallest.shrunk_geometry, smallest.printed = geometry, judge.last_printed
     ordered = [f for group in report.groups() for f in group]
     report.failures[:] = ordered
 
@@ -962,6 +976,7 @@ def _shrink_samples(judge: Judge, report: CheckReport, rule) -> None:
             cell, _ = judge(smallest.shrunk)
             if cell.status == "FAIL":
                 smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
+                smallest.printed = judge.last_printed
     report.failures[:] = [f for group in report.groups() for f in group]
 
 

@@ -30,6 +30,8 @@ OTHER_CASES_SHOWN = 3  # cases named beside a group's smallest
 FINDING_EXAMPLES = 2  # cases shown per kind of finding
 SKIP_REASONS_SHOWN = 3  # reasons for skipped cases, one line each
 STYLE = {"pass": "green", "FAIL": "bold red", "finding": "yellow", "skip": "dim"}
+PRINTED_LINES_SHOWN = 3  # lines of what a callable printed on a failure's input
+PRINTED_WIDTH = 200
 
 
 def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
@@ -119,6 +121,18 @@ def _difference_lines(failure: Failure) -> list[str]:
     return [f"  got       {escape(head)}", f"            {escape(shown)}"]
 
 
+def _printed_lines(printed: str) -> list[str]:
+    """What the implementation printed on the input shown: its first lines."""
+    lines = printed.splitlines()
+    if not lines:
+        return []
+    shown = [escape(line[:PRINTED_WIDTH]) for line in lines[:PRINTED_LINES_SHOWN]]
+    more = len(lines) - len(shown)
+    if more:
+        shown.append(f"(and {more} more line{'s' if more != 1 else ''})")
+    return [f"  printed   {shown[0]}"] + [f"            {line}" for line in shown[1:]]
+
+
 def _without_case(detail: str) -> str:
     at = detail.rfind(" [case ")
     return detail[:at] if at >= 0 and detail.endswith("]") else detail
@@ -131,6 +145,8 @@ def print_group(console: Console, number: int, total: int, group: list[Failure])
                   f"[bold]{escape(first.title)}[/] ({cases})")
     for line in _input_lines(first) + _difference_lines(first):
         console.print(line, soft_wrap=True)
+    for line in _printed_lines(first.printed):
+        console.print(line, soft_wrap=True, highlight=False)
     console.print(f"  reproduce {escape(first.reproducer)}", soft_wrap=True, highlight=False)
     console.print(f"            {escape(first.python_reproducer)}", soft_wrap=True,
                   highlight=False)
@@ -222,6 +238,10 @@ def print_verdict(console: Console, report: CheckReport, max_failures: int = DEF
     print_findings(console, report)
     if not verbose:  # -v has printed each skipped cell with its reason
         print_skips(console, report)
+    if report.printed_lines:
+        lines = f"{report.printed_lines} line{'s' if report.printed_lines != 1 else ''}"
+        console.print(f"(it printed {lines} to stdout while judged, kept out of this "
+                      f"verdict; a failure shows what its input printed)")
     style = "bold green" if report.passed else "bold red"
     verdict, _, rest = report.summary().partition(":")
     console.print(f"[{style}]{verdict}[/]:{escape(rest)}", soft_wrap=True, highlight=False)

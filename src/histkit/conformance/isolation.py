@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import fcntl
 import os
 import pickle
 import re
@@ -58,6 +59,9 @@ from histkit.conformance.loading import (
 )
 
 DEFAULT_TIMEOUT_S = 60.0  # seconds a case may take before it is a hang (check()'s default)
+# What a worker prints to stdout is kept out of the verdict: the last case's
+# output is kept, up to this many characters (its tail), for the failure it shows.
+PRINTED_CHARS = 4000
 AFTER_HANG_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 300
 # A hung worker is sent this signal, on which faulthandler writes its stack
@@ -266,6 +270,11 @@ class IsolatedJudge:
         self._process = None
         self._conn = None
         self._stderr = None
+        # The workers' stdout, one file for every worker this judge starts (opened
+        # for appending, and read with pread, so no reader moves a writer).
+        self._stdout = None
+        self.printed_lines = 0  # lines the implementation printed, every case
+        self.last_printed = ""  # what it printed on the last case judged (its tail)
         # id(impl) -> (its slot in the current worker, impl: held, so that its
         # id is not taken by another while the worker knows it)
         self._loaded: dict[int, tuple[int, object]] = {}
@@ -276,10 +285,14 @@ class IsolatedJudge:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         with ours, theirs:
             fd = theirs.fileno()
+            if self._stdout is None:
+                self._stdout = tempfile.TemporaryFile()  # noqa: SIM115
+                flags = fcntl.fcntl(self._stdout.fileno(), fcntl.F_GETFL)
+                fcntl.fcntl(self._stdout.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
             process = subprocess.Popen([sys.executable, "-c", _WORKER, str(fd)],
                                        pass_fds=(fd,), stdin=subprocess.DEVNULL,
-                                       stderr=self._stderr, cwd=os.getcwd(),
-                                       env=_worker_env())
+                                       stdout=self._stdout, stderr=self._stderr,
+                                       cwd=os.getcwd(), env=_worker_env())
             self._process, self._conn = process, Connection(ours.detach())
         self._loaded = {}
 
@@ -329,7 +342,31 @@ class IsolatedJudge:
             seen = text
         return where_it_stopped(seen)
 
+    def _printed_size(self) -> int:
+        return os.fstat(self._stdout.fileno()).st_size if self._stdout is not None else 0
+
+    def _note_printed(self, start: int) -> None:
+        """What the worker printed to stdout since ``start`` (a size of the file)."""
+        end = self._printed_size()
+        if end <= start:
+            self.last_printed = ""
+            return
+        fd = self._stdout.fileno()
+        lines = 0
+        for at in range(start, end, 1 << 20):  # counted a MiB at a time
+            lines += os.pread(fd, min(1 << 20, end - at), at).count(b"\n")
+        self.printed_lines += lines or 1
+        tail_from = max(start, end - PRINTED_CHARS)
+        self.last_printed = os.pread(fd, end - tail_from, tail_from).decode(errors="replace")
+
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
+        start = self._printed_size()
+        try:
+            return self._judge(impl, case)
+        finally:
+            self._note_printed(start)
+
+    def _judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
             self._start()
         slot, _ = self._loaded.get(id(impl), (None, None))
@@ -378,4 +415,7 @@ class IsolatedJudge:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(None)
         self._stop()
+        if self._stdout is not None:
+            self._stdout.close()
+            self._stdout = None
 
