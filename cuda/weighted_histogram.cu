@@ -20,8 +20,11 @@
 // global rows, split into parts below 2^32. Each warp walks a span of its
 // own, 32 consecutive weights at a time, and each thread sums a run of
 // weights of one bin in registers (Run) until the bin changes: all-equal and
-// sorted keys cost a few atomics a thread, not one per weight. At the end
-// the block adds its copies into the global rows, carried into 16-bit digits.
+// sorted keys cost a few atomics a thread, not one per weight. (The launcher
+// builds without runs, RUN_SLOTS 0, where a block keeps enough copies that
+// each weight's own shared add is cheaper: contract.NO_RUNS_FROM_COPIES.) At
+// the end the block adds its copies into the global rows, carried into
+// 16-bit digits.
 //
 // Bounds (the launcher keeps them): no block adds more than BLOCK_WEIGHTS
 // (2^22) weights in a launch, each less than 2^40 to any one slot, so no
