@@ -115,25 +115,23 @@ class WeightedCallable(PythonImpl):
         want = expected(case)
         keys, weights = to_input_kind(case.keys, self.inputs), to_input_kind(case.weights,
                                                                              self.inputs)
+        bad = (oracles.BadKeyError(want, case.keys[want].item(), case.num_bins)
+               if isinstance(want, int) else None)
         try:
             result = self.function(keys, weights, case.num_bins)
         except Exception as error:
-            bad = want if isinstance(want, int) else None
-            cell = raised_cell(error, bad, None if bad is None else case.keys[bad].item())
+            cell = raised_cell(error, None if bad is None else bad.index,
+                               None if bad is None else bad.value)
             if cell is not None:
                 return cell, ""
-            index = reported_index(error)
-            if index != want:
-                return Cell("FAIL", f"reported the first bad key at index {index}; it is at "
-                                    f"{want} (value {case.keys[want].item()})"), ""
-            return Cell("pass"), ""
+            return checks.bad_key_rule(bad, reported_index(error)), ""
         changed = (changed_input(keys, case.keys, "keys")
                    or changed_input(weights, case.weights, "weights"))
         if changed is not None:
             return changed, ""
-        if isinstance(want, int):
-            return Cell("FAIL", f"no bad key reported; the first is at index {want} (value "
-                                f"{case.keys[want].item()}); {HOW_TO_REPORT}"), ""
+        if bad is not None:
+            cell = checks.bad_key_rule(bad, checks.NO_REPORT)
+            return replace(cell, detail=f"{cell.detail}; {HOW_TO_REPORT}"), ""
         if result is None:
             return Cell("FAIL", "returned None; a weighted histogram returns the sums"), ""
         return compare(to_numpy(result), want), ""

@@ -317,9 +317,10 @@ def published_rule(reported: int | None, published: bool | None) -> Cell | None:
                         f"verdict board: a checked call would miss it")
 
 
-def bad_key_rule(expected: Expected, reported: int | None) -> Cell | None:
-    """FAIL, or a pass cell for a bad-key input, or None when the rule has more to check."""
-    bad = expected.bad
+def bad_key_rule(bad, reported: int | None) -> Cell | None:
+    """FAIL, or a pass cell for a bad-key input, or None when the rule has more
+    to check; bad is the input's first bad key (a BadKeyError: its index and
+    value) or None."""
     if bad is None:
         if reported is not NO_REPORT:
             return Cell("FAIL", f"reported a bad key at index {reported} on valid input")
@@ -404,7 +405,7 @@ def judge(kind: str, expected: Expected, got: Outcome, warp_size: int = 32,
         if got.radix_slices is not None:
             return radix_sorted_in_slices(expected, got.radix_slices)
         return radix_sorted(expected, got)
-    cell = published_rule(got.first_bad, got.published) or bad_key_rule(expected, got.first_bad)
+    cell = published_rule(got.first_bad, got.published) or bad_key_rule(expected.bad, got.first_bad)
     if cell is not None:
         if cell.status == "pass" and skips_bad_keys and kind in SKIPPING_KINDS:
             return _judge_valid_part(kind, expected, got, warp_size, cell)
