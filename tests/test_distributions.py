@@ -153,3 +153,22 @@ def test_the_auto_edge_patterns_sit_where_their_names_say_in_autos_sample(
     assert policy.hot_global_count(sample, shared_bins, num_bins) == hot
     assert policy.scattered_sectors(sample, shared_bins, num_bins) == sectors
     assert policy.auto_choice(sample, shared_bins, num_bins) == choice
+
+
+def test_a_kept_zipf_draw_is_a_fresh_writable_copy_equal_to_numpys_own_draw(monkeypatch):
+    monkeypatch.setattr(distributions, "_kept", type(distributions._kept)())
+    first = make_keys("zipf", 5000, 300, seed=11, dtype=np.int16)
+    first[:] = -1  # a caller's writes never reach the kept draw
+    again = make_keys("zipf", 5000, 300, seed=11, dtype=np.int16)
+    independent = (np.random.default_rng(11).zipf(distributions.ZIPF_EXPONENT, 5000) - 1) % 300
+    assert again.dtype == np.int16 and again.flags.writeable
+    assert np.array_equal(again, independent)
+
+
+def test_kept_draws_stay_within_their_byte_budget(monkeypatch):
+    monkeypatch.setattr(distributions, "_kept", type(distributions._kept)())
+    monkeypatch.setattr(distributions, "KEPT_BYTES", 3000)
+    for seed in range(5):
+        make_keys("zipf", 1000, 300, seed=seed)  # 2000 bytes each (uint16 bins)
+    assert sum(kept.nbytes for kept in distributions._kept.values()) <= 3000
+    assert list(distributions._kept) == [("zipf", 1000, 300, 4)]  # the latest kept
