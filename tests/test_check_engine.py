@@ -225,7 +225,7 @@ def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the
         assert statuses == (["pass"] + ["FAIL"] * limit + ["skip"] * (7 - limit)
                             + ["FAIL", "pass"]), outcome
         assert all(says in cell.detail
-                   and "cases of the same dtype, as small or smaller" in cell.detail
+                   and "at least as large as a case of its dtype that the kernel" in cell.detail
                    for _, cell, _ in report.cells[1 + limit:8])
         assert len(getattr(worker, outcome)) == limit + 1
 

@@ -775,7 +775,8 @@ def test_a_failure_is_shrunk_to_inputs_that_fail_the_same_way_not_another(kernel
     assert differ[0].smallest.n >= 32 and differ[0].symptom == "bins differ", differ[0]
 
 
-def test_after_a_hang_only_cases_like_it_get_the_short_timeout(kernels, monkeypatch):
+def test_after_a_hang_cases_as_large_get_the_short_timeout_and_smaller_ones_the_whole(
+        kernels, monkeypatch):
     from histkit.conformance import isolation
     from histkit.conformance.cases import Case
     from histkit.conformance.foreign import PythonImpl
@@ -788,12 +789,15 @@ def test_after_a_hang_only_cases_like_it_get_the_short_timeout(kernels, monkeypa
     try:
         hung, _ = judge.judge(impl, Case("uniform", 100, 8, dtype="int64"))
         larger_alike, _ = judge.judge(impl, Case("uniform", 200, 8, dtype="int64"))
-        slow_other, _ = judge.judge(impl, Case("uniform", 100, 8, dtype="int16"))
+        slow_smaller, _ = judge.judge(impl, Case("uniform", 99, 8, dtype="int16"))
+        slow_as_large, _ = judge.judge(impl, Case("uniform", 100, 8, dtype="int16"))
     finally:
         judge.close()
     assert hung.detail.startswith("hang: no result within 5 s"), hung
-    assert larger_alike.detail.startswith("hang: no result within 0 s"), larger_alike
-    assert slow_other.status == "pass", slow_other  # 1.5 s of work: not a hang
+    assert larger_alike.detail.startswith("hang: no result within 1 s"), larger_alike
+    assert slow_smaller.status == "pass", slow_smaller  # 1.5 s of work: not a hang
+    # as large as the hung case, in any dtype: the short timeout
+    assert slow_as_large.detail.startswith("hang: no result within 1 s"), slow_as_large
 
 
 def test_counts_of_the_wrong_length_are_a_wrong_shape_shrunk_to_one_small_key(kernels):

@@ -94,13 +94,17 @@ def test_case_keys_are_reproducible_and_in_range():
             assert keys.min() >= 0 and keys.max() < case.num_bins
 
 
-def test_scan_count_cases_sum_past_2_32_and_only_the_scans_take_them():
+def test_scan_count_cases_are_empty_or_sum_past_2_32_and_only_the_scans_take_them():
     # a key case's counts sum to at most 2^28 (its N): a scan keeping a 32-bit
     # running sum or tile sum passes every one of them
     from histkit.conformance.cases import HUGE, cases_for, huge_cases, judges
 
     counted = [c for c in all_cases(quick=True) if c.scan_counts]
-    assert len(counted) >= 2 and counted == [c for c in cases_for("scan") if c.scan_counts]
+    assert counted == [c for c in cases_for("scan") if c.scan_counts]
+    # the first holds no counts: no key case (K >= 1) gives a scan an empty input
+    assert counted[0].n == 0 and len(counted[0].keys()) == 0
+    counted = counted[1:]
+    assert len(counted) >= 2
     for case in counted:
         counts = case.keys()
         assert counts.dtype == np.uint64 and len(counts) == case.n == case.num_bins
@@ -224,7 +228,7 @@ def test_a_case_judged_by_some_kinds_names_them_to_the_others():
 
 
 def test_a_scan_count_case_is_judged_against_the_scan_of_its_counts():
-    case = next(c for c in all_cases(quick=True) if c.scan_counts)
+    case = next(c for c in all_cases(quick=True) if c.scan_counts and c.n)
     counts = case.keys()
     expected = checks.Expected(counts, case.num_bins, scan_counts=True)
     want = np.concatenate([[0], np.cumsum(counts.astype(object))[:-1]]).astype(np.int64)
@@ -812,3 +816,13 @@ def test_a_stable_sort_with_equal_keys_out_of_input_order_fails_saying_not_stabl
                                   "the first at positions 0 and 1: key 1 from input indices 3 "
                                   "then 1")
     assert cell.figures["differences"][0] == [0, 3, 1]  # (the indices, as numbers)
+
+
+def test_a_scan_that_writes_an_offset_for_no_counts_fails_on_the_empty_scan_case():
+    empty = next(c for c in all_cases(quick=True) if c.scan_counts and c.n == 0)
+    expected = checks.Expected(empty.keys(), empty.num_bins, scan_counts=True)
+    one_offset = np.zeros(1, np.int64)  # offsets[0] = 0 written whatever n is
+    cell = checks.judge("scan", expected, checks.Outcome(offsets=one_offset))
+    assert cell.status == "FAIL" and "wrong shape" in cell.detail
+    assert checks.judge("scan", expected, checks.Outcome(
+        offsets=np.zeros(0, np.int64))).status == "pass"

@@ -121,7 +121,7 @@ def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     judged = [binning.BinResult("edges/float32/on-edge", "bin-histogram", "pass"),
               binning.BinResult("edges/float32/on-edge", "bin-histogram/split", "FAIL",
                                 "1 counters differ; first bin 3: expected 2, got 1")]
-    monkeypatch.setattr(binning, "judge", lambda rt, quick: judged)
+    monkeypatch.setattr(binning, "judge", lambda rt, cases=None, quick=True: judged)
     monkeypatch.setattr(weighted, "judge", lambda rt: [])
     console = quiet()
     ok, summary = verify._gpu_conformance(console, "auto", quick=True, json_path=None)
@@ -130,7 +130,7 @@ def test_a_binning_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     assert summary["binning"]["failures"][0]["column"] == "bin-histogram/split"
     assert "FAIL edges/float32/on-edge bin-histogram/split: 1 counters differ" in (
         console.file.getvalue())
-    monkeypatch.setattr(binning, "judge", lambda rt, quick: judged[:1])
+    monkeypatch.setattr(binning, "judge", lambda rt, cases=None, quick=True: judged[:1])
     assert verify._gpu_conformance(quiet(), "auto", quick=True, json_path=None)[0] is True
 
 
@@ -139,7 +139,7 @@ def test_a_weighted_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     from histkit.conformance import binning, weighted
 
     _integer_matrix_passes(monkeypatch)
-    monkeypatch.setattr(binning, "judge", lambda rt, quick: [])
+    monkeypatch.setattr(binning, "judge", lambda rt, cases=None, quick=True: [])
     judged = [weighted.WeightedResult("cancel/1e16-1-minus-1e16", "weighted", "FAIL",
                                       "1 bins differ; first bin 0: expected 1.0, got 0.0")]
     monkeypatch.setattr(weighted, "judge", lambda rt: judged)
@@ -149,3 +149,22 @@ def test_a_weighted_failure_fails_the_gpu_conformance_and_is_named(monkeypatch):
     assert "FAIL cancel/1e16-1-minus-1e16 weighted: 1 bins differ" in console.file.getvalue()
     monkeypatch.setattr(weighted, "judge", lambda rt: [])
     assert verify._gpu_conformance(quiet(), "auto", quick=True, json_path=None)[0] is True
+
+
+@pytest.mark.parametrize("quick, large_only", [(True, False), (False, True), (False, False)])
+def test_a_split_run_judges_the_quick_binning_cases_in_one_half_and_the_large_in_the_other(
+        monkeypatch, quick, large_only):
+    from histkit.conformance import binning, weighted
+    from histkit.conformance.binning_cases import bin_cases
+
+    _integer_matrix_passes(monkeypatch)
+    asked = {}
+    monkeypatch.setattr(binning, "judge", lambda rt, cases=None, quick=True: asked.update(
+        names=[c.name for c in (bin_cases(quick) if cases is None else cases)]) or [])
+    monkeypatch.setattr(weighted, "judge", lambda rt: [])
+    verify._gpu_conformance(quiet(), "auto", quick=quick, json_path=None, large_only=large_only)
+    small = {case.name for case in bin_cases(quick=True)}
+    every = {case.name for case in bin_cases(quick=False)}
+    assert len(every) > len(small)
+    wanted = small if quick else every - small if large_only else every
+    assert sorted(asked["names"]) == sorted(wanted)

@@ -440,11 +440,13 @@ def _small_sort_cases() -> list[Case]:
 
 
 def _scan_count_cases() -> list[Case]:
-    """A scan's own inputs: counts summing past 2^32 (a 32-bit running sum,
-    tile sum or offset wraps), over one tile and one more count, many tiles
-    (one level of tile sums) and more tiles than a tile holds (two levels)."""
+    """A scan's own inputs: no counts at all (every key case has K >= 1 of
+    them, so only this one shows a scan that writes an offset for nothing);
+    counts summing past 2^32 (a 32-bit running sum, tile sum or offset
+    wraps), over one tile and one more count, many tiles (one level of tile
+    sums) and more tiles than a tile holds (two levels)."""
     tile = SCAN_THREADS * SCAN_ITEMS
-    return [Case.counts(n, seed=16) for n in (tile + 1, 100_003, tile * tile + tile + 3)]
+    return [Case.counts(n, seed=16) for n in (0, tile + 1, 100_003, tile * tile + tile + 3)]
 
 
 def all_cases(quick: bool = False) -> list[Case]:

@@ -478,8 +478,8 @@ class Judge:
                 return (f"not run: the kernel {what} on {len(stopped)} cases "
                         f"({', '.join(c.name for c in stopped)})")
             if like_any(case, stopped):
-                return (f"not run: the kernel {what} on {limit} or more cases of the same "
-                        f"dtype, as small or smaller")
+                return (f"not run: at least as large as a case of its dtype that the "
+                        f"kernel {what} on (after {limit} such cases)")
         return None
 
     def __call__(self, case: Case) -> tuple[Cell, str]:
@@ -700,7 +700,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
         ``block`` and ``grid`` are also the geometry a privatized callable is
         told, ``warp_size`` a wave callable's wave width.
     timeout : float, optional
-        Seconds a case may run before it counts as a hang (default 60). A
+        Seconds a case may run before it counts as a hang (default 60; a
+        second more per 2^23 keys of the case). A
         callable run in process cannot be stopped: no timeout with
         ``in_process=True``.
     shrink_failures : bool

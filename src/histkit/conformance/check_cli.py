@@ -227,9 +227,10 @@ def add_check_parser(commands, formatter, handler) -> None:
                           "than in a worker process that a crash or hang cannot take down")
     run.add_argument("--timeout", type=positive_seconds, default=None,
                      help=f"seconds a case may run before it counts as a hang (default "
-                          f"{DEFAULT_TIMEOUT_S:g}; after a "
-                          "hang, cases as large in its dtype get at most 10 s; after "
-                          "two, those are not run, nor any case of a .cu kernel)")
+                          f"{DEFAULT_TIMEOUT_S:g}, and a second more per 2^23 keys); after "
+                          "a hang, cases as large get at most 10 s; after two, cases "
+                          "as large in a dtype that hung are not run, nor any case of a "
+                          ".cu kernel)")
     run.add_argument("--no-shrink", action="store_true",
                      help="report failing cases as they are, without a minimal input")
     run.add_argument("--max-failures", type=bounded_int(0, 10**6), default=3, metavar="N",

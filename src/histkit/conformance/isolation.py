@@ -21,11 +21,11 @@ a fresh one. A callable's exception that only names CUDA is a FAIL like any
 other.
 
 A kernel that hung once is likely to hang again (a loop that never ends past
-some size): after the first hang, cases as large in the same dtype get at
-most AFTER_HANG_TIMEOUT_S (others, the whole timeout: an honest slow case is
-not a hang), so
-that a hanging kernel costs a minute or so, not the timeout on every case
-(check() stops running it on such cases after MAX_HANGS hangs). A fault costs
+some size, whatever the key type): after the first hang, cases as large as a
+hung one get at most AFTER_HANG_TIMEOUT_S (smaller ones, the whole timeout:
+an honest slow case is not a hang), so that a hanging kernel costs a minute
+or so, not the timeout on every case (check() stops running it on cases like
+those after MAX_HANGS hangs). A fault costs
 a new worker (about a second), so check() limits those too (MAX_FAULTS).
 """
 
@@ -249,9 +249,10 @@ def like_any(case: Case, stopped: list[Case]) -> bool:
 
 def case_timeout(timeout: float, case: Case) -> float:
     """The time a case may take before it counts as a hang: `timeout`, and a
-    second more for every 2^25 keys (a case past 2^31 keys reads back and
-    judges tens of GiB a slice at a time: a minute of honest work)."""
-    return timeout + case.n / 2**25
+    second more for every 2^23 keys (a callable of NumPy calls on the full
+    matrix's 2^28 keys, or a case past 2^31 keys read back and judged a
+    slice at a time, may take a minute of honest work on a small machine)."""
+    return timeout + case.n / 2**23
 
 
 def _exit_description(code: int | None) -> str:
@@ -380,8 +381,8 @@ class IsolatedJudge:
         except OSError:  # the worker is already gone (it failed to start, say)
             return self._died(case)
         timeout = case_timeout(self.timeout, case)
-        if like_any(case, self._hung_cases):
-            timeout = min(timeout, AFTER_HANG_TIMEOUT_S)
+        if any(case.n >= hung.n for hung in self._hung_cases):
+            timeout = min(timeout, case_timeout(AFTER_HANG_TIMEOUT_S, case))
         if not self._conn.poll(timeout):
             at = self._hung_at()
             self._stop()
