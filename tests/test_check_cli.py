@@ -138,7 +138,7 @@ def test_the_verdict_names_what_is_judged_and_ends_in_pass_or_fail(capsys):
     assert main(["check", clipped, "--kind", "histogram", "--keys", "0,9",
                  "--num-bins", "4", "--no-shrink"]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == f"histkit check {clipped} --kind histogram"
+    assert lines[0] == f"histkit check {clipped} --kind histogram --no-shrink"  # as run
     assert lines[-1].startswith(f"FAIL: {clipped} as histogram: 0 pass, 1 FAIL")
     assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
                  "--keys", "0,3", "--num-bins", "4"]) == 0

@@ -5,6 +5,8 @@ tests/test_check_examples.py runs the full quick matrix on the examples."""
 
 import dataclasses
 import importlib
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +126,19 @@ def test_a_failing_input_shrinks_to_the_fewest_keys_that_still_fail():
     assert not again.passed
 
 
+def drops_the_keys_past_256(keys, num_bins):
+    return exact(keys[:256], num_bins)
+
+
+def test_an_input_that_cannot_get_shorter_shrinks_to_equal_values_written_as_one_run():
+    # any 257 keys fail and 256 pass: too many to write out key by key, but
+    # equal keys are one run, so the reproducer gives the input itself
+    report = check(drops_the_keys_past_256, "histogram", cases=[small(300, 64)])
+    shrunk = report.failures[0].shrunk
+    assert 257 <= shrunk.n < 300 and set(shrunk.literal) == {0} and shrunk.num_bins == 1
+    assert f"--keys '0*{shrunk.n}' --num-bins 1" in report.failures[0].reproducer
+
+
 def test_a_failing_input_shrinks_its_bins_too_but_not_below_what_fails():
     report = check(loses_a_count_past_16_bins, "histogram", cases=[small(300, 4096)])
     shrunk = report.failures[0].shrunk
@@ -175,9 +190,11 @@ def test_a_reproducer_names_the_keys_or_the_case_and_every_launch_option(tmp_pat
     sort = python_call(make_impl(np.argsort, "radix-sort"), "radix-sort",
                        Case.of_keys(np.array([3, 1], np.int64), 0, full_width=True))
     assert "num_bins" not in sort and "dtype='int64'" in sort
-    # a matrix case is named as the case it is
-    assert f"--case {small(10).name}" in reproducer(python, "histogram", small(10))
-    assert f"case={small(10).name!r}" in python_call(python, "histogram", small(10))
+    # a small plain matrix case is written out as its keys, a larger one named
+    keys = ",".join(map(str, small(10).keys()))
+    assert f"--keys {keys} --num-bins 8 " in reproducer(python, "histogram", small(10))
+    assert f"--case {small(100).name}" in reproducer(python, "histogram", small(100))
+    assert f"case={small(100).name!r}" in python_call(python, "histogram", small(100))
     too_many = Case.of_keys(np.arange(INLINE_KEYS + 1, dtype=np.int32) % 4, 4)
     assert f"case={small(10).name!r}" in python_call(python, "histogram", too_many, small(10))
     kernel = tmp_path / "k.cu"
@@ -268,11 +285,12 @@ def test_the_bins_shrink_to_just_past_the_largest_key_that_fails():
 
 
 def test_gaps_between_keys_close_up_but_an_input_is_never_tried_twice():
-    # [0, 5] K=64: halves and cuts (4 calls) pass; bins cut to 6 fails; four
-    # more pass, then the ranks [0, 1] K=2 fail; four more pass and nothing
-    # smaller is left (capping [0, 1] at 1 is the input itself, not tried)
+    # [0, 5] K=64: halves, cuts and equal keys (5 calls) pass; bins cut to 6
+    # fails; five more pass, then the ranks [0, 1] K=2 fail; five more pass
+    # and nothing smaller is left (capping [0, 1] at 1 is the input itself,
+    # not tried)
     two_values = Counted(lambda keys, k: len(np.unique(keys)) >= 2)
-    assert shrunk(two_values, [0, 5], 64) == ([0, 1], 2) and two_values.calls == 14
+    assert shrunk(two_values, [0, 5], 64) == ([0, 1], 2) and two_values.calls == 17
 
 
 def test_a_bad_key_stays_bad_while_the_bins_halve():
@@ -284,10 +302,10 @@ def test_a_bad_key_stays_bad_while_the_bins_halve():
 
 def test_the_bins_halve_only_while_every_valid_key_stays_valid():
     # a bug that skips a bad key silently beside two valid ones (and raises as
-    # it should otherwise): [1, 3, 9] K=8: halves and cuts pass (4 calls); the
-    # bins halve to 4 (3 < 4) and fail; four more pass, and halving again
-    # would make the 3 bad; deleting any one key passes (3 calls): ([1, 3, 9], 4)
-    # in 12 calls
+    # it should otherwise): [1, 3, 9] K=8: halves, cuts and equal keys pass (5
+    # calls); the bins halve to 4 (3 < 4) and fail; five more pass, and halving
+    # again would make the 3 bad; deleting any one key passes (3 calls):
+    # ([1, 3, 9], 4) in 14 calls
     calls = []
 
     def skips_a_bad_key_beside_two_valid(keys, num_bins):
@@ -298,7 +316,7 @@ def test_the_bins_halve_only_while_every_valid_key_stays_valid():
         return np.bincount(valid.astype(np.int64), minlength=num_bins)
 
     assert shrunk(skips_a_bad_key_beside_two_valid, [1, 3, 9], 8) == ([1, 3, 9], 4)
-    assert len(calls) == 12
+    assert len(calls) == 14
 
 
 def test_the_shrinker_stops_at_its_attempts_and_size_limits(monkeypatch):
@@ -547,3 +565,30 @@ def test_results_come_back_as_numpy_from_any_framework():
 
     assert list(to_numpy(ArrayLikeWithGet([1, 2]))) == [1, 2]
     assert list(to_numpy([3, 4])) == [3, 4]
+
+
+def test_reproducers_name_this_python_and_its_histkit_where_the_shell_would_find_others(
+        monkeypatch):
+    import shlex
+    import shutil
+
+    from histkit.conformance import reproduce
+
+    def words(which):
+        monkeypatch.setattr(shutil, "which", which)
+        reproduce.python_word.cache_clear()
+        reproduce.histkit_word.cache_clear()
+        try:
+            return reproduce.python_word(), reproduce.histkit_word()
+        finally:
+            reproduce.python_word.cache_clear()
+            reproduce.histkit_word.cache_clear()
+
+    beside = os.path.join(os.path.dirname(os.path.abspath(sys.executable)), "histkit")
+    found_here = {"python3": sys.executable, "histkit": beside}
+    assert words(found_here.get) == ("python3", "histkit")
+    # an environment not activated: the shell's python3 and histkit are another install's
+    elsewhere = {"python3": "/elsewhere/bin/python3", "histkit": "/elsewhere/bin/histkit"}
+    this = shlex.quote(sys.executable)
+    assert words(elsewhere.get) == (this, f"{this} -m histkit")
+    assert words(lambda name: None) == (this, f"{this} -m histkit")

@@ -38,7 +38,7 @@ def test_privatized_fails_when_its_atomic_count_differs_from_the_model():
     assert checks.privatized(exact, exact, 12, 12).status == "pass"
     cell = checks.privatized(exact, exact, 11, 12)
     assert cell.status == "FAIL"
-    assert "global atomics: expected 12 (the model's), got 11" in cell.detail
+    assert "global atomics differ: expected 12 (the model's), got 11" in cell.detail
 
 
 def test_stability_violations_count_equal_neighbours_out_of_order():

@@ -42,6 +42,7 @@ from histkit.conformance.loading import (
     check_signature,
     raised,
 )
+from histkit.conformance.reproduce import histkit_word
 from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
 
@@ -88,7 +89,7 @@ class Failure:
     shrunk: Case | None = None
     shrunk_detail: str = ""
     shrunk_geometry: str = ""  # the launch that ran the shrunk input (privatized, .cu)
-    printed: str = ""  # what the implementation printed to stdout on the input shown
+    printed: str = ""  # what it printed to stdout (then stderr, marked) on the input shown
     reproducer: str = ""  # a command line
     python_reproducer: str = ""  # the same as a Python call (or why there is none)
     figures: dict | None = None  # the first differences, where the rule lists them
@@ -186,7 +187,7 @@ class CheckReport:
     seconds: float = 0.0
     isolated: bool = False
     note: str = ""  # how it was run, where that is not the default (in-process, why)
-    printed_lines: int = 0  # lines the implementation printed to stdout, kept out of the verdict
+    printed_lines: int = 0  # lines it printed to stdout or stderr, kept out of the verdict
 
     @property
     def passed(self) -> bool:
@@ -445,12 +446,13 @@ class Judge:
 
     @property
     def printed_lines(self) -> int:
-        """Lines the implementation printed to stdout in its worker, so far."""
+        """Lines the implementation printed to stdout or stderr in its worker, so far."""
         return getattr(self._isolated, "printed_lines", 0)  # a worker= may not count
 
     @property
     def last_printed(self) -> str:
-        """What it printed to stdout on the last case judged ("" in process)."""
+        """What it printed on the last case judged: stdout, then stderr with its
+        lines marked "stderr: " ("" in process)."""
         return getattr(self._isolated, "last_printed", "")
 
     @property
@@ -486,7 +488,7 @@ class Judge:
         if self._isolated is None:
             try:
                 return self.impl.judge(case)
-            except Exception as error:  # the callable crashed: one FAIL cell
+            except (Exception, SystemExit) as error:  # the callable crashed: one FAIL cell
                 return Cell("FAIL", raised(error)), ""
         hangs, faults = len(self._isolated.hung), len(self._isolated.faulted)
         result = self._isolated.judge(self.impl, case)
@@ -514,6 +516,13 @@ def _candidates(keys: np.ndarray, num_bins: int, fewer_only: bool = False,
         cut = max(1, n // 8)
         yield keys[: n - cut], num_bins
         yield keys[cut:], num_bins
+        # as many keys, simpler values: an input too long to write out key by
+        # key is still written as runs ([0] * 257) once its values are equal
+        # or in order
+        if not counts and (keys != keys[0]).any():
+            yield np.full_like(keys, keys[0]), num_bins
+            if (keys[1:] < keys[:-1]).any():
+                yield np.sort(keys), num_bins
     if counts and n and int(keys.max()) > 1:
         yield np.minimum(keys, 1).astype(keys.dtype), num_bins
         yield (keys // 2).astype(keys.dtype), num_bins
@@ -993,7 +1002,8 @@ def _attach_reproducers(implementation, kind: str, report: CheckReport,
     for failure in report.failures:
         failure.reproducer = command_line(implementation, kind, failure.smallest,
                                           failure.case)
-        if timeout != DEFAULT_TIMEOUT_S and failure.reproducer.startswith("histkit check"):
+        if timeout != DEFAULT_TIMEOUT_S and failure.reproducer.startswith(
+                f"{histkit_word()} check"):
             failure.reproducer += f" --timeout {timeout:g}"  # a hang again takes as long
         failure.python_reproducer = python_call(
             implementation, kind, failure.smallest, failure.case,

@@ -357,6 +357,16 @@ def run_check_command(args, console) -> int:
     return _judge(args, console, impl, keys, check, check_output)
 
 
+def _run_options(args) -> str:
+    """The options that change which cases run and how, as typed: a pasted
+    verdict says what ran."""
+    words = [] if args.quick else ["--full"]
+    if args.timeout is not None:
+        words += ["--timeout", f"{args.timeout:g}"]
+    words += ["--in-process"] * bool(args.in_process) + ["--no-shrink"] * bool(args.no_shrink)
+    return " ".join(words)
+
+
 def _judge(args, console, impl, keys, check, check_output) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -370,7 +380,7 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
     def on_start(cases, report):
         nonlocal task
         check_output.print_header(console, impl, args.kind, cases, report.isolated,
-                                  report.note)
+                                  report.note, _run_options(args))
         progress.start()
         task = progress.add_task("checking", total=len(cases))
 

@@ -35,8 +35,11 @@ PRINTED_WIDTH = 200
 
 
 def print_header(console: Console, impl, kind: str, cases: list, isolated: bool,
-                 note: str = "") -> None:
-    console.print(f"[bold]histkit check[/] {escape(impl.describe())} --kind {kind}")
+                 note: str = "", options: str = "") -> None:
+    """The verdict's head: what is judged, by which rule, how it is run
+    (options: the run's own command-line options, echoed on the first line)."""
+    console.print(f"[bold]histkit check[/] {escape(impl.describe())} --kind {kind}"
+                  f"{escape(' ' + options if options else '')}")
     console.print(f"  kind      {kind}: {escape(CHECK_KINDS[kind])}")
     how = "in a worker process" if isolated else "in this process"
     if isinstance(impl, CudaFileImpl):
@@ -240,8 +243,8 @@ def print_verdict(console: Console, report: CheckReport, max_failures: int = DEF
         print_skips(console, report)
     if report.printed_lines:
         lines = f"{report.printed_lines} line{'s' if report.printed_lines != 1 else ''}"
-        console.print(f"(it printed {lines} to stdout while judged, kept out of this "
-                      f"verdict; a failure shows what its input printed)")
+        console.print(f"(it printed {lines} to stdout or stderr while judged, kept out of "
+                      f"this verdict; a failure shows what its input printed)")
     style = "bold green" if report.passed else "bold red"
     verdict, _, rest = report.summary().partition(":")
     console.print(f"[{style}]{verdict}[/]:{escape(rest)}", soft_wrap=True, highlight=False)

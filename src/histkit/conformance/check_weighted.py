@@ -48,6 +48,7 @@ from histkit.conformance.foreign import (
 )
 from histkit.conformance.loading import UsageError
 from histkit.conformance.reproduce import (
+    histkit_word,
     no_command_line,
     python_command,
     source_options,
@@ -279,7 +280,7 @@ def command_line(impl, kind: str, case: WeightedCase,
     spec = _spec(impl)
     if spec is None:
         return no_command_line(impl)
-    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
+    words = [histkit_word(), "check", shlex.quote(spec), "--kind", kind]
     if case.n <= INLINE:
         keys = ",".join(map(str, case.keys.tolist())) or "''"
         weights = ",".join(str(w) for w in case.weights.tolist()) or "''"

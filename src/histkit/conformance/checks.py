@@ -97,7 +97,7 @@ def privatized(got: np.ndarray, exact: np.ndarray, atomics: int, model_atomics: 
     if cell.status != "pass":
         return cell
     if atomics != model_atomics:
-        return Cell("FAIL", f"global atomics: expected {model_atomics} (the model's), "
+        return Cell("FAIL", f"global atomics differ: expected {model_atomics} (the model's), "
                             f"got {atomics}")
     return Cell("pass", f"{_atomics(atomics)} = model", {"global_atomics": atomics})
 

@@ -156,14 +156,38 @@ def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
 
 
 def inexact_counts(counts: np.ndarray) -> Cell | None:
-    """A finding where counts come back as floats too narrow to count every
-    key: right on these inputs, wrong on a bin of more than 2^(mantissa + 1)
-    keys, which the quick matrix does not build (--full does)."""
-    if counts.dtype.kind != "f" or np.finfo(counts.dtype).nmant >= 52:
+    """A finding where counts come back in a type too narrow to count every
+    key: right on these inputs, wrong on a bin of more keys than it holds
+    exactly (2^(mantissa + 1) for a float, the largest value for an integer
+    narrower than 64 bits), which the quick matrix does not build."""
+    advice = _narrow(counts.dtype)
+    if advice is None:
         return None
     return Cell("finding", f"counts returned as {counts.dtype.name}: exact only up to "
                            f"{_largest_exact_count(counts.dtype)} keys a bin, a bin of more "
-                           f"is miscounted (return integers)", {"counts_dtype": counts.dtype.name})
+                           f"is miscounted ({advice})", {"counts_dtype": counts.dtype.name})
+
+
+def inexact_indices(index: np.ndarray) -> Cell | None:
+    """A finding where a sort's original indices come back in a type that
+    cannot name every position of a larger input (int32 past 2^31 keys,
+    float32 past 2^24): the matrix a callable meets stays below both."""
+    advice = _narrow(index.dtype)
+    if advice is None:
+        return None
+    return Cell("finding", f"original indices returned as {index.dtype.name}: exact only "
+                           f"up to index {_largest_exact_count(index.dtype)}, a larger input's "
+                           f"are wrong ({advice})", {"index_dtype": index.dtype.name})
+
+
+def _narrow(dtype: np.dtype) -> str | None:
+    """What to return instead of a result dtype narrower than 64-bit integers
+    or doubles (None: it is not narrower)."""
+    if dtype.kind == "f" and np.finfo(dtype).nmant < 52:
+        return "return integers"
+    if dtype.kind in "iu" and dtype.itemsize < 8:
+        return "return int64"
+    return None
 
 @dataclass
 class PythonImpl:
@@ -241,12 +265,17 @@ class PythonImpl:
         changed = changed_input(given, keys, "keys")
         if changed is not None:
             return changed, geometry
-        self._fill(outcome, result)
+        try:
+            self._fill(outcome, result)
+        except WrongResult as error:  # the verdict is the sentence, headed "returned ..."
+            return Cell("FAIL", str(error)), geometry
         cell = checks.judge(self.kind, expected, outcome, self.warp_size)
         if cell.status == "pass" and self.kind == "wave" and case.n <= SECOND_WAVE_MAX_KEYS:
             cell = self._judge_second_width(keys, case, expected)
         if cell.status == "pass" and outcome.counts is not None:
             cell = inexact_counts(outcome.counts) or cell
+        if cell.status == "pass" and outcome.original_index is not None:
+            cell = inexact_indices(outcome.original_index) or cell
         if cell.status == "FAIL" and outcome.counts is not None:
             cell = narrow_counts(cell, outcome.counts, expected.exact)
         if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
@@ -283,8 +312,8 @@ class PythonImpl:
     def _fill(self, outcome: checks.Outcome, result) -> None:
         pair = self.kind in SORTING_KINDS or self.kind == "privatized"
         if pair and (not isinstance(result, (tuple, list)) or len(result) != 2):
-            raise TypeError(f"returned {_described(result)}; a {self.kind} callable "
-                            f"returns {CALL_FORMS[self.kind][2]}")
+            raise WrongResult(f"returned {_described(result)}; a {self.kind} callable "
+                              f"returns {CALL_FORMS[self.kind][2]}")
         if self.kind in SORTING_KINDS:
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)
@@ -293,13 +322,13 @@ class PythonImpl:
             counts, atomics = result
             outcome.counts = to_numpy(counts)
             if not isinstance(atomics, (int, np.integer)) and np.ndim(atomics) != 0:
-                raise TypeError(f"returned {_described(atomics)} as global_atomics, the "
-                                f"second element; a privatized callable returns "
-                                f"{CALL_FORMS[self.kind][2]}, global_atomics an integer")
+                raise WrongResult(f"returned {_described(atomics)} as global_atomics, the "
+                                  f"second element; a privatized callable returns "
+                                  f"{CALL_FORMS[self.kind][2]}, global_atomics an integer")
             outcome.global_atomics = int(atomics)
         else:
             if result is None:
-                raise TypeError(f"returned None; a {self.kind} callable returns counts")
+                raise WrongResult(f"returned None; a {self.kind} callable returns counts")
             outcome.counts = to_numpy(result)
 
     def _judge_scan(self, expected: checks.Expected) -> tuple[Cell, str]:
@@ -312,6 +341,11 @@ class PythonImpl:
         if changed is not None:
             return changed, ""
         return checks.judge("scan", expected, checks.Outcome(offsets=to_numpy(offsets))), ""
+
+
+class WrongResult(TypeError):
+    """A callable's result is not of its kind's form (None, a lone array
+    where a pair belongs): its FAIL cell is the message itself."""
 
 
 def callable_impl(cls, impl, kind: str, inputs: str) -> PythonImpl:

@@ -59,7 +59,7 @@ from histkit.conformance.loading import (
 )
 
 DEFAULT_TIMEOUT_S = 60.0  # seconds a case may take before it is a hang (check()'s default)
-# What a worker prints to stdout is kept out of the verdict: the last case's
+# What a worker prints to stdout or stderr is kept out of the verdict: the last case's
 # output is kept, up to this many characters (its tail), for the failure it shows.
 PRINTED_CHARS = 4000
 AFTER_HANG_TIMEOUT_S = 10.0
@@ -119,7 +119,9 @@ def _worker(conn) -> None:
                 impl = payload if not isinstance(payload, bytes) else pickle.loads(payload)
                 built[slot] = _build(impl)
             cell, geometry = _judge_in_worker(built[slot], case)
-        except Exception as error:  # anything the judging did not turn into a cell
+        # anything the judging did not turn into a cell; a sys.exit() in the
+        # user's code too, named with its line (it would end the worker unnamed)
+        except (Exception, SystemExit) as error:
             cell, geometry = Cell("FAIL", raised(error)), ""
         lost = _cuda_error(cell) and _context_lost()
         conn.send((cell, geometry, lost))
@@ -361,11 +363,28 @@ class IsolatedJudge:
         self.last_printed = os.pread(fd, end - tail_from, tail_from).decode(errors="replace")
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
-        start = self._printed_size()
+        start, stderr, stderr_start = self._printed_size(), self._stderr, self._stderr_size()
         try:
             return self._judge(impl, case)
         finally:
             self._note_printed(start)
+            if stderr is not None and stderr is self._stderr:  # the same worker: it ended well
+                self._note_stderr(stderr_start)
+
+    def _stderr_size(self) -> int:
+        return os.fstat(self._stderr.fileno()).st_size if self._stderr is not None else 0
+
+    def _note_stderr(self, start: int) -> None:
+        """What the worker wrote to stderr on a case it returned from (a
+        crash's or a hang's is named in its cell instead): counted with the
+        printed lines, and its tail shown after theirs, each line marked."""
+        end = self._stderr_size()
+        if end <= start:
+            return
+        written = os.pread(self._stderr.fileno(), end - start, start)
+        self.printed_lines += written.count(b"\n") or 1
+        tail = written[-PRINTED_CHARS:].decode(errors="replace").splitlines()
+        self.last_printed += "".join(f"stderr: {line}\n" for line in tail)
 
     def _judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
@@ -408,7 +427,10 @@ class IsolatedJudge:
         said = self._last_words()
         self._stop()
         self.faulted.append(case.name)
-        return Cell("FAIL", f"crash: the worker process died ({_exit_description(code)})"
+        ended = _exit_description(code)
+        if code is not None and code > 0 and not said:  # no signal, no words: it exited
+            ended += ": os._exit() or a C library's exit() ends a process so"
+        return Cell("FAIL", f"crash: the worker process died ({ended})"
                             f"{said} [case {case.name}]"), ""
 
     def close(self) -> None:

@@ -9,8 +9,12 @@ came from (``--case NAME``). Both print PASS once the bug is fixed.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 import shlex
+import shutil
+import sys
 
 from histkit.conformance.cases import Case
 from histkit.conformance.foreign import CudaFileImpl
@@ -20,6 +24,29 @@ from histkit.gpu.registry import FULL_WIDTH_KINDS
 INLINE_KEYS = 64  # keys written out one by one in a reproducer
 MAX_RUNS = 16  # more keys are written as runs of one value where they form at most this many
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
+
+
+@functools.cache
+def python_word() -> str:
+    """How a reproducer names this Python: ``python3`` where the shell finds
+    this very interpreter by that name (an activated environment), else its
+    path, so that a reproducer never runs another install's histkit."""
+    found = shutil.which("python3")
+    if found and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return "python3"
+    return shlex.quote(sys.executable)
+
+
+@functools.cache
+def histkit_word() -> str:
+    """How a reproducer starts ``histkit``: the command where the shell finds
+    this Python's own (beside it, as an environment installs it), else
+    ``<this python> -m histkit``."""
+    found = shutil.which("histkit")
+    if found and os.path.dirname(os.path.abspath(found)) == os.path.dirname(
+            os.path.abspath(sys.executable)):
+        return "histkit"
+    return f"{python_word()} -m histkit"
 
 
 def runs(values) -> list[tuple[int, int]]:
@@ -126,9 +153,23 @@ def _input(case: Case, original: Case | None) -> tuple[Case, bool]:
     """(the case to name, whether it is named as a matrix case rather than keys)."""
     if _inline(case):
         return case, False
+    written = _written_out(case)
+    if written is not None:
+        return written, False
     if original is not None and original.literal is None:
         return original, True
     return case, case.literal is None
+
+
+def _written_out(case: Case) -> Case | None:
+    """A matrix case of at most INLINE_KEYS plain keys (no offset, skew or
+    fence), as those keys: a failure no shrink made smaller is still given
+    as an input to read and edit, not a case name (None: it is not such a case)."""
+    if (case.literal is not None or case.n > INLINE_KEYS or case.offset or case.skewed
+            or case.fenced):
+        return None
+    return Case.of_keys(case.keys(), case.num_bins, grid=case.grid,
+                        full_width=case.full_width, scan_counts=case.scan_counts)
 
 
 def no_command_line(impl) -> str:
@@ -145,7 +186,7 @@ def command_line(impl, kind: str, case: Case, original: Case | None = None) -> s
     if spec is None:
         return no_command_line(impl)
     target, named = _input(case, original)
-    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
+    words = [histkit_word(), "check", shlex.quote(spec), "--kind", kind]
     if named:
         words += ["--case", shlex.quote(target.name)]
     elif target.literal is not None:
@@ -217,4 +258,4 @@ def python_command(code: str) -> str:
     """``python3 -c CODE``, quoted for a POSIX shell (double quotes where they
     are safe, as they read best)."""
     quoted = f'"{code}"' if not any(c in code for c in '"$`\\') else shlex.quote(code)
-    return f"python3 -c {quoted}"
+    return f"{python_word()} -c {quoted}"

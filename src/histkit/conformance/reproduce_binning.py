@@ -19,6 +19,7 @@ import numpy as np
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
 from histkit.conformance.reproduce import (
+    histkit_word,
     no_command_line,
     python_command,
     source_options,
@@ -73,7 +74,7 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
     spec = _spec(impl)
     if spec is None:
         return no_command_line(impl)
-    words = ["histkit", "check", shlex.quote(spec), "--kind", kind]
+    words = [histkit_word(), "check", shlex.quote(spec), "--kind", kind]
     edges_plain = isinstance(case.bins, int) or case.bins.dtype == np.float64
     if _inline(case) and _plain_range(case) and edges_plain:
         samples = ",".join(str(v) for v in case.samples.tolist())
