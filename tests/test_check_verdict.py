@@ -632,6 +632,19 @@ def test_results_narrower_than_64_bits_pass_with_a_finding_that_names_their_limi
     assert report.passed and report.counts()["finding"] == 1
 
 
+def test_a_scans_offsets_too_narrow_for_its_sums_are_named_in_the_symptom():
+    def float32_offsets(counts):
+        offsets = np.zeros(len(counts), np.float32)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        return offsets
+
+    report = check(float32_offsets, "scan", keys=np.array([36143109, 38045145], np.uint64))
+    assert not report.passed
+    assert report.failures[0].detail.startswith(
+        "offsets differ (offsets returned as float32, which count exactly only up to "
+        "16777216): 1 differing"), report.failures[0].detail
+
+
 def test_one_key_and_two_keys_of_one_symptom_are_one_group():
     one = check_module.symptom_of("bin 0 has 1 key but counted 0")
     assert one == check_module.symptom_of("bin 3 has 2 keys but counted 0")

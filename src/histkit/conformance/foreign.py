@@ -139,10 +139,11 @@ def _largest_exact_count(dtype: np.dtype) -> int:
     return int(np.iinfo(dtype).max)
 
 
-def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
+def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray,
+                  what: str = "counts") -> Cell:
     """cell, its symptom naming the counts' type where a count of this input
     does not fit it (uint8 counts wrap 256 keys to 0; float16 counts round
-    2049 to 2048)."""
+    2049 to 2048); what: "offsets" for a scan's."""
     if exact is None or counts.dtype.kind not in "iuf" or not exact.size:
         return cell  # (an input with bad keys has no exact counts)
     top = _largest_exact_count(counts.dtype)
@@ -151,7 +152,7 @@ def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray) -> Cell:
     holds = (f"which count exactly only up to {top}" if counts.dtype.kind == "f"
              else f"which hold at most {top}")
     head, sep, rest = cell.detail.partition(": ")
-    return replace(cell, detail=f"{head} (counts returned as {counts.dtype.name}, {holds})"
+    return replace(cell, detail=f"{head} ({what} returned as {counts.dtype.name}, {holds})"
                                 f"{sep}{rest}")
 
 
@@ -340,7 +341,11 @@ class PythonImpl:
         changed = changed_input(given, expected.exact, "counts")
         if changed is not None:
             return changed, ""
-        return checks.judge("scan", expected, checks.Outcome(offsets=to_numpy(offsets))), ""
+        offsets = to_numpy(offsets)
+        cell = checks.judge("scan", expected, checks.Outcome(offsets=offsets))
+        if cell.status == "FAIL" and isinstance(offsets, np.ndarray):
+            cell = narrow_counts(cell, offsets, expected.offsets(), "offsets")
+        return cell, ""
 
 
 class WrongResult(TypeError):
