@@ -860,27 +860,19 @@ def test_a_scan_callable_that_raises_fails_as_raised_on_valid_input():
         "raised on valid input: ZeroDivisionError"]
 
 
-def test_what_a_callable_prints_is_kept_out_of_the_verdict_but_shown_for_its_input(kernels):
-    code, out = run("my_kernels:prints_and_drops_a_key", "--kind", "histogram")
+@pytest.mark.parametrize(("name", "marker", "shown"), [
+    ("prints_and_drops_a_key", "debug:", "debug: {n} keys, the last {last}"),
+    ("warns_on_stderr_and_drops_a_key", "note:", "stderr: note: {n} keys"),  # marked
+])
+def test_what_a_callable_prints_or_writes_to_stderr_is_kept_out_but_shown_for_its_input(
+        kernels, name, marker, shown):
+    code, out = run(f"my_kernels:{name}", "--kind", "histogram")
     lines = out.splitlines()
     assert code == 1 and len(lines) <= 40, out
-    assert sum("debug:" in line for line in lines) == 1, out  # the shown input's, once
+    assert sum(marker in line for line in lines) == 1, out  # the shown input's, once
     (printed,) = [line for line in lines if line.strip().startswith("printed ")]
-    (shown,) = [line for line in lines if line.strip().startswith("input     keys = [")]
-    keys = shown.split("[", 1)[1].split("]", 1)[0].split(", ")
-    assert printed.split("printed", 1)[1].strip() == f"debug: {len(keys)} keys, the last {keys[-1]}"
-    assert re.search(r"^\(it printed \d+ lines to stdout or stderr while judged", out,
-                     re.MULTILINE), out
-
-
-def test_what_a_callable_writes_to_stderr_is_counted_and_shown_marked_for_its_input(kernels):
-    code, out = run("my_kernels:warns_on_stderr_and_drops_a_key", "--kind", "histogram")
-    lines = out.splitlines()
-    assert code == 1 and len(lines) <= 40, out
-    assert sum("note:" in line for line in lines) == 1, out  # the shown input's, once
-    (printed,) = [line for line in lines if line.strip().startswith("printed ")]
-    (shown,) = [line for line in lines if line.strip().startswith("input     keys = [")]
-    keys = shown.split("[", 1)[1].split("]", 1)[0].split(", ")
-    assert printed.split("printed", 1)[1].strip() == f"stderr: note: {len(keys)} keys"
+    (given,) = [line for line in lines if line.strip().startswith("input     keys = [")]
+    keys = given.split("[", 1)[1].split("]", 1)[0].split(", ")
+    assert printed.split("printed", 1)[1].strip() == shown.format(n=len(keys), last=keys[-1])
     assert re.search(r"^\(it printed \d+ lines to stdout or stderr while judged", out,
                      re.MULTILINE), out

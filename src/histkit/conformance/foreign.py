@@ -161,34 +161,33 @@ def inexact_counts(counts: np.ndarray) -> Cell | None:
     key: right on these inputs, wrong on a bin of more keys than it holds
     exactly (2^(mantissa + 1) for a float, the largest value for an integer
     narrower than 64 bits), which the quick matrix does not build."""
-    advice = _narrow(counts.dtype)
-    if advice is None:
-        return None
-    return Cell("finding", f"counts returned as {counts.dtype.name}: exact only up to "
-                           f"{_largest_exact_count(counts.dtype)} keys a bin, a bin of more "
-                           f"is miscounted ({advice})", {"counts_dtype": counts.dtype.name})
+    return _narrow_result(counts, "counts", "{} keys a bin, a bin of more is miscounted")
 
 
 def inexact_indices(index: np.ndarray) -> Cell | None:
     """A finding where a sort's original indices come back in a type that
     cannot name every position of a larger input (int32 past 2^31 keys,
     float32 past 2^24): the matrix a callable meets stays below both."""
-    advice = _narrow(index.dtype)
-    if advice is None:
-        return None
-    return Cell("finding", f"original indices returned as {index.dtype.name}: exact only "
-                           f"up to index {_largest_exact_count(index.dtype)}, a larger input's "
-                           f"are wrong ({advice})", {"index_dtype": index.dtype.name})
+    return _narrow_result(index, "original indices",
+                          "index {}, a larger input's are wrong", "index_dtype")
 
 
-def _narrow(dtype: np.dtype) -> str | None:
-    """What to return instead of a result dtype narrower than 64-bit integers
-    or doubles (None: it is not narrower)."""
+def _narrow_result(values: np.ndarray, what: str, limit: str,
+                   figure: str = "counts_dtype") -> Cell | None:
+    """The finding for a result dtype narrower than 64-bit integers or
+    doubles (None where it is not): what it is, the largest value it holds
+    exactly (formatted into limit), and what to return instead."""
+    dtype = values.dtype
     if dtype.kind == "f" and np.finfo(dtype).nmant < 52:
-        return "return integers"
-    if dtype.kind in "iu" and dtype.itemsize < 8:
-        return "return int64"
-    return None
+        advice = "return integers"
+    elif dtype.kind in "iu" and dtype.itemsize < 8:
+        advice = "return int64"
+    else:
+        return None
+    return Cell("finding", f"{what} returned as {dtype.name}: exact only up to "
+                           f"{limit.format(_largest_exact_count(dtype))} ({advice})",
+                {figure: dtype.name})
+
 
 @dataclass
 class PythonImpl:
