@@ -645,6 +645,22 @@ def test_a_scans_offsets_too_narrow_for_its_sums_are_named_in_the_symptom():
         "16777216): 1 differing"), report.failures[0].detail
 
 
+def test_a_sort_returning_its_pair_swapped_is_told_so():
+    def swapped(keys, num_bins):
+        order = np.argsort(keys, kind="stable")
+        return order, keys[order]
+
+    def drops_a_key(keys, num_bins):  # symmetric on [0, 1]: not taken for a swap
+        order = np.argsort(keys, kind="stable")
+        return keys[order][:-1], order
+
+    report = check(swapped, "stable-sort", keys=np.array([3, 1, 2]), num_bins=4)
+    assert report.failures[0].detail.startswith("returned the pair swapped: its first "
+                                                "element is the original indices")
+    report = check(drops_a_key, "stable-sort", keys=np.array([0, 1]), num_bins=2)
+    assert "swapped" not in report.failures[0].detail
+
+
 def test_one_key_and_two_keys_of_one_symptom_are_one_group():
     one = check_module.symptom_of("bin 0 has 1 key but counted 0")
     assert one == check_module.symptom_of("bin 3 has 2 keys but counted 0")

@@ -278,6 +278,10 @@ class PythonImpl:
             cell = inexact_indices(outcome.original_index) or cell
         if cell.status == "FAIL" and outcome.counts is not None:
             cell = narrow_counts(cell, outcome.counts, expected.exact)
+        if cell.status == "FAIL" and outcome.sorted_keys is not None and _swapped(outcome, keys):
+            cell = Cell("FAIL", f"returned the pair swapped: its first element is the "
+                                f"original indices and its second the sorted keys; a "
+                                f"{self.kind} callable returns {CALL_FORMS[self.kind][2]}")
         if cell.status == "FAIL" and cell.detail.startswith("no bad key reported"):
             cell = replace(cell, detail=f"{cell.detail}; {HOW_TO_REPORT}")
         return cell, geometry
@@ -345,6 +349,22 @@ class PythonImpl:
         if cell.status == "FAIL" and isinstance(offsets, np.ndarray):
             cell = narrow_counts(cell, offsets, expected.offsets(), "offsets")
         return cell, ""
+
+
+def _swapped(outcome: checks.Outcome, keys: np.ndarray) -> bool:
+    """Whether a sort's pair came back as (original_index, sorted_keys): its
+    first element the indices of keys in sorted order, its second those keys."""
+    index, sorted_keys = outcome.sorted_keys, outcome.original_index
+    if len(index) != len(keys) or len(sorted_keys) != len(keys) or not len(keys):
+        return False
+    if index.dtype.kind not in "iu" or np.any(index < 0) or np.any(index >= len(keys)):
+        return False
+    in_order = np.sort(keys, kind="stable")
+    # read straight, the first element is not the sorted keys (else the
+    # failure is another), and read swapped, the pair is a sort's
+    return bool(not np.array_equal(outcome.sorted_keys, in_order)
+                and np.array_equal(in_order, sorted_keys)
+                and np.array_equal(keys[index], sorted_keys))
 
 
 class WrongResult(TypeError):
