@@ -368,13 +368,21 @@ def _run_options(args) -> str:
 
 
 def _judge(args, console, impl, keys, check, check_output) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from histkit.conformance.check import FROM_SOURCE
     from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
+    # the clock keeps moving while a slow or hung case holds the bar
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        console=console, transient=True, disable=not console.is_terminal)
+                        TimeElapsedColumn(), console=console, transient=True,
+                        disable=not console.is_terminal)
     task = None
 
     def on_start(cases, report):
