@@ -257,6 +257,25 @@ def case_timeout(timeout: float, case: Case) -> float:
     return timeout + case.n / 2**23
 
 
+def _size(file) -> int:
+    """How many bytes a worker's output file holds (0: no file)."""
+    return os.fstat(file.fileno()).st_size if file is not None else 0
+
+
+def _written_since(file, start: int) -> tuple[int, str]:
+    """(lines, tail) of what was written to file past byte ``start``: its
+    lines counted a MiB at a time (at least 1 where anything was written),
+    and its last PRINTED_CHARS characters (the same file: (0, ""))."""
+    end = _size(file)
+    if end <= start:
+        return 0, ""
+    fd = file.fileno()
+    lines = sum(os.pread(fd, min(1 << 20, end - at), at).count(b"\n")
+                for at in range(start, end, 1 << 20))
+    tail_from = max(start, end - PRINTED_CHARS)
+    return lines or 1, os.pread(fd, end - tail_from, tail_from).decode(errors="replace")
+
+
 def _exit_description(code: int | None) -> str:
     if code is not None and code < 0:
         with contextlib.suppress(ValueError):
@@ -345,25 +364,14 @@ class IsolatedJudge:
             seen = text
         return where_it_stopped(seen)
 
-    def _printed_size(self) -> int:
-        return os.fstat(self._stdout.fileno()).st_size if self._stdout is not None else 0
-
     def _note_printed(self, start: int) -> None:
         """What the worker printed to stdout since ``start`` (a size of the file)."""
-        end = self._printed_size()
-        if end <= start:
-            self.last_printed = ""
-            return
-        fd = self._stdout.fileno()
-        lines = 0
-        for at in range(start, end, 1 << 20):  # counted a MiB at a time
-            lines += os.pread(fd, min(1 << 20, end - at), at).count(b"\n")
-        self.printed_lines += lines or 1
-        tail_from = max(start, end - PRINTED_CHARS)
-        self.last_printed = os.pread(fd, end - tail_from, tail_from).decode(errors="replace")
+        lines, self.last_printed = _written_since(self._stdout, start)
+        self.printed_lines += lines
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
-        start, stderr, stderr_start = self._printed_size(), self._stderr, self._stderr_size()
+        start, stderr = _size(self._stdout), self._stderr
+        stderr_start = _size(stderr)
         try:
             return self._judge(impl, case)
         finally:
@@ -371,20 +379,13 @@ class IsolatedJudge:
             if stderr is not None and stderr is self._stderr:  # the same worker: it ended well
                 self._note_stderr(stderr_start)
 
-    def _stderr_size(self) -> int:
-        return os.fstat(self._stderr.fileno()).st_size if self._stderr is not None else 0
-
     def _note_stderr(self, start: int) -> None:
         """What the worker wrote to stderr on a case it returned from (a
         crash's or a hang's is named in its cell instead): counted with the
         printed lines, and its tail shown after theirs, each line marked."""
-        end = self._stderr_size()
-        if end <= start:
-            return
-        written = os.pread(self._stderr.fileno(), end - start, start)
-        self.printed_lines += written.count(b"\n") or 1
-        tail = written[-PRINTED_CHARS:].decode(errors="replace").splitlines()
-        self.last_printed += "".join(f"stderr: {line}\n" for line in tail)
+        lines, tail = _written_since(self._stderr, start)
+        self.printed_lines += lines
+        self.last_printed += "".join(f"stderr: {line}\n" for line in tail.splitlines())
 
     def _judge(self, impl, case: Case) -> tuple[Cell, str]:
         if self._process is None:
