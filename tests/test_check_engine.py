@@ -229,22 +229,32 @@ def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the
         def close(self):
             pass
 
-    # a callable: past the limit, cases as large in the same dtype are skipped;
-    # a smaller one (20 keys) and one of another dtype still run, and may show
-    # another bug
+    # a callable: past the limit, cases as large in the same dtype and number of
+    # bins are skipped; a smaller one (20 keys), one of another dtype and one of
+    # another number of bins still run, and may show another bug
     cases = [small(n) for n in (10, 200, 300, 400, 500, 600, 700, 800, 20)]
     cases.insert(8, dataclasses.replace(cases[1], dtype="int64"))
+    cases.append(dataclasses.replace(cases[1], num_bins=cases[1].num_bins * 2))
     for outcome, limit, says in (("hung", check_module.MAX_HANGS, "hung on"),
                                  ("faulted", check_module.MAX_FAULTS, "faulted on")):
         worker = Worker(outcome)
         report = check(exact, "histogram", cases=cases, shrink_failures=False, worker=worker)
         statuses = [cell.status for _, cell, _ in report.cells]
         assert statuses == (["pass"] + ["FAIL"] * limit + ["skip"] * (7 - limit)
-                            + ["FAIL", "pass"]), outcome
+                            + ["FAIL", "pass", "FAIL"]), outcome
         assert all(says in cell.detail
-                   and "at least as large as a case of its dtype that the kernel" in cell.detail
+                   and "at least as large as a case of its dtype and number of bins that "
+                       "the kernel" in cell.detail
                    for _, cell, _ in report.cells[1 + limit:8])
-        assert len(getattr(worker, outcome)) == limit + 1
+        assert len(getattr(worker, outcome)) == limit + 2
+        if outcome == "hung":  # 2 * MAX_HANGS hangs stop a callable altogether
+            continue
+        # once stopped cases span two numbers of bins, any number is alike
+        later = dataclasses.replace(cases[7], num_bins=cases[1].num_bins * 4)
+        report = check(exact, "histogram", cases=cases + [later], shrink_failures=False,
+                       worker=Worker(outcome))
+        assert report.cells[-1][1].status == "skip", report.cells[-1]
+        assert "a case of its dtype that the kernel" in report.cells[-1][1].detail
 
 
 # The shrinker, on inputs whose outcome is worked out by hand from its

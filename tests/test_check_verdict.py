@@ -549,8 +549,11 @@ def test_a_crash_by_exit_code_is_headed_by_its_code_and_skips_say_why_by_default
     assert "crash: exit code 3" in heading, out
     assert "(exit code 3: os._exit() or a C library's exit() ends a process so)" in out
     skips = [line for line in lines if line.startswith("skip ")]
-    assert skips and skips[0].endswith("not run: at least as large as a case of its dtype "
-                                       "that the kernel crashed or faulted on"), out
+    assert skips and skips[0].endswith(("not run: at least as large as a case of its dtype "
+                                        "that the kernel crashed or faulted on",
+                                        "not run: at least as large as a case of its dtype "
+                                        "and number of bins that the kernel crashed or "
+                                        "faulted on")), out
     count = int(skips[0].split()[1])
     assert f"{count} skips" in lines[-1], lines[-1]
 
@@ -768,6 +771,29 @@ def test_a_hang_names_the_line_the_worker_was_at_when_it_was_killed(kernels):
     line = _line_of(kernels, "time.sleep(0.5)")
     assert (f"hang: no result within 2 s (the worker was killed at my_kernels.py:{line} "
             f"in sleeps_past_1000)") in out, out
+
+
+def test_a_hang_is_reproduced_with_the_short_timeout_other_failures_with_the_given(
+        kernels, monkeypatch):
+    import importlib
+
+    from histkit.conformance import isolation
+
+    check_module = importlib.import_module("histkit.conformance.check")
+    monkeypatch.setattr(isolation, "AFTER_HANG_TIMEOUT_S", 1.5)
+    monkeypatch.setattr(check_module, "AFTER_HANG_TIMEOUT_S", 1.5)
+    (kernels / "hangs_and_drops.py").write_text(
+        "import time\nimport numpy as np\n\n"
+        "def f(keys, num_bins):\n"
+        "    while len(keys) > 1000:\n        time.sleep(0.5)\n"
+        "    return np.bincount(keys[1:], minlength=num_bins)\n")
+    report = check("hangs_and_drops:f", "histogram", timeout=3, shrink_failures=False)
+    hangs = [f for f in report.failures if f.detail.startswith("hang:")]
+    others = [f for f in report.failures if not f.detail.startswith("hang:")]
+    assert hangs and others, str(report)
+    assert hangs[0].reproducer.endswith("--timeout 1.5"), hangs[0].reproducer
+    assert "timeout=1.5" in hangs[0].python_reproducer, hangs[0].python_reproducer
+    assert others[0].reproducer.endswith("--timeout 3"), others[0].reproducer
 
 
 def test_after_crashes_the_cases_unlike_them_still_run_and_show_another_bug(kernels):

@@ -35,7 +35,13 @@ from histkit.conformance.foreign import (
     PythonImpl,
     parse_kernel_spec,
 )
-from histkit.conformance.isolation import DEFAULT_TIMEOUT_S, like_any, load_callable_isolated
+from histkit.conformance.isolation import (
+    AFTER_HANG_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    is_hang,
+    like_any,
+    load_callable_isolated,
+)
 from histkit.conformance.loading import (
     UsageError,
     check_inputs_available,
@@ -479,8 +485,9 @@ class Judge:
                     or len(stopped) >= MAX_CALLABLE_FAULTS):
                 return (f"not run: the kernel {what} on {len(stopped)} cases "
                         f"({', '.join(c.name for c in stopped)})")
-            if like_any(case, stopped):
-                return (f"not run: at least as large as a case of its dtype that the "
+            alike = like_any(case, stopped)
+            if alike:
+                return (f"not run: at least as large as a case of {alike} that the "
                         f"kernel {what} on (after {limit} such cases)")
         return None
 
@@ -1000,11 +1007,14 @@ def _attach_reproducers(implementation, kind: str, report: CheckReport,
         from histkit.conformance.reproduce import command_line, python_call
 
     for failure in report.failures:
+        # A hang reproduces within the short timeout the check gave cases after
+        # one, not the whole default: the user's rerun waits 10 s, not a minute.
+        wait = min(timeout, AFTER_HANG_TIMEOUT_S) if is_hang(failure.detail) else timeout
         failure.reproducer = command_line(implementation, kind, failure.smallest,
                                           failure.case)
-        if timeout != DEFAULT_TIMEOUT_S and failure.reproducer.startswith(
+        if wait != DEFAULT_TIMEOUT_S and failure.reproducer.startswith(
                 f"{histkit_word()} check"):
-            failure.reproducer += f" --timeout {timeout:g}"  # a hang again takes as long
+            failure.reproducer += f" --timeout {wait:g}"
         failure.python_reproducer = python_call(
             implementation, kind, failure.smallest, failure.case,
-            timeout=None if timeout == DEFAULT_TIMEOUT_S else timeout)
+            timeout=None if wait == DEFAULT_TIMEOUT_S else wait)

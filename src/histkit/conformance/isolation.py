@@ -243,10 +243,29 @@ def sendable(impl) -> object:
         raise TypeError(f"the callable cannot be sent to a worker: {error}") from None
 
 
-def like_any(case: Case, stopped: list[Case]) -> bool:
-    """Whether case is as large as one of the cases a kernel hung or crashed
-    on, in the same dtype: the cases such a kernel is likely to stop on again."""
-    return any(case.dtype == other.dtype and case.n >= other.n for other in stopped)
+def like_any(case: Case, stopped: list[Case]) -> str | None:
+    """How case is like the cases a kernel hung or crashed on, in words (None:
+    it is not): as large as one of them in the same dtype, the cases such a
+    kernel is likely to stop on again. While every one of them had the same
+    number of bins, only cases of that number are alike: a kernel that fails
+    past its shared memory at one K may still run at the others."""
+    alike = [other for other in stopped if case.dtype == other.dtype and case.n >= other.n]
+    if not alike:
+        return None
+    bins = {getattr(other, "num_bins", None) for other in stopped}
+    if len(bins) > 1:
+        return "its dtype"
+    if getattr(case, "num_bins", None) in bins:
+        return "its dtype and number of bins"
+    return None
+
+
+HANG_HEAD = "hang: "  # how the detail of a case that did not end begins
+
+
+def is_hang(detail: str) -> bool:
+    """Whether a FAIL cell's detail says the case did not end in time."""
+    return detail.startswith(HANG_HEAD)
 
 
 def case_timeout(timeout: float, case: Case) -> float:
@@ -409,7 +428,7 @@ class IsolatedJudge:
             self.hung.append(case.name)
             self._hung_cases.append(case)
             at = f" {at}" if at else ""
-            return Cell("FAIL", f"hang: no result within {timeout:.0f} s "
+            return Cell("FAIL", f"{HANG_HEAD}no result within {timeout:.0f} s "
                                 f"(the worker was killed{at}) [case {case.name}]"), ""
         try:
             cell, geometry, lost = self._conn.recv()
