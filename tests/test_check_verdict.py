@@ -796,6 +796,59 @@ def test_a_hang_is_reproduced_with_the_short_timeout_other_failures_with_the_giv
     assert others[0].reproducer.endswith("--timeout 3"), others[0].reproducer
 
 
+STATEFUL = """import numpy as np
+
+_BUFFERS = {}
+_FIRST_NUM_BINS = []
+_CALLS = [0]
+
+
+def stale_buffer(keys, num_bins):
+    counts = _BUFFERS.setdefault(num_bins, np.zeros(num_bins, np.int64))
+    np.add.at(counts, keys.astype(np.int64), 1)
+    return counts.copy()
+
+
+def first_num_bins_kept(keys, num_bins):
+    _FIRST_NUM_BINS.append(num_bins)
+    return np.bincount(keys, minlength=_FIRST_NUM_BINS[0])[:num_bins]
+
+
+def every_other_call_drops_a_key(keys, num_bins):
+    _CALLS[0] += 1
+    return np.bincount(keys[_CALLS[0] % 2:], minlength=num_bins)
+"""
+
+
+@pytest.mark.parametrize("name, says", [
+    ("stale_buffer", "in a new process this input passes, then fails when called again "
+                     "(2 of 3 calls): the callable keeps state between calls"),
+    ("first_num_bins_kept", "in a new process this input passes (3 calls): it fails only "
+                            "after other calls"),
+    ("every_other_call_drops_a_key", "called 3 times in a new process this input failed 2, "
+                                     "not the same way each time"),
+    ("drops_last", None),
+])
+def test_a_failure_its_input_does_not_repeat_alone_is_said_to_come_from_state_or_chance(
+        kernels, name, says):
+    (kernels / "stateful.py").write_text(STATEFUL + _DROPS_LAST)
+    report = check(f"stateful:{name}", "histogram")
+    assert not report.passed, str(report)
+    first = report.groups()[0][0]
+    if says is None:  # a bug that every call repeats: nothing to say
+        assert first.alone == "", first.alone
+    else:
+        assert first.alone.startswith(says), first.alone
+        assert report.to_json()["failures"][0]["alone"] == first.alone
+
+
+_DROPS_LAST = """
+
+def drops_last(keys, num_bins):
+    return np.bincount(keys[:-1], minlength=num_bins)
+"""
+
+
 def test_after_crashes_the_cases_unlike_them_still_run_and_show_another_bug(kernels):
     # crashes on every case past 1000 keys; the smaller bad-key cases still run,
     # and show that bad keys are not reported (a second bug)

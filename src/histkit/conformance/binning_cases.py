@@ -94,6 +94,8 @@ class BinCase:
         if self.n <= shown:
             values = "[" + ", ".join(repr(v) for v in self.samples.tolist()) + "]"
             what = f"samples = {values} ({self.dtype})"
+        elif self.n and np.all(self.samples == self.samples[0]):  # one run: its value
+            what = f"samples = [{self.samples[0].item()!r}] * {self.n} ({self.dtype})"
         else:
             what = f"{self.n} samples ({self.dtype})"
         if isinstance(self.bins, int):
@@ -294,6 +296,9 @@ def _bulk_cases() -> Iterator[BinCase]:
               ("float16", 50, (-2.0, 2.0)), ("int32", 40, None), ("uint8", 16, (0, 255))]
     for (dtype, bins, span), n in itertools.product(setups, SIZES):
         yield from _with_cub(_bulk("size", dtype, n, "uniform", bins, span))
+    # Past 2^22 samples, as the integer matrix goes: a kernel whose grid is a
+    # fixed 2^20 or 2^21 threads, one sample each, misses the tail.
+    yield from _with_cub(_bulk("size", "float32", 2**22 + 3, "uniform", 1000, (-3.0, 3.0)))
     for (dtype, bins, span), how in itertools.product(setups[:4], ("uniform", "normal", "equal")):
         case = _bulk("bulk", dtype, BULK, how, bins, span)
         yield from _with_cub(case) if how == "uniform" and dtype == "float32" else [case]
@@ -341,7 +346,8 @@ def bin_cases(quick: bool = True) -> list[BinCase]:
     Parameters
     ----------
     quick : bool, default True
-        True: small cases (under 2^22 samples in all, built in well under 2 s).
+        True: small cases (one of 2^22 + 3 samples, the rest under 2^22 in all;
+        built in about 2 s).
         False: also large ones (2^24 to 2^26 samples, 2^20 bins).
 
     Returns

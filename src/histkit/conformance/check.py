@@ -68,6 +68,9 @@ SHRINK_ATTEMPTS = 160
 DELETE_MAX_N = 64  # inputs up to this long are also shrunk by deleting runs of keys inside
 SHRINK_MAX_N = 1 << 22  # larger failing inputs are reported as they are
 SHRUNK_GROUPS = 3  # the groups of failures whose smallest input is shrunk
+# A shown input is called this many times in a new worker: a FAIL that the
+# input alone does not repeat is state kept between calls, or chance.
+ALONE_CALLS = 3
 SYMPTOM_WIDTH = 60  # a symptom longer than this (a message with no "head: rest") is cut
 SHOWN_KEYS = 64
 DEFAULT_ARCH = "sm_90"
@@ -100,6 +103,7 @@ class Failure:
     python_reproducer: str = ""  # the same as a Python call (or why there is none)
     figures: dict | None = None  # the first differences, where the rule lists them
     kind: str = ""
+    alone: str = ""  # how the shown input fared called alone in a new worker, where that differs
 
     @property
     def smallest(self) -> Case:
@@ -134,6 +138,8 @@ class Failure:
             if self.shrunk.n <= SHOWN_KEYS:
                 label = "counts" if self.shrunk.scan_counts else "keys"
                 text += f"\n  {label} = {list(self.shrunk.literal)}"
+        if self.alone:
+            text += f"\n  alone: {self.alone}"
         if self.reproducer:
             text += f"\n  reproduce: {self.reproducer}"
         return text
@@ -256,7 +262,8 @@ class CheckReport:
                                           if k != "differences"} or None,
                               "reproducer": f.reproducer,
                               "python_reproducer": f.python_reproducer,
-                              "printed": f.printed or None}
+                              "printed": f.printed or None,
+                              "alone": f.alone or None}
                              for f in self.failures],
                 "cells": [{"case": c.name, "status": cell.status, "detail": cell.detail,
                            "geometry": g} for c, cell, g in self.cells]})
@@ -332,13 +339,14 @@ def _smallness(failure: Failure) -> tuple:
     samples past 2^63). A binning input of ordinary numbers (no -0.0, no
     infinity or NaN, magnitudes between 1e-6 and 1e9, in its samples, edges
     and range) is shown before an odd one of as few samples: [1.0] over 0
-    and 1e-300 over 1e300, [-0.0] between edges -1.0 and -0.0."""
+    and 1e-300 over 1e300, [-0.0] between edges -1.0 and -0.0), whatever
+    their dtypes."""
     case = failure.smallest
     size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
             else (case.n, case.num_bins))  # the scan's input: K counts
     plain = _PLAIN_DTYPES.get(case.dtype, 2)
     if failure.kind in BINNING_KINDS:  # few samples either way: float64 ones read best
-        return (size[0] == 0, plain, _odd_numbers(case), size[0], size[1], _magnitude(case))
+        return (size[0] == 0, _odd_numbers(case), plain, size[0], size[1], _magnitude(case))
     return (size[0] == 0, size[0], plain, size[1], _magnitude(case))
 
 
@@ -358,11 +366,11 @@ def _magnitude(case) -> float:
     return float("inf") if np.isnan(magnitudes).any() else float(magnitudes.max())
 
 
-def _odd_numbers(case) -> bool:
+def _odd_numbers(case, look_through: bool = False) -> bool:
     """Whether a binning input's samples, edges or range hold a -0.0, an
     infinity, a NaN, or a nonzero magnitude outside [1e-6, 1e9] (an input of
-    more than JSON_VALUES samples, not looked through, counts as odd)."""
-    if case.n > JSON_VALUES:
+    more than JSON_VALUES samples counts as odd unless ``look_through``)."""
+    if case.n > JSON_VALUES and not look_through:
         return True
     parts = [np.asarray(case.samples, dtype=np.float64)]
     if not isinstance(case.bins, int):
@@ -847,6 +855,8 @@ def check(impl, kind: str, *, quick: bool = True, inputs: str = "auto", cases=No
                 _shrink_samples(judge, report, check_binning if binning else check_weighted)
             else:
                 _shrink_smallest(judge, report)
+        if isolated and worker is None and report.failures:
+            _call_alone(implementation, timeout, report, judge)
         _attach_reproducers(implementation, kind, report, timeout)
     finally:
         report.printed_lines = judge.printed_lines - printed_before
@@ -974,6 +984,8 @@ def _shrink_smallest(judge: Judge, report: CheckReport) -> None:
             if cell.status == "FAIL":
                 smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
                 smallest.shrunk_geometry, smallest.printed = geometry, judge.last_printed
+            else:  # not the case's figures beside the shrunk input
+                smallest.figures, smallest.printed = None, ""
     ordered = [f for group in report.groups() for f in group]
     report.failures[:] = ordered
 
@@ -982,19 +994,85 @@ def _shrink_samples(judge: Judge, report: CheckReport, rule) -> None:
     """The smallest failing case of each symptom, shrunk to fewer samples
     (binning) or keys with their weights (weighted): ``rule.shrink``."""
     for group in report.groups()[:SHRUNK_GROUPS]:
-        smallest = group[0]
-        if smallest.case.name in judge.hung or smallest.case.n > SHRINK_MAX_N:
-            continue
-        symptom = smallest.symptom
-        found = rule.shrink(judge, smallest.case,
-                            lambda detail, symptom=symptom: symptom_of(detail) == symptom)
-        if found is not None:
-            smallest.shrunk, smallest.shrunk_detail = found
-            cell, _ = judge(smallest.shrunk)
-            if cell.status == "FAIL":
-                smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
-                smallest.printed = judge.last_printed
+        heads = [group[0]]
+        if report.kind in BINNING_KINDS and _odd_numbers(group[0].case):
+            # an odd input (1e300, -0.0, NaN) may be the smallest only because
+            # every plain one is longer: shrink the shortest plain one too,
+            # and the group shows whichever comes out smaller (_smallness)
+            plain = [f for f in group[1:] if not _odd_numbers(f.case, look_through=True)]
+            heads += sorted(plain, key=lambda f: f.case.n)[:1]
+        for smallest in heads:
+            if smallest.case.name in judge.hung or smallest.case.n > SHRINK_MAX_N:
+                continue
+            symptom = smallest.symptom
+            found = rule.shrink(judge, smallest.case,
+                                lambda detail, symptom=symptom: symptom_of(detail) == symptom)
+            if found is not None:
+                smallest.shrunk, smallest.shrunk_detail = found
+                cell, _ = judge(smallest.shrunk)
+                if cell.status == "FAIL":
+                    smallest.shrunk_detail, smallest.figures = cell.detail, cell.figures
+                    smallest.printed = judge.last_printed
+                else:  # not the case's figures beside the shrunk input
+                    smallest.figures, smallest.printed = None, ""
     report.failures[:] = [f for group in report.groups() for f in group]
+
+
+def _call_alone(implementation, timeout: float, report: CheckReport, judge: Judge) -> None:
+    """Call each shown group's input ALONE_CALLS times in a new worker, as its
+    reproducers will: where the first call passes, the failure came from
+    earlier calls (state kept between calls); where the calls disagree, from
+    chance or state. Either is said in ``alone``; where the input fails
+    alone, its figures are those of its first call there. A group of a hang
+    or a crash is left as it is: each call could cost a timeout or a worker."""
+    stopped = set(judge.hung) | set(judge.faulted)
+    for group in report.groups()[:SHRUNK_GROUPS]:
+        failure = group[0]
+        if failure.case.name in stopped or is_hang(failure.shrunk_detail or failure.detail):
+            continue
+        fresh = Judge(implementation, timeout, isolated=True)
+        calls = []
+        try:
+            for _ in range(ALONE_CALLS):
+                cell, geometry = fresh(failure.smallest)
+                calls.append((cell, geometry, fresh.last_printed))
+                if is_hang(cell.detail):
+                    break
+        finally:
+            fresh.close()
+        first = calls[0][0]
+        failing = [call for call in calls if call[0].status == "FAIL"]
+        same = all(cell.status == first.status and cell.detail == first.detail
+                   for cell, _, _ in calls)
+        if failing and symptom_of(failing[0][0].detail) == failure.symptom:
+            cell, geometry, printed = failing[0]  # the shown input's own figures
+            if failure.shrunk is not None:
+                failure.shrunk_detail, failure.shrunk_geometry = cell.detail, geometry
+            else:
+                failure.detail, failure.geometry = cell.detail, geometry
+            failure.figures, failure.printed = cell.figures, printed
+        if not failing:
+            failure.alone = (f"in a new process this input passes ({len(calls)} calls): it "
+                             f"fails only after other calls, so the callable keeps state "
+                             f"between calls (a buffer, cache or counter not reset); the "
+                             f"reproducers below pass, the whole check (its first line) "
+                             f"fails again")
+        elif first.status != "FAIL":
+            failure.alone = (f"in a new process this input passes, then fails when called "
+                             f"again ({len(failing)} of {len(calls)} calls): the callable "
+                             f"keeps state between calls (a buffer, cache or counter not "
+                             f"reset) or its result changes by chance; the reproducers "
+                             f"below may pass")
+        elif not same:
+            failure.alone = (f"called {len(calls)} times in a new process this input "
+                             f"failed {len(failing)}, not the same way each time: the "
+                             f"result changes from call to call (ties broken at random, "
+                             f"threads, or state kept between calls); a reproducer may "
+                             f"need several runs")
+        elif symptom_of(first.detail) != failure.symptom:
+            failure.alone = (f"in a new process this input fails otherwise "
+                             f"({symptom_of(first.detail, blank=False)}): the callable "
+                             f"keeps state between calls")
 
 
 def _attach_reproducers(implementation, kind: str, report: CheckReport,

@@ -49,13 +49,16 @@ from histkit.conformance.binning_cases import BinCase, bin_cases
 from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
     PythonImpl,
+    WrongResult,
     callable_impl,
     changed_input,
+    inexact_counts,
+    narrow_counts,
     to_input_kind,
     to_numpy,
 )
 from histkit.conformance.loading import UsageError, raised
-from histkit.conformance.shrinking import UNNAMED, shrink_by
+from histkit.conformance.shrinking import UNNAMED, fewer, shrink_by
 from histkit.gpu.contract import FLOAT_C_TYPES, KEY_C_TYPES
 from histkit.gpu.registry import BINNING_KIND, BINNING_KINDS
 from histkit.oracles._bin_rule import NumpyFailsError, search_edges
@@ -183,16 +186,29 @@ class BinningCallable(PythonImpl):
         if changed is not None:
             return changed, ""
         got_edges = None
-        if isinstance(result, (tuple, list)):
+        # A tuple is (counts, edges); so is a list of two arrays, where a list
+        # of numbers is the counts themselves.
+        pair = isinstance(result, tuple) or (
+            isinstance(result, list) and len(result) == 2
+            and all(np.ndim(part) >= 1 for part in result))
+        if pair:
             if len(result) != 2:
                 return Cell("FAIL", f"returned a {type(result).__name__} of {len(result)}; a "
                                     f"binning callable returns counts or (counts, edges)"), ""
             result, got_edges = result
         if result is None:
             return Cell("FAIL", "returned None; a binning callable returns counts"), ""
-        cell = judged(to_numpy(result), case, counts, edges)
-        if cell.status != "FAIL" and got_edges is not None:
-            cell = _edges_cell(to_numpy(got_edges), edges)
+        try:
+            got = to_numpy(result)
+            cell = judged(got, case, counts, edges)
+            if cell.status == "FAIL":  # the counts' type named where it cannot hold them
+                cell = narrow_counts(cell, got, counts)
+            elif cell.status == "pass":
+                cell = inexact_counts(got, "samples") or cell
+            if cell.status != "FAIL" and got_edges is not None:
+                cell = _edges_cell(to_numpy(got_edges), edges)
+        except WrongResult as error:
+            return Cell("FAIL", str(error)), ""
         return cell, ""
 
 
@@ -311,13 +327,22 @@ def compile_only(impl: BinningCudaFile, arch: str) -> str:
 
 
 def smaller_inputs(case: BinCase):
-    """Cases with fewer of its samples, most aggressive first; bins and range
-    stay (with range=None the edges follow the data, as numpy's do)."""
+    """Cases with fewer of its samples, most aggressive first (``fewer``),
+    and, after the halves, every sample equal to the first (counts too
+    narrow for a bin fail with all samples in one); then fewer of its edges,
+    where it has edges. A bin count and range stay (with range=None the
+    edges follow the data, as numpy's do)."""
     samples, n = case.samples, case.n
-    if n > 1:
-        cut = max(1, n // 8)
-        for part in (samples[: n // 2], samples[n // 2:], samples[: n - cut], samples[cut:]):
-            yield replace(case, name=UNNAMED, samples=part)
+    for number, part in enumerate(fewer(n)):
+        yield replace(case, name=UNNAMED, samples=samples[part])
+        if number == 1 and n > 1 and not np.array_equal(samples, samples[:1].repeat(n),
+                                                          equal_nan=True):
+            yield replace(case, name=UNNAMED, samples=samples[:1].repeat(n))
+    if not isinstance(case.bins, int):  # fewer edges: any of them stay in order
+        for part in fewer(len(case.bins)):
+            edges = case.bins[part]
+            if len(edges) >= 2:
+                yield replace(case, name=UNNAMED, bins=edges)
 
 
 def shrink(judge, case: BinCase, same_failure=None) -> tuple[BinCase, str] | None:

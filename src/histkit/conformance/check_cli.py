@@ -79,15 +79,28 @@ def _dtype(text: str) -> str:
 
 
 def _numbers(option: str):
+    """comma-separated numbers, a run of one value as VALUE*COUNT (``0.5*256``)."""
     def parse(text: str) -> list[str]:
-        words = [w.strip() for w in text.split(",") if w.strip()]
-        for word in words:
+        words: list[str] = []
+        for word in (w.strip() for w in text.split(",")):
+            if not word:
+                continue
+            value, star, count = word.partition("*")
             try:
-                float(word)
+                float(value)
+                count = int(count) if star else 1
             except ValueError:
                 raise argparse.ArgumentTypeError(
-                    f"{option} takes comma-separated numbers (nan, inf too); got "
-                    f"{word!r}") from None
+                    f"{option} takes comma-separated numbers (nan, inf too), a run as "
+                    f"VALUE*COUNT; got {word!r}") from None
+            if count < 1:
+                raise argparse.ArgumentTypeError(f"{option} run {word!r}: a count of at "
+                                                 f"least 1")
+            if len(words) + count > MAX_WRITTEN_KEYS:
+                raise argparse.ArgumentTypeError(
+                    f"{option} writes at most {MAX_WRITTEN_KEYS} values; a larger input "
+                    f"is a --case")
+            words += [value.strip()] * count
         return words
     return parse
 

@@ -150,6 +150,8 @@ def print_group(console: Console, number: int, total: int, group: list[Failure])
         console.print(line, soft_wrap=True)
     for line in _printed_lines(first.printed):
         console.print(line, soft_wrap=True, highlight=False)
+    if first.alone:
+        console.print(f"  alone     {escape(first.alone)}", soft_wrap=True, highlight=False)
     console.print(f"  reproduce {escape(first.reproducer)}", soft_wrap=True, highlight=False)
     console.print(f"            {escape(first.python_reproducer)}", soft_wrap=True,
                   highlight=False)
@@ -177,7 +179,12 @@ def without_placeholders(symptom: str) -> str:
 
 
 def print_findings(console: Console, report: CheckReport) -> None:
+    # a narrow result type a FAIL already names ("counts returned as uint8")
+    # is not said again as a finding
+    failing = " ".join(f.detail + " " + f.shrunk_detail for f in report.failures)
     for found in report.findings().values():
+        if found[0][1].detail.split(":")[0] in failing:
+            continue
         cases = f"{len(found)} case{'s' if len(found) != 1 else ''}"
         heading = without_placeholders(symptom_of(found[0][1].detail, singular=False))
         console.print(f"[yellow]finding[/] [bold]{escape(heading)}[/] "

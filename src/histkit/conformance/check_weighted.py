@@ -39,6 +39,7 @@ from histkit.conformance.checks import Cell
 from histkit.conformance.foreign import (
     HOW_TO_REPORT,
     PythonImpl,
+    WrongResult,
     callable_impl,
     changed_input,
     raised_cell,
@@ -56,7 +57,7 @@ from histkit.conformance.reproduce import (
     timeout_argument,
     verdict_script,
 )
-from histkit.conformance.shrinking import UNNAMED, shrink_by
+from histkit.conformance.shrinking import UNNAMED, fewer, shrink_by
 from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
 
 KIND = "weighted-histogram"
@@ -135,7 +136,10 @@ class WeightedCallable(PythonImpl):
             return replace(cell, detail=f"{cell.detail}; {HOW_TO_REPORT}"), ""
         if result is None:
             return Cell("FAIL", "returned None; a weighted histogram returns the sums"), ""
-        return compare(to_numpy(result), want), ""
+        try:
+            return compare(to_numpy(result), want), ""
+        except WrongResult as error:
+            return Cell("FAIL", str(error)), ""
 
 
 @dataclass(frozen=True)
@@ -235,12 +239,28 @@ def compile_only(impl: WeightedCudaFile, arch: str) -> str:
 
 
 def smaller_inputs(case: WeightedCase):
-    """Fewer keys with their weights, most aggressive first; num_bins stays."""
-    n = case.n
-    if n > 1:
-        cut = max(1, n // 8)
-        for part in (slice(0, n // 2), slice(n // 2, n), slice(0, n - cut), slice(cut, n)):
-            yield replace(case, name=UNNAMED, keys=case.keys[part], weights=case.weights[part])
+    """Fewer keys with their weights, most aggressive first (``fewer``);
+    num_bins stays."""
+    for number, part in enumerate(fewer(case.n)):
+        yield replace(case, name=UNNAMED, keys=case.keys[part], weights=case.weights[part])
+        if number == 1:  # after the halves: fewer bins, or one
+            yield from _fewer_bins(case)
+    if case.n == 1:
+        yield from _fewer_bins(case)
+
+
+def _fewer_bins(case: WeightedCase):
+    """case with every key in bin 0 of one bin, and with as many bins as its
+    largest key needs (where either is fewer; keys past num_bins stay put:
+    a bad key's case keeps its bins)."""
+    keys = case.keys
+    if not len(keys) or keys.min() < 0 or keys.max() >= case.num_bins:
+        return
+    if case.num_bins > 1:
+        yield replace(case, name=UNNAMED, keys=np.zeros_like(keys), num_bins=1)
+    needed = int(keys.max()) + 1
+    if 1 < needed < case.num_bins:
+        yield replace(case, name=UNNAMED, num_bins=needed)
 
 
 def shrink(judge, case: WeightedCase, same_failure=None) -> tuple[WeightedCase, str] | None:

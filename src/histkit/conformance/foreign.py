@@ -71,11 +71,26 @@ def to_input_kind(array: np.ndarray, inputs: str):
 
 
 def to_numpy(value) -> np.ndarray:
+    """A callable's result as a NumPy array (CuPy and PyTorch arrays copied
+    to the host); WrongResult where NumPy reads no array of numbers in it
+    (an object of another library, a ragged list)."""
     if hasattr(value, "get") and type(value).__module__.startswith("cupy"):
         return value.get()
     if type(value).__module__.startswith("torch"):
         return value.detach().cpu().numpy()
-    return np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as error:  # a ragged list, say
+        raise WrongResult(f"returned {_described(value)}, which NumPy cannot read as an "
+                          f"array ({error}); {_READABLE}") from None
+    if array.dtype == object:
+        raise WrongResult(f"returned {_described(value)}, which NumPy reads as no array of "
+                          f"numbers; {_READABLE}")
+    return array
+
+
+_READABLE = ("return a NumPy, CuPy or PyTorch array, or an object NumPy reads "
+             "(one with __array__ or the buffer protocol)")
 
 
 def _described(value) -> str:
@@ -156,12 +171,13 @@ def narrow_counts(cell: Cell, counts: np.ndarray, exact: np.ndarray,
                                 f"{sep}{rest}")
 
 
-def inexact_counts(counts: np.ndarray) -> Cell | None:
+def inexact_counts(counts: np.ndarray, unit: str = "keys") -> Cell | None:
     """A finding where counts come back in a type too narrow to count every
-    key: right on these inputs, wrong on a bin of more keys than it holds
-    exactly (2^(mantissa + 1) for a float, the largest value for an integer
-    narrower than 64 bits), which the quick matrix does not build."""
-    return _narrow_result(counts, "counts", "{} keys a bin, a bin of more is miscounted")
+    key (or sample: ``unit``): right on these inputs, wrong on a bin of more
+    than it holds exactly (2^(mantissa + 1) for a float, the largest value
+    for an integer narrower than 64 bits), which the quick matrix does not build."""
+    return _narrow_result(counts, "counts", "{} " + unit + " a bin, a bin of more is "
+                                                           "miscounted")
 
 
 def inexact_indices(index: np.ndarray) -> Cell | None:
@@ -344,7 +360,10 @@ class PythonImpl:
         changed = changed_input(given, expected.exact, "counts")
         if changed is not None:
             return changed, ""
-        offsets = to_numpy(offsets)
+        try:
+            offsets = to_numpy(offsets)
+        except WrongResult as error:
+            return Cell("FAIL", str(error)), ""
         cell = checks.judge("scan", expected, checks.Outcome(offsets=offsets))
         if cell.status == "FAIL" and isinstance(offsets, np.ndarray):
             cell = narrow_counts(cell, offsets, expected.offsets(), "offsets")
@@ -359,12 +378,16 @@ def _swapped(outcome: checks.Outcome, keys: np.ndarray) -> bool:
         return False
     if index.dtype.kind not in "iu" or np.any(index < 0) or np.any(index >= len(keys)):
         return False
+    # read swapped, the pair is a sort's (the gather and the order first:
+    # they rule out most failures in one pass each, before any sort) ...
+    if not (np.array_equal(keys[index], sorted_keys)
+            and bool(np.all(sorted_keys[1:] >= sorted_keys[:-1]))):
+        return False
     in_order = np.sort(keys, kind="stable")
-    # read straight, the first element is not the sorted keys (else the
-    # failure is another), and read swapped, the pair is a sort's
-    return bool(not np.array_equal(outcome.sorted_keys, in_order)
-                and np.array_equal(in_order, sorted_keys)
-                and np.array_equal(keys[index], sorted_keys))
+    # ... its keys all there, and read straight, the first element is not
+    # the sorted keys (else the failure is another)
+    return bool(np.array_equal(in_order, sorted_keys)
+                and not np.array_equal(outcome.sorted_keys, in_order))
 
 
 class WrongResult(TypeError):

@@ -389,6 +389,8 @@ class IsolatedJudge:
         self.printed_lines += lines
 
     def judge(self, impl, case: Case) -> tuple[Cell, str]:
+        if self._process is None:  # started first, so its stderr is read on this case too
+            self._start()
         start, stderr = _size(self._stdout), self._stderr
         stderr_start = _size(stderr)
         try:

@@ -114,7 +114,10 @@ def _import(name: str):
 def _load_file(path_text: str):
     path = Path(path_text).expanduser().resolve()
     if not path.is_file():
-        raise UsageError(f"no such Python file: {path_text}")
+        where = ("" if Path(path_text).expanduser().is_absolute()
+                 else f" (looked for {path}: a relative path is read from the current "
+                      f"directory, so run a reproducer where its check ran)")
+        raise UsageError(f"no such Python file: {path_text}{where}")
     name = file_module_name(path)
     if name in sys.modules:
         return sys.modules[name]

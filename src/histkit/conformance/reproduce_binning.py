@@ -19,9 +19,11 @@ import numpy as np
 from histkit.conformance.binning_cases import BinCase
 from histkit.conformance.check_binning import ENTRY, BinningCudaFile
 from histkit.conformance.reproduce import (
+    can_write_out,
     histkit_word,
     no_command_line,
     python_command,
+    runs,
     source_options,
     source_path,
     timeout_argument,
@@ -50,9 +52,27 @@ def _number(value) -> str:
 
 
 def _inline(case: BinCase) -> bool:
+    """Whether the samples are few, or of few runs, and the edges few, to write out."""
     samples = case.samples
-    return (case.n <= INLINE_SAMPLES and samples.ctypes.data % samples.itemsize == 0
+    return (samples.ctypes.data % samples.itemsize == 0
+            and (case.n <= INLINE_SAMPLES or can_write_out(samples.tolist()))
             and (isinstance(case.bins, int) or len(case.bins) <= INLINE_SAMPLES + 1))
+
+
+def _samples_option(samples: list) -> str:
+    """The samples as --samples takes them: ``0.5,1.0`` or, past
+    INLINE_SAMPLES, runs ``0.5*256,1.0``."""
+    if len(samples) <= INLINE_SAMPLES:
+        return ",".join(str(v) for v in samples)
+    return ",".join(f"{v}*{n}" if n > 1 else str(v) for v, n in runs(samples))
+
+
+def _samples_python(samples: list) -> str:
+    """The samples as a Python list expression, runs as ``[0.5] * 256``."""
+    if len(samples) <= INLINE_SAMPLES:
+        return f"[{', '.join(_number(v) for v in samples)}]"
+    return " + ".join(f"[{_number(v)}] * {n}" if n > 1 else f"[{_number(v)}]"
+                      for v, n in runs(samples))
 
 
 def _plain_range(case: BinCase) -> bool:
@@ -77,9 +97,9 @@ def command_line(impl, kind: str, case: BinCase, original: BinCase | None = None
     words = [histkit_word(), "check", shlex.quote(spec), "--kind", kind]
     edges_plain = isinstance(case.bins, int) or case.bins.dtype == np.float64
     if _inline(case) and _plain_range(case) and edges_plain:
-        samples = ",".join(str(v) for v in case.samples.tolist())
-        words.append(f"--samples={samples}" if samples.startswith("-") or not samples
-                     else f"--samples {samples}")
+        samples = _samples_option(case.samples.tolist())
+        words.append(shlex.quote(f"--samples={samples}") if samples.startswith("-")
+                     or not samples else f"--samples {shlex.quote(samples)}")
         bins = str(case.bins) if isinstance(case.bins, int) else ",".join(
             repr(v) for v in case.bins.tolist())
         if not isinstance(case.bins, int) and len(case.bins) == 1:
@@ -108,8 +128,8 @@ def python_call(impl, kind: str, case: BinCase, original: BinCase | None = None,
     spec = _spec(impl)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
     if _inline(case):
-        samples = ", ".join(_number(v) for v in case.samples.tolist())
-        arguments.append(f"samples=np.array([{samples}], dtype={case.dtype!r})")
+        samples = _samples_python(case.samples.tolist())
+        arguments.append(f"samples=np.array({samples}, dtype={case.dtype!r})")
         if isinstance(case.bins, int):
             arguments.append(f"bins={case.bins}")
         else:

@@ -112,6 +112,11 @@ def _range_cases():
                    note="a float32 accumulator stops at 2^24; the sum is 2^24 + 1")
     yield _one_bin("range/half-ulp-ties", [1.0, 2.0**-53, 2.0**-53 * 1.0000001],
                    note="the tail decides the rounding: sums that drop it round down")
+    yield _one_bin("range/tie-then-tail", [2.0**53, 1.0, 2.0**-60],
+                   note="2^53 + 1 is a tie and the tail breaks it: 2^53 + 2; a compensated "
+                        "sum rounds its 1 + 2^-60 to 1 and the tie to even, 2^53")
+    yield _one_bin("range/tie-then-negative-tail", [2.0**53, 1.0, -(2.0**-60)],
+                   note="just below the tie: 2^53")
 
 
 def _ieee_cases():
