@@ -153,7 +153,14 @@ def exact_placement(case: BinCase, edges: np.ndarray) -> dict:
             False: (half_open, cum[below[0]], cum[-1] - cum[below[-1]]), "nan": int(nan.sum())}
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=[k_safe_id(c.name) for c in CASES])
+# Exact placement walks the samples in Python: each set of samples once (a CUB
+# twin has its case's, and both conventions are checked on it), and up to
+# 2^18 of them (the one larger case, of uniform draws, is there for its size;
+# the oracle equals np.histogram on it above).
+PLACED = [i for i, c in enumerate(CASES) if c.right_closed_last and c.samples.size <= 2**18]
+
+
+@pytest.mark.parametrize("index", PLACED, ids=[k_safe_id(CASES[i].name) for i in PLACED])
 def test_exact_placement_equals_the_oracle_where_numpys_estimate_is_within_one_bin(index):
     case = CASES[index]
     edges, eligible = judged(index)
@@ -169,8 +176,8 @@ def test_exact_placement_equals_the_oracle_where_numpys_estimate_is_within_one_b
 
 
 def test_most_cases_are_checked_by_exact_placement():
-    checked = {CASES[i].name for i in range(len(CASES)) if judged(i)[1]}
-    assert len(checked) >= 0.85 * len(CASES), f"{len(checked)} of {len(CASES)}"
+    checked = {CASES[i].name for i in PLACED if judged(i)[1]}
+    assert len(checked) >= 0.85 * len(PLACED), f"{len(checked)} of {len(PLACED)}"
     # numpy's estimate misses by two bins here, and numpy (so the oracle) parts from
     # the exact rule: the criterion must leave it out.
     assert "float16/estimate-misses-two-bins" not in checked

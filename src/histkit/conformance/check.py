@@ -247,6 +247,7 @@ class CheckReport:
     def to_json(self) -> dict:
         """Everything, as strict JSON takes it (docs/check.md, "The JSON
         report"): a NaN or infinite value is the string "nan", "inf" or "-inf"."""
+        heads = {id(group[0]): number for number, group in enumerate(self.groups(), 1)}
         return json_safe({"implementation": self.implementation, "kind": self.kind,
                 "passed": self.passed, "counts": self.counts(),
                 "seconds": round(self.seconds, 2), "isolated": self.isolated,
@@ -263,7 +264,8 @@ class CheckReport:
                               "reproducer": f.reproducer,
                               "python_reproducer": f.python_reproducer,
                               "printed": f.printed or None,
-                              "alone": f.alone or None}
+                              "alone": f.alone or None,
+                              "group": heads.get(id(f))}
                              for f in self.failures],
                 "cells": [{"case": c.name, "status": cell.status, "detail": cell.detail,
                            "geometry": g} for c, cell, g in self.cells]})

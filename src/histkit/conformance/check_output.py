@@ -251,7 +251,7 @@ def print_verdict(console: Console, report: CheckReport, max_failures: int = DEF
     if report.printed_lines:
         lines = f"{report.printed_lines} line{'s' if report.printed_lines != 1 else ''}"
         console.print(f"(it printed {lines} to stdout or stderr while judged, kept out of "
-                      f"this verdict; a failure shows what its input printed)")
+                      f"this verdict; a failure shows what its own input printed, if anything)")
     style = "bold green" if report.passed else "bold red"
     verdict, _, rest = report.summary().partition(":")
     console.print(f"[{style}]{verdict}[/]:{escape(rest)}", soft_wrap=True, highlight=False)

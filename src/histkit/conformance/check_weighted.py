@@ -81,10 +81,25 @@ def compare(got: np.ndarray, want: np.ndarray) -> Cell:
         return Cell("FAIL", f"returned sums of dtype {got.dtype}; a weighted histogram "
                             f"returns floats")
     got = got.astype(np.float64)
-    if got.shape == want.shape:
-        both = np.isnan(got) & np.isnan(want)
-        got, want = np.where(both, 0.0, got), np.where(both, 0.0, want)
-    return checks.equal(got, want)
+    if got.shape != want.shape:
+        return checks.equal(got, want)
+    both = np.isnan(got) & np.isnan(want)
+    got, want = np.where(both, 0.0, got), np.where(both, 0.0, want)
+    cell = checks.equal(got, want)
+    if cell.status != "FAIL":
+        return cell
+    # IEEE's rules are bugs of their own, each its own group of failures
+    first = int(np.flatnonzero(got != want)[0])
+    expected, returned = want[first], got[first]
+    ieee = ("the exact sum is NaN, from a NaN weight or +inf with -inf" if np.isnan(expected)
+            else "the sum is infinite, from an infinite weight or an exact sum past the "
+                 "largest float64" if np.isinf(expected)
+            else "the exact sum is finite, but a partial sum overflowed or made a NaN"
+            if not np.isfinite(returned) else "")
+    if not ieee:
+        return cell
+    head, sep, rest = cell.detail.partition(":")
+    return replace(cell, detail=f"{head} ({ieee}){sep}{rest}")
 
 
 def one_case(keys, weights, num_bins) -> WeightedCase:
