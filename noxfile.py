@@ -105,7 +105,8 @@ def gpu(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none", default=False)
 def sanitize(session: nox.Session) -> None:
-    """compute-sanitizer memcheck, racecheck and synccheck over every kernel on small cases."""
+    """compute-sanitizer memcheck, racecheck and synccheck over every integer-key kernel
+    column (registry.KERNELS; not the binning and weighted kernels) on small cases."""
     _install_offline(session)
     # API errors are not reported: cuda.core probes for a current context at
     # start-up, which the driver answers with an (expected) error code.

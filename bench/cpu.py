@@ -218,6 +218,18 @@ class BusyCore:
             self._process.kill()
 
 
+def _processor() -> str:
+    """The CPU's model name (platform.processor() is empty on most Linux hosts)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-log2", type=int, default=24)
@@ -238,7 +250,7 @@ def main() -> None:
         binning = run_binning_rows(args)
     busy = "-busy" if args.busy else ""
     meta = {"histkit": __version__, "numpy": np.__version__, "cpus": os.cpu_count(),
-            "machine": platform.machine(), "processor": platform.processor(),
+            "machine": platform.machine(), "processor": _processor(),
             "one_core_busy": args.busy, "repeats": args.repeats, "best_of": args.best_of}
     write_results(args.out, f"cpu-{os.cpu_count()}core{busy}",
                   {"meta": meta, "rows": rows, "weighted": weighted, "binning": binning},

@@ -687,10 +687,13 @@ def test_empty_edges_are_quoted_in_a_binning_reproducer():
 
 def test_compile_only_without_nvrtc_is_a_usage_error_naming_the_extra(tmp_path, monkeypatch,
                                                                      capsys):
-    from histkit.gpu.errors import GpuUnavailableError
-
     def no_nvrtc(impl, dtype, arch):
-        raise GpuUnavailableError("cuda-python is not installed (No module named 'cuda')")
+        from histkit.gpu import compiler
+
+        compiler.nvrtc_version.cache_clear()
+        with pytest.MonkeyPatch.context() as patch:  # as if cuda-python were missing
+            patch.setitem(sys.modules, "cuda.bindings", None)
+            compiler.nvrtc_version()
 
     monkeypatch.setattr(check_module, "compile_only", no_nvrtc)
     source = tmp_path / "k.cu"

@@ -54,3 +54,32 @@ def test_verify_without_gpu_runs_self_checks_and_demo(capsys):
     out = capsys.readouterr().out
     assert "oracle self-checks" in out and "FAIL" not in out
     assert "GPU conformance: skipped" in out
+
+
+def test_histkit_with_no_command_lists_the_commands_and_exits_2(capsys):
+    from histkit.cli import main as histkit_main
+
+    assert histkit_main([]) == 2
+    said = capsys.readouterr().err
+    assert all(command in said for command in ("demo", "verify", "check", "bench")), said
+
+
+@pytest.mark.parametrize("command", ["demo", "verify", "bench", "check"])
+def test_every_command_help_says_what_it_does(command, capsys):
+    from histkit.cli import main as histkit_main
+
+    with pytest.raises(SystemExit) as done:
+        histkit_main([command, "--help"])
+    assert done.value.code == 0
+    usage, _, rest = capsys.readouterr().out.partition("\n\n")
+    assert rest.strip() and not rest.lstrip().startswith("options:"), rest[:200]
+
+
+def test_the_version_is_meson_builds_project_version():
+    import re
+    from pathlib import Path
+
+    import histkit
+
+    meson = (Path(__file__).resolve().parents[1] / "meson.build").read_text()
+    assert histkit.__version__ == re.search(r"version: '([^']+)'", meson).group(1)

@@ -706,11 +706,11 @@ def test_the_command_line_dispatches_each_command_with_its_options(monkeypatch):
     monkeypatch.setattr(mutation, "sift_command", lambda *a: calls.append(("sift", a)) or 6)
     monkeypatch.setattr(mutation, "run", lambda *a: calls.append(("run", a)) or 7)
     assert mutation.main(["judge", "full", "fast", "atomic"]) == 5
-    assert mutation.main(["sift", "--files", "scan.cu", "--jobs", "3", "--write"]) == 6
+    assert mutation.main(["sift", "--files", "exclusive_scan.cu", "--jobs", "3", "--write"]) == 6
     assert mutation.main(["run", "--check-claims", "--jobs", "2", "--only", "a"]) == 7
     assert calls[0] == ("judge", "full", ["fast", "atomic"])
     (cuda_dir, files, only, jobs, table, write) = calls[1][1]
-    assert (files, only, jobs, write) == (["scan.cu"], None, 3, True)
+    assert (files, only, jobs, write) == (["exclusive_scan.cu"], None, 3, True)
     run_args = calls[2][1]
     assert run_args[2] == 2 and run_args[5] == ["a"] and run_args[-2] is True  # check_claims
     assert run_args[-1] is None  # no --slips
@@ -733,3 +733,16 @@ def test_sift_takes_the_asked_for_mutants_not_yet_listed(tmp_path, monkeypatch):
     everything = len([m for m in mutagen.generate(ROOT / "cuda") if m.id != picked[0].id])
     mutation.sift_command(ROOT / "cuda", None, None, 1, listed, False)
     assert len(handed[1]) == everything
+
+
+def test_files_are_named_with_or_without_cuda_and_a_misspelt_one_is_a_usage_error(capsys):
+    from histkit.conformance.mutation import main
+
+    bare = mutagen.generate(ROOT / "cuda", ["atomic_histogram.cu"])
+    assert bare and mutagen.generate(ROOT / "cuda", ["cuda/atomic_histogram.cu"]) == bare
+    with pytest.raises(SystemExit) as stopped:
+        main(["sift", "--files", "atomic_histogram.cu", "nosuch.cu"])
+    assert stopped.value.code == 2
+    assert "no cuda/ file named nosuch.cu" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="no host file named nosuch.py"):
+        mutagen.generate_host(Path("."), ["nosuch.py"])

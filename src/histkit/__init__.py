@@ -7,9 +7,11 @@ kernels (imported lazily: it needs cuda-python and a GPU);
 ``histkit.dask`` runs the oracles and kernels over chunked Dask arrays.
 """
 
+from importlib.metadata import version
+
 from histkit import oracles
 
-__version__ = "0.1.0"
+__version__ = version("histkit")  # meson.build's project version, as installed
 __all__ = ["__version__", "oracles", "gpu", "conformance", "dask"]
 
 

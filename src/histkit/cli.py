@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser("demo", help="walk the chapter's three sections on the oracles",
+                               description="Walk the chapter's three sections (7.1 the race "
+                                           "and atomicAdd, 7.2 privatization, 7.3 counting "
+                                           "sort) on the CPU oracles, on seeded keys.",
                                formatter_class=_Formatter)
     demo.add_argument("--section", choices=("7.1", "7.2", "7.3", "all"), default="all",
                       help="which section to show")
@@ -108,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser(
         "verify", formatter_class=_Formatter,
         help="oracle self-checks, the chapter demo, and GPU conformance if a GPU is present",
+        description="The main job: every oracle checked against an independent reference, "
+                    "the chapter's three sections walked, and, where a CUDA GPU is present, "
+                    "every kernel judged on the conformance cases. Exit status 0 when "
+                    "everything run passed.",
         epilog="A kernel that never ends FAILs its cell once a wait on the GPU outlasts\n"
                "its bound (histkit.conformance.runner.WAIT_LIMIT_S seconds, or\n"
                "HISTKIT_WAIT_LIMIT_S; 0: none), and the run stops there, naming the\n"
@@ -131,7 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", formatter_class=_Formatter,
                                 help="GPU benchmark against CUB, CuPy and PyTorch "
-                                     "(needs histkit[bench])")
+                                     "(needs histkit[bench])",
+                                description="Time histkit's kernels (or, with --calls, its "
+                                            "whole public calls) against CUB, CuPy and "
+                                            "PyTorch in one process, every result checked "
+                                            "against the oracle first; writes a JSON file "
+                                            "and a plot (needs a GPU and histkit[bench]).")
     bench.add_argument("--out", default="bench/results", help="folder for the JSON and plot")
     bench.add_argument("--quick", action="store_true", help="2^24 keys instead of 2^28")
     bench.add_argument("--only", choices=("histogram", "sort", "radix", "binning", "weighted"),
@@ -198,7 +210,11 @@ def make_console():
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(join_negative_values(argv, ("--keys",)))
+    parser = build_parser()
+    if not argv:  # no command: the commands, not argparse's one-line complaint
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(join_negative_values(argv, ("--keys",)))
     args.argv = argv  # histkit check --sanitize re-runs itself under compute-sanitizer
     try:
         return args.run(args)

@@ -243,7 +243,7 @@ def add_check_parser(commands, formatter, handler) -> None:
                           f"{DEFAULT_TIMEOUT_S:g}, and a second more per 2^23 keys); after "
                           "a hang, cases as large get at most 10 s; after two, cases "
                           "as large in a dtype that hung are not run, nor any case of a "
-                          ".cu kernel)")
+                          ".cu kernel")
     run.add_argument("--no-shrink", action="store_true",
                      help="report failing cases as they are, without a minimal input")
     run.add_argument("--max-failures", type=bounded_int(0, 10**6), default=3, metavar="N",
@@ -364,7 +364,7 @@ def run_check_command(args, console) -> int:
         return _does_not_compile(console, args.kernel, error)
     except GpuUnavailableError as error:  # --compile-only where NVRTC is missing
         return _usage(console, f"{error}\n  (--compile-only needs cuda-python and NVRTC, "
-                               f"not a GPU: pip install \"histkit[gpu]\")")
+                               f"not a GPU)")
     except (FileNotFoundError, ValueError, TypeError, ImportError) as error:
         return _usage(console, error)
     return _judge(args, console, impl, keys, check, check_output)

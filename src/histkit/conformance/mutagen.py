@@ -228,13 +228,35 @@ def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:
     """Generated mutants of every kernel file some conformance row compiles."""
     from histkit.gpu import registry
 
-    names = sorted({k.source for k in registry.KERNELS} | set(registry.HEADERS))
-    names = [name for name in names if not files or name in files]
+    names = _kernel_files()
+    if files:
+        check_files(files)
+        names = [name for name in names if name in {Path(f).name for f in files}]
     mutants: list[Mutant] = []
     for name in names:
         if registry.rows_reaching(name):
             mutants.extend(mutants_of(name, (Path(cuda_dir) / name).read_text()))
     return mutants
+
+
+def _kernel_files() -> list[str]:
+    from histkit.gpu import registry
+
+    return sorted({k.source for k in registry.KERNELS} | set(registry.HEADERS))
+
+
+def check_files(files: list[str], host: bool = False) -> None:
+    """ValueError naming each of files that is no file mutated (``cuda/x.cu``
+    names ``x.cu``; a host file by its path in the package or its name): a
+    misspelt --files would otherwise plant no mutant and read as a clean run."""
+    if host:
+        known, wanted = {*HOST_FILES, *(Path(n).name for n in HOST_FILES)}, set(files)
+    else:
+        known, wanted = set(_kernel_files()), {Path(name).name for name in files}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise ValueError(f"no {'host' if host else 'cuda/'} file named {', '.join(unknown)}; "
+                         f"the files mutated are {', '.join(sorted(known))}")
 
 
 def sample(mutants: list[Mutant], count: int | None, seed: int = 0) -> list[Mutant]:
@@ -319,6 +341,8 @@ def python_mutants_of(file: str, text: str, slips: tuple[Slip, ...] = HOST_SLIPS
 
 def generate_host(package_dir: Path, files: list[str] | None = None) -> list[Mutant]:
     """Host mutants of the launch layer (HOST_FILES, paths in the package)."""
+    if files:
+        check_files(files, host=True)
     mutants: list[Mutant] = []
     for name in HOST_FILES:
         if not files or name in files or Path(name).name in files:

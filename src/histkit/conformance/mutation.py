@@ -528,6 +528,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "judge":
         return judge(args.needs, args.rows)
+    if args.files:  # a misspelt file is a usage error, before any judge
+        from histkit.conformance import mutagen
+
+        try:
+            mutagen.check_files(args.files, host=getattr(args, "host", False))
+        except ValueError as error:
+            parser.error(str(error))
     if args.command == "sift":
         return sift_command(args.cuda_dir, args.files, args.only, args.jobs, args.equivalent,
                             args.write)

@@ -1,5 +1,7 @@
-"""Entry point for ``nox -s sanitize``: every kernel on small cases, run under
-compute-sanitizer (memcheck, racecheck or synccheck) by the session.
+"""Entry point for ``nox -s sanitize``: every integer-key kernel column
+(``registry.KERNELS``; the binning and weighted kernels have judges of their
+own, not run here) on small cases, run under compute-sanitizer (memcheck,
+racecheck or synccheck) by the session.
 
     python -m histkit.conformance.sanitize TOOL [ROW ...]
 

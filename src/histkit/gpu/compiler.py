@@ -88,7 +88,8 @@ def nvrtc_version() -> tuple[int, int]:
     try:
         from cuda.bindings import nvrtc
     except ImportError as error:
-        raise GpuUnavailableError(f"cuda-python is not installed ({error})") from None
+        raise GpuUnavailableError(f"cuda-python is not installed ({error}); install the gpu "
+                                  f"extra: python3 -m pip install \"histkit[gpu]\"") from None
     status, major, minor = nvrtc.nvrtcVersion()
     if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise GpuUnavailableError(f"NVRTC is not usable: {status!r}")

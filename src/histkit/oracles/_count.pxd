@@ -178,7 +178,7 @@ cdef inline Py_ssize_t count_by_pairs(const char* at, Py_ssize_t start, Py_ssize
     every key is below PAIR_BINS (num_bins <= PAIR_BINS), into hist.
 
     Every counter update is a load and a store, and one store a key bounds
-    the lanes' loop (about 1.1 cycles a key on the 2-core machine, where the
+    the lanes' loop (about 1.1 cycles a key on a 2-core x86-64 VM, where the
     keys stream in at 0.6). Here two keys of an 8-byte load make one index,
     first * PAIR_BINS + second, into four lanes of PAIR_BINS^2 counters: one
     store for two keys. The table is folded at the end, each pair's count
@@ -252,7 +252,7 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
         # Contiguous 32-bit keys, two to an 8-byte load, each zero-extended: a
         # negative int32 becomes at least 2^31, past any num_bins with lanes.
         # Which key of a pair lands in which lane does not matter (the lanes
-        # are summed), so neither does the byte order. On the 2-core machine
+        # are summed), so neither does the byte order. On a 2-core x86-64 VM
         # (one core, 2^23 keys, a C loop) this took 2.7-3.2 ms where the
         # four-key loop below took 4.4-4.9.
         if num_bins <= PAIR_BINS and stop - start >= PAIR_MIN_KEYS:
@@ -262,7 +262,7 @@ cdef inline Py_ssize_t count_lanes(const key_t* keys, Py_ssize_t step, Py_ssize_
             at += 4 * (i - start)
         # One OR and one mask test for eight keys: a key of width or more (or a
         # negative one) ends the loop; one in [num_bins, width) is counted in
-        # the lanes' spare counters, looked at below. On the 2-core machine
+        # the lanes' spare counters, looked at below. On a 2-core x86-64 VM
         # (2^24 int32 keys, 256 bins, two threads, a C loop) this and 32-bit
         # counters took 2.75-2.80 ms where eight compares took 3.09.
         while i + 8 <= stop:

@@ -2,7 +2,7 @@
 
 A fresh large NumPy array costs the kernel a page fault and a zeroing of
 every page on first write: for the 12 bytes per key a counting sort returns,
-that is most of the call (2^24 keys on the 2-core machine: 13 ms of faults,
+that is most of the call (2^24 keys on a 2-core x86-64 VM: 13 ms of faults,
 6 ms of sorting). Memory returned to the OS is faulted again by the next call.
 
 So large outputs live in blocks mapped here; when the caller drops an array,

@@ -2,19 +2,19 @@
 
 On a shared machine another process may hold a core. OpenMP threads sharing
 a core with it wait for its time slice, and the whole call waits for them at
-the end of each parallel pass (measured on the 2-core machine with one core
+the end of each parallel pass (measured on a 2-core x86-64 VM with one core
 spinning: a 2^24-key histogram took 14 ms on two threads, 5 ms on one). So
 the oracles count the CPUs that are idle at the call: those this process may
 run on, less the runnable threads of other processes (the kernel's
 instantaneous count in /proc/loadavg, less this process's own running threads).
 Where that cannot be read, every CPU is taken. A look reads a file of /proc
 for every thread of this process, 50-150 us: 2-6% of a 2^24-key histogram on
-the 2-core machine. So a look that finds no other process running is kept
+a 2-core x86-64 VM. So a look that finds no other process running is kept
 for LOOK_EVERY_SECONDS, far less than the seconds over which another
 process's load comes and goes. One that finds some is not kept: a thread
 of this process that has just stopped can still be counted runnable in
 /proc/loadavg and not in its own stat (after a thread pool's work, one look
-in three said so on the 2-core machine), and a kept look would hold that
+in three said so on a 2-core x86-64 VM), and a kept look would hold that
 error for every call in the meantime.
 """
 

@@ -216,8 +216,8 @@ CHUNKS_WRITTEN = {"d": chunks_written(<const double*>NULL),
                   "f": chunks_written(<const float*>NULL)}
 # A window is guessed from one weight in every n / WINDOW_SAMPLE, and
 # reaches WINDOW_SLACK chunks (32 binades each) past them on either side.
-# It is taken where a thread's fixed rows pass WINDOW_ABOVE_BYTES: on the
-# 2-core machine (1 MiB of L2 a core; 2^24 weights spread over 10^-3 .. 10^3)
+# It is taken where a thread's fixed rows pass WINDOW_ABOVE_BYTES: on
+# a 2-core x86-64 VM (1 MiB of L2 a core; 2^24 weights spread over 10^-3 .. 10^3)
 # float64 at 65536 bins took 49 ms in a window and 135 in fixed rows, at
 # 4096 bins 29 and 34, at 1024 30 and 31; but at 10 bins float32 took 56
 # in a window and 30 in fixed rows (tiny rows share cache lines).

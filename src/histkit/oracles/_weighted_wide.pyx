@@ -17,8 +17,8 @@ call answers None and the caller sums in rows of chunks instead. So the
 window decides the speed, never the result.
 
 Against rows of 32-bit chunks (_weighted) this halves the instructions a
-weight costs and keeps 32 bytes a bin where float64 rows take 544: on the
-2-core machine, 2^24 uniform keys with normal weights took 17-21 ms at 10
+weight costs and keeps 32 bytes a bin where float64 rows take 544: on
+a 2-core x86-64 VM, 2^24 uniform keys with normal weights took 17-21 ms at 10
 and 256 bins and 29-32 ms at 65536 bins, against 25-31 and 55-62 in rows
 (bench/cpu.py, the weighted rows).
 """
@@ -58,8 +58,8 @@ cdef enum:
     # then the signed top.
     SCRATCH_TOP = 71
     # Past this many bins (accumulators of 2 MiB a worker at 65536), the
-    # accumulators of the key PREFETCH_AHEAD keys on are fetched early: on the
-    # 2-core machine, 2^24 weights into 65536 bins took 24 ms so against 30,
+    # accumulators of the key PREFETCH_AHEAD keys on are fetched early: on a
+    # 2-core x86-64 VM, 2^24 weights into 65536 bins took 24 ms so against 30,
     # where at 256 bins it cost 17 -> 20 ms.
     PREFETCH_ABOVE_BINS = 8192
     PREFETCH_AHEAD = 16

@@ -72,7 +72,8 @@ class Runtime(Launching, Waiting, Allocation, CallSlots):
             from cuda.core import Device, launch
         except ImportError as error:
             raise GpuUnavailableError(
-                f"cuda-python (cuda.core) is not installed: {error}") from None
+                f"cuda-python (cuda.core) is not installed: {error}; install the gpu "
+                f"extra: python3 -m pip install \"histkit[gpu]\"") from None
         try:
             self.device = Device()
             self.device.set_current()
