@@ -1026,11 +1026,13 @@ def _call_alone(implementation, timeout: float, report: CheckReport, judge: Judg
     earlier calls (state kept between calls); where the calls disagree, from
     chance or state. Either is said in ``alone``; where the input fails
     alone, its figures are those of its first call there. A group of a hang
-    or a crash is left as it is: each call could cost a timeout or a worker."""
+    or a crash, or of an input past SHRINK_MAX_N, is left as it is: each call
+    could cost a timeout, a worker or minutes."""
     stopped = set(judge.hung) | set(judge.faulted)
     for group in report.groups()[:SHRUNK_GROUPS]:
         failure = group[0]
-        if failure.case.name in stopped or is_hang(failure.shrunk_detail or failure.detail):
+        if (failure.case.name in stopped or is_hang(failure.shrunk_detail or failure.detail)
+                or failure.smallest.n > SHRINK_MAX_N):  # (three more calls of 2^28 keys)
             continue
         fresh = Judge(implementation, timeout, isolated=True)
         calls = []
