@@ -10,6 +10,7 @@ from histkit.cli import main
 from histkit.conformance import check_cli
 
 check_module = importlib.import_module("histkit.conformance.check")
+check_verdict = importlib.import_module("histkit.conformance.check_verdict")
 
 
 @pytest.mark.parametrize("text, parsed", [("X=1", ("X", "1")), ("ITEMS=", ("ITEMS", "")),
@@ -103,7 +104,7 @@ def _handed_to_check(monkeypatch, argv):
 
     def fake_check(impl, kind, **options):
         seen.update(options, impl=impl, kind=kind)
-        return check_module.CheckReport(impl.describe(), kind)
+        return check_verdict.CheckReport(impl.describe(), kind)
 
     monkeypatch.setattr(check_module, "check", fake_check)
     assert main(argv) == 0

@@ -4,7 +4,6 @@ counts, how a failing input shrinks, what its report and reproducer say.
 tests/test_check_examples.py runs the full quick matrix on the examples."""
 
 import dataclasses
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -12,20 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from histkit.conformance import check_judge, check_shrink, check_verdict
 from histkit.conformance.cases import Case
-from histkit.conformance.check import (
-    SHRINK_MAX_N,
-    CheckReport,
-    Judge,
-    check,
-    make_impl,
-    reproducer,
-    shrink,
-)
+from histkit.conformance.check import check, make_impl, reproducer
+from histkit.conformance.check_judge import Judge
+from histkit.conformance.check_shrink import SHRINK_MAX_N, shrink
+from histkit.conformance.check_verdict import CheckReport
 from histkit.conformance.foreign import CudaFileImpl, PythonImpl
-
-# the module (histkit.conformance's `check` is the function)
-check_module = importlib.import_module("histkit.conformance.check")
 
 
 def first_bad(keys, num_bins):
@@ -235,8 +227,8 @@ def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the
     cases = [small(n) for n in (10, 200, 300, 400, 500, 600, 700, 800, 20)]
     cases.insert(8, dataclasses.replace(cases[1], dtype="int64"))
     cases.append(dataclasses.replace(cases[1], num_bins=cases[1].num_bins * 2))
-    for outcome, limit, says in (("hung", check_module.MAX_HANGS, "hung on"),
-                                 ("faulted", check_module.MAX_FAULTS, "faulted on")):
+    for outcome, limit, says in (("hung", check_judge.MAX_HANGS, "hung on"),
+                                 ("faulted", check_judge.MAX_FAULTS, "faulted on")):
         worker = Worker(outcome)
         report = check(exact, "histogram", cases=cases, shrink_failures=False, worker=worker)
         statuses = [cell.status for _, cell, _ in report.cells]
@@ -258,7 +250,7 @@ def test_past_their_limits_hangs_and_faults_skip_the_cases_like_them_and_run_the
 
 
 # The shrinker, on inputs whose outcome is worked out by hand from its
-# candidates (check._candidates: halves, then a cut of n // 8 from either end;
+# candidates (check_shrink._candidates: halves, then a cut of n // 8 from either end;
 # with every key valid, the bins cut to just past the largest key, the keys'
 # gaps closed up, the values above the second capped to it; with no key past
 # half the bins, half the bins). Each test counts the callable's calls too.
@@ -330,14 +322,14 @@ def test_the_bins_halve_only_while_every_valid_key_stays_valid():
 
 
 def test_the_shrinker_stops_at_its_attempts_and_size_limits(monkeypatch):
-    monkeypatch.setattr(check_module, "SHRINK_ATTEMPTS", 2)
+    monkeypatch.setattr(check_shrink, "SHRINK_ATTEMPTS", 2)
     two_values = Counted(lambda keys, k: len(np.unique(keys)) >= 2)
     assert shrunk(two_values, [0, 5], 64) == ([0, 5], 64) and two_values.calls == 2
-    monkeypatch.setattr(check_module, "SHRINK_ATTEMPTS", 3)
+    monkeypatch.setattr(check_shrink, "SHRINK_ATTEMPTS", 3)
     always = Counted(lambda keys, k: True)
     shrunk(always, list(range(40)), 64)
     assert always.calls == 3
-    monkeypatch.setattr(check_module, "SHRINK_MAX_N", 40)
+    monkeypatch.setattr(check_shrink, "SHRINK_MAX_N", 40)
     judge = Judge(make_impl(always, "histogram"), 60)
     assert shrink(judge, small(40)) is not None and shrink(judge, small(41)) is None
 
@@ -359,8 +351,8 @@ def test_a_scans_counts_shrink_to_fewer_and_smaller_counts():
 
 
 def test_a_failure_reads_fail_then_its_smallest_input_keys_shown_up_to_64():
-    base = check_module.Failure(small(10), "1 x 2", "bin 3 is 1, want 2")
-    shown = check_module.SHOWN_KEYS
+    base = check_verdict.Failure(small(10), "1 x 2", "bin 3 is 1, want 2")
+    shown = check_verdict.SHOWN_KEYS
     for n, listed in ((shown, True), (shown + 1, False)):
         base.shrunk = Case.of_keys(np.zeros(n, np.int32), 4)
         text = str(base)
@@ -473,7 +465,7 @@ def test_the_shrinker_gives_up_after_its_own_faults(monkeypatch):
             self.faulted.append(case.name)
             return Cell("FAIL", "CUDA_ERROR_ILLEGAL_ADDRESS"), ""
 
-    monkeypatch.setattr(check_module, "SHRINK_MAX_FAULTS", 2)
+    monkeypatch.setattr(check_shrink, "SHRINK_MAX_FAULTS", 2)
     judge = Judge(make_impl(exact, "histogram"), 60)
     judge._isolated = FaultsEverywhere()
     found, _ = shrink(judge, small(100))

@@ -209,7 +209,7 @@ def _check_with_stand_in_worker(monkeypatch, worker_class):
 
 
 def test_a_hanging_kernel_costs_two_cells_and_is_not_run_further(monkeypatch):
-    from histkit.conformance.check import MAX_HANGS
+    from histkit.conformance.check_judge import MAX_HANGS
 
     report, worker = _check_with_stand_in_worker(monkeypatch, _HangingPastOneThousandKeys)
     assert not report.passed and len(worker.hung) == MAX_HANGS
@@ -249,7 +249,8 @@ class _FaultingPastOneThousandKeys(_HangingPastOneThousandKeys):
 
 
 def test_a_kernel_that_faults_everywhere_costs_five_cells_not_a_worker_per_case(monkeypatch):
-    from histkit.conformance.check import MAX_FAULTS, SHRINK_MAX_FAULTS
+    from histkit.conformance.check_judge import MAX_FAULTS
+    from histkit.conformance.check_shrink import SHRINK_MAX_FAULTS
 
     report, worker = _check_with_stand_in_worker(monkeypatch, _FaultingPastOneThousandKeys)
     assert not report.passed and len(report.failures) == MAX_FAULTS

@@ -19,6 +19,8 @@ from histkit.conformance.loading import UsageError
 
 # the module (histkit.conformance's `check` is the function)
 check_module = importlib.import_module("histkit.conformance.check")
+check_judge = importlib.import_module("histkit.conformance.check_judge")
+check_verdict = importlib.import_module("histkit.conformance.check_verdict")
 
 KERNELS = '''
 import os
@@ -359,7 +361,7 @@ def test_one_dropped_key_gives_a_short_verdict_with_its_shrunk_input_and_reprodu
 
 
 def test_failures_are_grouped_by_symptom_and_capped(kernels):
-    from histkit.conformance.check import symptom_of
+    from histkit.conformance.check_verdict import symptom_of
 
     assert symptom_of("bins differ: 3 differing; first at 7: expected 2, got 1 [case x]") == \
         "bins differ"
@@ -372,7 +374,7 @@ def test_failures_are_grouped_by_symptom_and_capped(kernels):
 
 
 def test_a_long_symptom_keeps_one_group_whatever_its_values_and_is_cut_at_a_word():
-    from histkit.conformance.check import SYMPTOM_WIDTH, symptom_of
+    from histkit.conformance.check_verdict import SYMPTOM_WIDTH, symptom_of
 
     small = symptom_of("no bad key reported; the first is at index 3 (value 256)")
     large = symptom_of("no bad key reported; the first is at index 3 (value 2147483647)")
@@ -537,7 +539,7 @@ def test_an_exception_naming_cuda_is_a_fail_of_its_case_not_a_fault_that_stops_t
                        in_process=True)
     assert isolated.isolated and not in_process.isolated
     assert isolated.counts() == in_process.counts()
-    assert isolated.counts()["FAIL"] > check_module.MAX_FAULTS
+    assert isolated.counts()["FAIL"] > check_judge.MAX_FAULTS
     assert not any("faulted" in cell.detail for _, cell, _ in isolated.cells)
 
 
@@ -560,7 +562,7 @@ def test_a_crash_by_exit_code_is_headed_by_its_code_and_skips_say_why_by_default
 
 def test_a_group_is_headed_by_its_smallest_inputs_values_and_keyed_without_them():
     from histkit.conformance.cases import Case
-    from histkit.conformance.check import Failure
+    from histkit.conformance.check_verdict import Failure
 
     detail = "no bad key reported; the first is at index 3 (value 256) [case x]"
     failure = Failure(case=Case("uniform", 10, 4), geometry="", detail=detail)
@@ -665,9 +667,9 @@ def test_a_sort_returning_its_pair_swapped_is_told_so():
 
 
 def test_one_key_and_two_keys_of_one_symptom_are_one_group():
-    one = check_module.symptom_of("bin 0 has 1 key but counted 0")
-    assert one == check_module.symptom_of("bin 3 has 2 keys but counted 0")
-    assert check_module.symptom_of("lost 3 of 4 updates", singular=False) == "lost N of N updates"
+    one = check_verdict.symptom_of("bin 0 has 1 key but counted 0")
+    assert one == check_verdict.symptom_of("bin 3 has 2 keys but counted 0")
+    assert check_verdict.symptom_of("lost 3 of 4 updates", singular=False) == "lost N of N updates"
 
 
 def test_empty_edges_are_quoted_in_a_binning_reproducer():

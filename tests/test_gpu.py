@@ -913,7 +913,7 @@ def test_a_user_kernel_that_hangs_costs_two_fail_cells_and_seconds_not_the_run(t
     import time
 
     from histkit.conformance import check
-    from histkit.conformance.check import MAX_HANGS
+    from histkit.conformance.check_judge import MAX_HANGS
 
     source = tmp_path / "hangs_past_64_keys.cu"
     source.write_text(

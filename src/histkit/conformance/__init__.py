@@ -6,7 +6,8 @@ histkit's own kernels (it needs a GPU); ``cases`` and ``checks`` do not.
 """
 
 from histkit.conformance.cases import Case
-from histkit.conformance.check import CheckReport, Failure, check, input_json
+from histkit.conformance.check import check
+from histkit.conformance.check_verdict import CheckReport, Failure, input_json
 from histkit.conformance.loading import UsageError
 
 __all__ = ["Case", "CheckReport", "Failure", "UsageError", "check", "input_json"]

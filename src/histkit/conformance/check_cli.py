@@ -389,7 +389,7 @@ def _judge(args, console, impl, keys, check, check_output) -> int:
         TimeElapsedColumn,
     )
 
-    from histkit.conformance.check import FROM_SOURCE
+    from histkit.conformance.check_judge import FROM_SOURCE
     from histkit.gpu.errors import GpuUnavailableError, KernelCompileError
 
     # the clock keeps moving while a slow or hung case holds the bar

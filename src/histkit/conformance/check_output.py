@@ -16,8 +16,8 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from histkit.conformance.check import SHOWN_KEYS, CheckReport, Failure, symptom_of
 from histkit.conformance.check_binning import BinningCudaFile
+from histkit.conformance.check_verdict import SHOWN_KEYS, CheckReport, Failure, symptom_of
 from histkit.conformance.check_weighted import WeightedCudaFile
 from histkit.conformance.foreign import CudaFileImpl
 from histkit.conformance.loading import call_form
