@@ -234,7 +234,7 @@ def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:
         names = [name for name in names if name in {Path(f).name for f in files}]
     mutants: list[Mutant] = []
     for name in names:
-        if registry.rows_reaching(name):
+        if registry.all_rows_reaching(name):
             mutants.extend(mutants_of(name, (Path(cuda_dir) / name).read_text()))
     return mutants
 
@@ -242,7 +242,8 @@ def generate(cuda_dir: Path, files: list[str] | None = None) -> list[Mutant]:
 def _kernel_files() -> list[str]:
     from histkit.gpu import registry
 
-    return sorted({k.source for k in registry.KERNELS} | set(registry.HEADERS))
+    tables = registry.KERNELS + registry.BINNING_KERNELS + registry.WEIGHTED_KERNELS
+    return sorted({k.source for k in tables} | set(registry.HEADERS))
 
 
 def check_files(files: list[str], host: bool = False) -> None:
