@@ -335,3 +335,25 @@ def test_large_cases_equal_np_histogram_and_reach_2_20_bins():
         if not case.right_closed_last:
             want_counts = half_open_counts(case, want_counts, want_edges)
         np.testing.assert_array_equal(counts, want_counts, err_msg=case.name)
+
+
+def test_harness_cases_skew_and_fence_both_ends_apart_from_the_user_cases():
+    from histkit.conformance.binning_cases import harness_cases
+
+    harness = harness_cases()
+    names = {case.name for case in CASES}
+    assert len({case.name for case in harness}) == len(harness)
+    assert not names & {case.name for case in harness}
+    assert not any(case.skewed or case.fenced for case in CASES)  # a user's kernel: plain
+    assert {case.fenced for case in harness} == {"", "end", "start"}
+    assert any(case.skewed and even(case) for case in harness)
+    assert any(case.skewed and not even(case) for case in harness)
+    for case in harness:
+        assert re.fullmatch(r"[A-Za-z0-9_/=.\-]+", case.name), case.name
+        assert case.samples.flags["C_CONTIGUOUS"] and not case.samples.flags.writeable
+        # numpy bins every one (none is a case numpy's own code fails on), and a
+        # fenced input's last 16-byte vector is part samples, part unmapped
+        counts, _ = numpy_histogram(case.samples, case.bins, case.range)
+        assert counts.sum() > 0.8 * case.n, case.name  # (edges: samples run past them)
+        if case.fenced:
+            assert case.samples.nbytes % 16, case.name

@@ -194,3 +194,19 @@ def test_the_json_report_of_a_weighted_failure_holds_its_smallest_input_as_data(
     shown = report["failures"][0]["input"]
     assert shown["keys"][:3] == [0, 0, 0] and len(shown["weights"]) == len(shown["keys"])
     assert shown["weights_dtype"] in ("float32", "float64") and shown["num_bins"] >= 1
+
+
+def test_harness_cases_skew_and_fence_both_ends_apart_from_the_user_cases():
+    from histkit.conformance.weighted_cases import harness_cases, weighted_cases
+
+    harness, user = harness_cases(), weighted_cases()
+    assert len({c.name for c in harness}) == len(harness)
+    assert not {c.name for c in harness} & {c.name for c in user}
+    assert not any(c.skewed or c.fenced for c in user)  # a user's callable: plain cases
+    assert {c.fenced for c in harness} == {"", "end", "start"} and any(c.skewed for c in harness)
+    for case in harness:
+        assert len(case.keys) == len(case.weights) and not case.keys.flags.writeable
+        assert ((case.keys >= 0) & (case.keys < case.num_bins)).all()
+        assert np.isfinite(case.weights).all()
+        if case.fenced:  # the last vector of keys or weights ends mid-vector
+            assert case.keys.nbytes % 16 or case.weights.nbytes % 16

@@ -9,18 +9,22 @@ One more column judges gpu.bin_histogram's weighted path (bin_indices, then
 the weighted histogram) with every weight 1.0, whose sums are the counts.
 Samples go to the device at the case's own alignment (a misaligned view
 stays misaligned there), and the counts start poisoned, so a counter the
-kernel never writes shows.
+kernel never writes shows. Besides those cases, ``harness_cases``: kernels
+built with schedule skew, and samples flush against unmapped memory. Every
+column runs with new scratch poisoned and guarded (as the integer kernels'
+runner runs them), so a write past an array fails the cell.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from histkit import oracles
-from histkit.conformance.binning_cases import BinCase, bin_cases
+from histkit.conformance.binning_cases import BinCase, bin_cases, harness_cases
 from histkit.conformance.checks import ColumnResult
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
@@ -67,37 +71,74 @@ def _samples_on_device(rt: Runtime, samples: np.ndarray, keep: list) -> Keys:
 
 def judge_case(rt: Runtime, case: BinCase, columns) -> list[BinResult]:
     from histkit.gpu.binning import kernel_rule_for
+    from histkit.gpu.device.memory import FenceUnavailable
 
     want, fails_at = expected(case)
     rule, _, _ = kernel_rule_for(as_sample_array(case.samples), *parse_bins(case.bins),
                                  case.range, case.right_closed_last)
     keep: list = []
-    samples = _samples_on_device(rt, case.samples, keep)
+    try:
+        samples = (_samples_fenced(rt, case.samples, case.fenced, keep) if case.fenced
+                   else _samples_on_device(rt, case.samples, keep))
+    except FenceUnavailable as error:  # no virtual memory API: not the kernels' fault
+        return [BinResult(case.name, column, "skip",
+                          f"fenced inputs cannot be made here: {error}")
+                for column in [c for c, _, _ in columns] + [WEIGHTS_OF_ONE]]
     edges = rt.to_device(rule.edges)
     total = rule.num_bins + TALLIES
     results = []
     for column, kernel, variant in columns:
         start = time.perf_counter()
-        hist = rt.empty(total, np.int64)
-        rt.memset(hist.ptr, POISON, total * 8)
-        first_bad = rt.empty(1, np.uint64)
-        rt.memset(first_bad.ptr, 0xFF, 8)
-        geometry = ""
-        if samples.n:
-            geometry = str(kernel.run(rt, samples, rule, hist, first_bad, edges,
-                                      **variant.options))
-        else:
-            rt.memset(hist.ptr, 0, total * 8)
-        got = rt.copy_to_host(hist.ptr, np.empty(total, np.int64))
-        bad = rt.read_word(first_bad.ptr)
+        with _harness(rt, case):
+            hist = rt.empty(total, np.int64)
+            rt.memset(hist.ptr, POISON, total * 8)
+            first_bad = rt.empty(1, np.uint64)
+            rt.memset(first_bad.ptr, 0xFF, 8)
+            geometry = ""
+            if samples.n:
+                geometry = str(kernel.run(rt, samples, rule, hist, first_bad, edges,
+                                          **variant.options))
+            else:
+                rt.memset(hist.ptr, 0, total * 8)
+            got = rt.copy_to_host(hist.ptr, np.empty(total, np.int64))
+            bad = rt.read_word(first_bad.ptr)
         status, detail = _compare(got, want, None if bad == NO_BAD_KEY else bad, fails_at,
                                   rule.num_bins)
+        status, detail = _with_overruns(rt, status, detail)
         results.append(BinResult(case.name, column, status, detail, geometry,
                                  time.perf_counter() - start))
     if samples.n:
-        results.append(_judge_weights_of_one(rt, case.name, samples, rule, edges, want,
-                                             fails_at))
+        with _harness(rt, case):
+            result = _judge_weights_of_one(rt, case.name, samples, rule, edges, want, fails_at)
+        status, detail = _with_overruns(rt, result.status, result.detail)
+        results.append(BinResult(result.case, result.column, status, detail, result.geometry,
+                                 result.seconds))
     return results
+
+
+def _samples_fenced(rt: Runtime, samples: np.ndarray, fenced: str, keep: list) -> Keys:
+    """The samples flush against unmapped memory at their end or start."""
+    array = rt.fenced_copy(samples, at_start=fenced == "start")
+    keep.append(array)
+    return Keys(array.ptr, len(samples), samples.dtype)
+
+
+def _harness(rt: Runtime, case: BinCase):
+    """Within: new scratch poisoned and guarded (fenced in a fenced case), and
+    in a skewed case the kernels built with schedule skew."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(rt.poisoned_scratch(fenced=bool(case.fenced)))
+    if case.skewed:
+        stack.enter_context(rt.skewed_schedule())
+    return stack
+
+
+def _with_overruns(rt: Runtime, status: str, detail: str) -> tuple[str, str]:
+    """A cell that passed FAILs where the kernel wrote outside a scratch array."""
+    overruns = rt.scratch_overruns()
+    if overruns and status != "FAIL":
+        return "FAIL", "; ".join(overruns)
+    return status, detail
 
 
 def _judge_weights_of_one(rt: Runtime, name: str, samples: Keys, rule, edges, want,
@@ -143,11 +184,12 @@ def _compare(got, want, bad: int | None, fails_at: int | None, num_bins: int):
 
 def judge(rt: Runtime, cases: list[BinCase] | None = None, quick: bool = True,
           on_result: Callable[[BinResult], None] | None = None) -> list[BinResult]:
-    """Every binning column on every case (default: bin_cases(quick))."""
+    """Every binning column on every case (default: bin_cases(quick) and
+    harness_cases())."""
     columns = [(name, kernel, variant) for kernel in registry.BINNING_KERNELS
                for name, variant in kernel.columns()]
     results = []
-    for case in bin_cases(quick) if cases is None else cases:
+    for case in bin_cases(quick) + harness_cases() if cases is None else cases:
         for result in judge_case(rt, case, columns):
             results.append(result)
             if on_result is not None:

@@ -75,6 +75,11 @@ class BinCase:
     range: tuple | None  # (lo, hi) as np.histogram takes it, or None
     right_closed_last: bool = True  # False: CUB's convention (every bin half-open)
     note: str = ""  # one line: the trap it sets
+    # Under histkit's own judge only (harness_cases): the kernels built with
+    # schedule skew (warps out of step, shared memory poisoned), and the
+    # samples placed against unmapped memory, "end" or "start".
+    skewed: bool = False
+    fenced: str = ""
 
     @property
     def n(self) -> int:
@@ -338,6 +343,29 @@ def _numpy_takes(case: BinCase) -> bool:
     except Exception:
         return False
     return True
+
+
+def harness_cases() -> list[BinCase]:
+    """Cases for histkit's own binning kernels under the conformance harness
+    (``histkit.conformance.binning``; a user's kernel is judged on
+    ``bin_cases``): skewed, where a warp that counts before another has
+    zeroed the shared counters, or merges before another has counted, loses
+    samples; fenced, where a 16-byte vector read past the last sample (or
+    before the first) faults. Even bins and edges, in shared memory, with
+    sample counts whose bytes end mid-vector."""
+    edges = np.sort(seeded("harness-edges").uniform(-4.0, 4.0, 65))
+    skewed = [("float32", 20_011, 256, (-4.0, 4.0)), ("float64", 30_011, edges, None),
+              ("int16", 40_009, 100, (-50, 50))]
+    fenced = [("end", "float32", 10_007, 1000, (-3.0, 3.0)), ("end", "int8", 4_099, 31, (-2, 2)),
+              ("end", "float64", 5_003, edges, None), ("start", "float16", 3_001, 50, (-2.0, 2.0)),
+              ("start", "uint8", 4_097, 16, (0, 255))]
+    found = [replace(_bulk("skewed", dtype, n, "normal", bins, span), skewed=True)
+             for dtype, n, bins, span in skewed]
+    found += [replace(_bulk(f"fenced-at-{fence}", dtype, n, "uniform", bins, span),
+                      fenced=fence) for fence, dtype, n, bins, span in fenced]
+    for case in found:
+        case.samples.flags.writeable = False
+    return found
 
 
 def bin_cases(quick: bool = True) -> list[BinCase]:

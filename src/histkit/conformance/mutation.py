@@ -312,18 +312,17 @@ def judge_binning(needs: str) -> int:
     cases, stopping at the first FAIL (a compile error or a fault raises,
     which the harness reads as broken or caught from the exit)."""
     from histkit.conformance import binning
-    from histkit.conformance.binning_cases import bin_cases
+    from histkit.conformance.binning_cases import bin_cases, harness_cases
 
-    return _first_fail(binning.judge, bin_cases(quick=needs != "full"))
+    return _first_fail(binning.judge, bin_cases(quick=needs != "full") + harness_cases())
 
 
 def judge_weighted() -> int:
     """The weighted kernel's judge (histkit.conformance.weighted) on the
     weighted cases, stopping at the first FAIL."""
     from histkit.conformance import weighted
-    from histkit.conformance.weighted_cases import weighted_cases
 
-    return _first_fail(weighted.judge, weighted_cases())
+    return _first_fail(weighted.judge, weighted.all_cases())
 
 
 def _first_fail(judge, cases) -> int:

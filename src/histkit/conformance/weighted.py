@@ -3,6 +3,11 @@ registry.WEIGHTED_KERNELS, in every variant, on every case of
 histkit.conformance.weighted_cases, against oracles.histogram(keys,
 num_bins, weights).
 
+Besides those cases, ``harness_cases``: kernels built with schedule skew,
+and inputs flush against unmapped memory. Every column runs with new
+scratch poisoned and guarded (as the integer kernels' runner runs them), so
+scratch a launcher forgets to zero, or a write past it, fails the cell.
+
 The rule for histkit's own kernels is stricter than ``histkit check``'s: each
 bin's float64 equal to the oracle's **bit for bit** (the sign of a zero and
 the NaN's bits included: the kernel rounds as the oracle does). On a case
@@ -14,6 +19,7 @@ never writes shows.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -21,7 +27,7 @@ import numpy as np
 
 from histkit import oracles
 from histkit.conformance.checks import ColumnResult
-from histkit.conformance.weighted_cases import WeightedCase, weighted_cases
+from histkit.conformance.weighted_cases import WeightedCase, harness_cases, weighted_cases
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import Runtime
@@ -45,28 +51,47 @@ def expected(case: WeightedCase) -> tuple[np.ndarray, int | None]:
     return sums.view(np.uint64), (int(bad[0]) if len(bad) else None)
 
 
+def _on_device(rt: Runtime, host: np.ndarray, fenced: str):
+    """host on the device; fenced "end" or "start": flush against unmapped memory."""
+    host = np.ascontiguousarray(host)
+    return rt.fenced_copy(host, at_start=fenced == "start") if fenced else rt.to_device(host)
+
+
 def judge_case(rt: Runtime, case: WeightedCase, columns) -> list[WeightedResult]:
+    from histkit.gpu.device.memory import FenceUnavailable
+
     want, bad_at = expected(case)
-    keys_on_device = rt.to_device(np.ascontiguousarray(case.keys))
-    weights_on_device = rt.to_device(np.ascontiguousarray(case.weights))
+    try:
+        keys_on_device = _on_device(rt, case.keys, case.fenced)
+        weights_on_device = _on_device(rt, case.weights, case.fenced)
+    except FenceUnavailable as error:  # no virtual memory API: not the kernels' fault
+        return [WeightedResult(case.name, column, "skip",
+                               f"fenced inputs cannot be made here: {error}")
+                for column, _, _ in columns]
     keys = Keys(keys_on_device.ptr, case.n, case.keys.dtype)
     weights = Weights(weights_on_device.ptr, case.weights.dtype)
     results = []
     for column, kernel, variant in columns:
         start = time.perf_counter()
-        sums = rt.empty(case.num_bins, np.uint64)
-        rt.memset(sums.ptr, POISON, case.num_bins * 8)
-        first_bad = rt.empty(1, np.uint64)
-        rt.memset(first_bad.ptr, 0xFF, 8)
-        geometry = ""
-        if case.n:
-            geometry = " + ".join(str(g) for g in kernel.run(
-                rt, keys, weights, case.num_bins, sums, first_bad, **variant.options))
-        else:
-            rt.memset(sums.ptr, 0, case.num_bins * 8)
-        got = rt.copy_to_host(sums.ptr, np.empty(case.num_bins, np.uint64))
-        bad = rt.read_word(first_bad.ptr)
+        skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
+        # new scratch arrives poisoned and guarded, the sums too
+        with rt.poisoned_scratch(fenced=bool(case.fenced)), skew:
+            sums = rt.empty(case.num_bins, np.uint64)
+            rt.memset(sums.ptr, POISON, case.num_bins * 8)
+            first_bad = rt.empty(1, np.uint64)
+            rt.memset(first_bad.ptr, 0xFF, 8)
+            geometry = ""
+            if case.n:
+                geometry = " + ".join(str(g) for g in kernel.run(
+                    rt, keys, weights, case.num_bins, sums, first_bad, **variant.options))
+            else:
+                rt.memset(sums.ptr, 0, case.num_bins * 8)
+            got = rt.copy_to_host(sums.ptr, np.empty(case.num_bins, np.uint64))
+            bad = rt.read_word(first_bad.ptr)
         status, detail = compare(got, want, None if bad == NO_BAD_KEY else bad, bad_at)
+        overruns = rt.scratch_overruns()
+        if overruns and status != "FAIL":
+            status, detail = "FAIL", "; ".join(overruns)
         results.append(WeightedResult(case.name, column, status, detail, geometry,
                                       time.perf_counter() - start))
     return results
@@ -88,6 +113,11 @@ def compare(got: np.ndarray, want: np.ndarray, bad: int | None, bad_at: int | No
                     f"{as_float(want[first])!r}, got {as_float(got[first])!r}")
 
 
+def all_cases() -> list[WeightedCase]:
+    """The cases histkit's own weighted kernels are judged on."""
+    return weighted_cases() + harness_cases()
+
+
 def columns() -> list:
     return [(name, kernel, variant) for kernel in registry.WEIGHTED_KERNELS
             for name, variant in kernel.columns()]
@@ -95,10 +125,11 @@ def columns() -> list:
 
 def judge(rt: Runtime, cases: list[WeightedCase] | None = None,
           on_result: Callable[[WeightedResult], None] | None = None) -> list[WeightedResult]:
-    """Every weighted column on every case (default: weighted_cases())."""
+    """Every weighted column on every case (default: weighted_cases() and
+    harness_cases())."""
     every = columns()
     results = []
-    for case in weighted_cases() if cases is None else cases:
+    for case in all_cases() if cases is None else cases:
         for result in judge_case(rt, case, every):
             results.append(result)
             if on_result is not None:

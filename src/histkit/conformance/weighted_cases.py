@@ -43,6 +43,12 @@ class WeightedCase:
     weights: np.ndarray  # 1-d float32 or float64, one per key
     num_bins: int
     note: str = ""
+    # Under histkit's own judge only (harness_cases): the kernels built with
+    # schedule skew (warps out of step, shared memory poisoned; schedule_skew.cuh),
+    # and the inputs placed against unmapped memory, "end" or "start", so a
+    # read past either end faults.
+    skewed: bool = False
+    fenced: str = ""
 
     @property
     def n(self) -> int:
@@ -108,6 +114,9 @@ def _range_cases():
     yield _one_bin("range/float32/subnormals-only",
                    [1.4e-45] * 5 + [1e-40, -3e-42, 1.1754942e-38], "float32",
                    note="float32 subnormals alone (no normal weight hides their bits)")
+    yield _one_bin("range/float32/smallest-subnormals-alone", [1.4e-45] * 3 + [2.8e-45],
+                   "float32", note="a sum below 2^-146: its leading bit in the row's lowest "
+                                   "32-bit word, with no word below it")
     yield _one_bin("range/float32/2pow24-plus-one-ones", np.ones(2**24 + 1), "float32",
                    note="a float32 accumulator stops at 2^24; the sum is 2^24 + 1")
     yield _one_bin("range/half-ulp-ties", [1.0, 2.0**-53, 2.0**-53 * 1.0000001],
@@ -208,6 +217,35 @@ def _bad_key_cases():
     keys[4500] = 9
     yield WeightedCase("bad/late-key", keys, np.full(5000, 0.5), 9,
                        "key 9 (num_bins) at index 4500, after many valid keys")
+
+
+def harness_cases() -> list[WeightedCase]:
+    """Cases for histkit's own weighted kernels under the conformance harness
+    (``histkit.conformance.weighted``; a user's callable is judged on
+    ``weighted_cases``): skewed, where a warp that starts adding before
+    another has zeroed its shared sums loses weights, and fenced, where a
+    load one past the last key or weight (or before the first) faults. Each
+    with keys over a few hundred bins, so the shared sums are in use."""
+    found = []
+    for dtype, n, num_bins in (("float64", 20_011, 256), ("float32", 70_001, 4097),
+                               ("float64", 4_099, 7)):
+        rng = np.random.default_rng(n)
+        keys = rng.integers(0, num_bins, n, dtype=np.int32)
+        weights = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dtype)
+        found.append(WeightedCase(f"skewed/{dtype}/n={n}/K={num_bins}", keys, weights,
+                                  num_bins, "warps out of step", skewed=True))
+    for fence, dtype, n, num_bins in (("end", "float64", 10_007, 256),
+                                      ("end", "float32", 4_097, 7),
+                                      ("start", "float32", 5_003, 256)):
+        rng = np.random.default_rng(n + 1)
+        keys = rng.integers(0, num_bins, n, dtype=np.int64 if n % 2 else np.int32)
+        weights = rng.standard_normal(n).astype(dtype)
+        found.append(WeightedCase(f"fenced-at-{fence}/{dtype}/n={n}/K={num_bins}", keys,
+                                  weights, num_bins, f"unmapped memory at the {fence}",
+                                  fenced=fence))
+    for case in found:
+        case.keys.flags.writeable = case.weights.flags.writeable = False
+    return found
 
 
 def weighted_cases() -> list[WeightedCase]:
