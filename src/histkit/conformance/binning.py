@@ -17,7 +17,6 @@ runner runs them), so a write past an array fails the cell.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 
@@ -25,7 +24,7 @@ import numpy as np
 
 from histkit import oracles
 from histkit.conformance.binning_cases import BinCase, bin_cases, harness_cases
-from histkit.conformance.checks import ColumnResult
+from histkit.conformance.checks import ColumnResult, harness_cell, with_overruns
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import Runtime
@@ -89,7 +88,7 @@ def judge_case(rt: Runtime, case: BinCase, columns) -> list[BinResult]:
     results = []
     for column, kernel, variant in columns:
         start = time.perf_counter()
-        with _harness(rt, case):
+        with harness_cell(rt, bool(case.fenced), case.skewed):
             hist = rt.empty(total, np.int64)
             rt.memset(hist.ptr, POISON, total * 8)
             first_bad = rt.empty(1, np.uint64)
@@ -104,13 +103,13 @@ def judge_case(rt: Runtime, case: BinCase, columns) -> list[BinResult]:
             bad = rt.read_word(first_bad.ptr)
         status, detail = _compare(got, want, None if bad == NO_BAD_KEY else bad, fails_at,
                                   rule.num_bins)
-        status, detail = _with_overruns(rt, status, detail)
+        status, detail = with_overruns(rt, status, detail)
         results.append(BinResult(case.name, column, status, detail, geometry,
                                  time.perf_counter() - start))
     if samples.n:
-        with _harness(rt, case):
+        with harness_cell(rt, bool(case.fenced), case.skewed):
             result = _judge_weights_of_one(rt, case.name, samples, rule, edges, want, fails_at)
-        status, detail = _with_overruns(rt, result.status, result.detail)
+        status, detail = with_overruns(rt, result.status, result.detail)
         results.append(BinResult(result.case, result.column, status, detail, result.geometry,
                                  result.seconds))
     return results
@@ -121,24 +120,6 @@ def _samples_fenced(rt: Runtime, samples: np.ndarray, fenced: str, keep: list) -
     array = rt.fenced_copy(samples, at_start=fenced == "start")
     keep.append(array)
     return Keys(array.ptr, len(samples), samples.dtype)
-
-
-def _harness(rt: Runtime, case: BinCase):
-    """Within: new scratch poisoned and guarded (fenced in a fenced case), and
-    in a skewed case the kernels built with schedule skew."""
-    stack = contextlib.ExitStack()
-    stack.enter_context(rt.poisoned_scratch(fenced=bool(case.fenced)))
-    if case.skewed:
-        stack.enter_context(rt.skewed_schedule())
-    return stack
-
-
-def _with_overruns(rt: Runtime, status: str, detail: str) -> tuple[str, str]:
-    """A cell that passed FAILs where the kernel wrote outside a scratch array."""
-    overruns = rt.scratch_overruns()
-    if overruns and status != "FAIL":
-        return "FAIL", "; ".join(overruns)
-    return status, detail
 
 
 def _judge_weights_of_one(rt: Runtime, name: str, samples: Keys, rule, edges, want,
@@ -182,6 +163,11 @@ def _compare(got, want, bad: int | None, fails_at: int | None, num_bins: int):
                     f", got {int(got[first])}")
 
 
+def all_cases(quick: bool = True) -> list[BinCase]:
+    """The cases histkit's own binning kernel is judged on."""
+    return bin_cases(quick) + harness_cases()
+
+
 def judge(rt: Runtime, cases: list[BinCase] | None = None, quick: bool = True,
           on_result: Callable[[BinResult], None] | None = None) -> list[BinResult]:
     """Every binning column on every case (default: bin_cases(quick) and
@@ -189,7 +175,7 @@ def judge(rt: Runtime, cases: list[BinCase] | None = None, quick: bool = True,
     columns = [(name, kernel, variant) for kernel in registry.BINNING_KERNELS
                for name, variant in kernel.columns()]
     results = []
-    for case in bin_cases(quick) + harness_cases() if cases is None else cases:
+    for case in all_cases(quick) if cases is None else cases:
         for result in judge_case(rt, case, columns):
             results.append(result)
             if on_result is not None:

@@ -7,6 +7,7 @@ stability in the kernels that are meant to show them) or "skip".
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -184,6 +185,26 @@ class ColumnResult:
     detail: str = ""
     geometry: str = ""
     seconds: float = 0.0
+
+
+def harness_cell(rt, fenced: bool = False, skewed: bool = False) -> contextlib.ExitStack:
+    """Within: one cell of a judge of its own as the conformance harness runs
+    it: new scratch poisoned and guarded (fenced against unmapped memory where
+    ``fenced``), and kernels built with schedule skew where ``skewed``."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(rt.poisoned_scratch(fenced=fenced))
+    if skewed:
+        stack.enter_context(rt.skewed_schedule())
+    return stack
+
+
+def with_overruns(rt, status: str, detail: str) -> tuple[str, str]:
+    """(status, detail) of a cell, made a FAIL where the kernel wrote outside
+    a scratch array handed out since the last call (rt.scratch_overruns)."""
+    overruns = rt.scratch_overruns()
+    if overruns and status != "FAIL":
+        return "FAIL", "; ".join(overruns)
+    return status, detail
 
 
 @dataclass

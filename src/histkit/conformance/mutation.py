@@ -312,9 +312,8 @@ def judge_binning(needs: str) -> int:
     cases, stopping at the first FAIL (a compile error or a fault raises,
     which the harness reads as broken or caught from the exit)."""
     from histkit.conformance import binning
-    from histkit.conformance.binning_cases import bin_cases, harness_cases
 
-    return _first_fail(binning.judge, bin_cases(quick=needs != "full") + harness_cases())
+    return _first_fail(binning.judge, binning.all_cases(quick=needs != "full"))
 
 
 def judge_weighted() -> int:

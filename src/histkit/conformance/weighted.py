@@ -19,14 +19,13 @@ never writes shows.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 
 import numpy as np
 
 from histkit import oracles
-from histkit.conformance.checks import ColumnResult
+from histkit.conformance.checks import ColumnResult, harness_cell, with_overruns
 from histkit.conformance.weighted_cases import WeightedCase, harness_cases, weighted_cases
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
@@ -73,9 +72,8 @@ def judge_case(rt: Runtime, case: WeightedCase, columns) -> list[WeightedResult]
     results = []
     for column, kernel, variant in columns:
         start = time.perf_counter()
-        skew = rt.skewed_schedule() if case.skewed else contextlib.nullcontext()
         # new scratch arrives poisoned and guarded, the sums too
-        with rt.poisoned_scratch(fenced=bool(case.fenced)), skew:
+        with harness_cell(rt, bool(case.fenced), case.skewed):
             sums = rt.empty(case.num_bins, np.uint64)
             rt.memset(sums.ptr, POISON, case.num_bins * 8)
             first_bad = rt.empty(1, np.uint64)
@@ -89,9 +87,7 @@ def judge_case(rt: Runtime, case: WeightedCase, columns) -> list[WeightedResult]
             got = rt.copy_to_host(sums.ptr, np.empty(case.num_bins, np.uint64))
             bad = rt.read_word(first_bad.ptr)
         status, detail = compare(got, want, None if bad == NO_BAD_KEY else bad, bad_at)
-        overruns = rt.scratch_overruns()
-        if overruns and status != "FAIL":
-            status, detail = "FAIL", "; ".join(overruns)
+        status, detail = with_overruns(rt, status, detail)
         results.append(WeightedResult(case.name, column, status, detail, geometry,
                                       time.perf_counter() - start))
     return results
