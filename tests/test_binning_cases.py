@@ -357,3 +357,23 @@ def test_harness_cases_skew_and_fence_both_ends_apart_from_the_user_cases():
         assert counts.sum() > 0.8 * case.n, case.name  # (edges: samples run past them)
         if case.fenced:
             assert case.samples.nbytes % 16, case.name
+
+
+def test_failing_cases_name_a_sample_past_the_start_that_numpy_itself_fails_on():
+    from histkit import oracles
+    from histkit.conformance.binning_cases import failing_cases
+
+    failing = failing_cases()
+    assert not {case.name for case in CASES} & {case.name for case in failing}
+    assert {case.right_closed_last for case in failing} == {True, False}
+    for case in failing:
+        # np.histogram itself raises (its estimate has no bin for the sample) ...
+        with pytest.raises((IndexError, ValueError)), np.errstate(all="ignore"):
+            np.histogram(case.samples, case.bins, case.range)
+        # ... and the oracle names the first such sample, well past index 0, so
+        # a kernel that names a later one, or none, is caught
+        with pytest.raises(oracles.NumpyFailsError) as raised:
+            oracles.bin_histogram(case.samples, case.bins, case.range,
+                                  right_closed_last=case.right_closed_last)
+        assert raised.value.index >= 1000, case.name
+        assert not case.samples.flags.writeable

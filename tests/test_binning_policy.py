@@ -239,6 +239,37 @@ def test_every_case_of_the_case_set_gets_a_kernel_rule_or_numpys_own_error():
         assert len(rule.edges) == rule.num_bins + 1, case.name
 
 
+def test_every_case_numpy_fails_on_has_a_rule_that_says_it_may_fail():
+    # gpu.bin_histogram waits to read the bad-sample slot back only where the
+    # rule says a sample may fail: a case numpy fails on with a rule that says
+    # none can would return counts where numpy raises
+    from histkit.conformance.binning import all_cases
+
+    failing = 0
+    for case in all_cases(quick=False):
+        samples = as_sample_array(case.samples)
+        num_bins, edges = parse_bins(case.bins)
+        try:
+            rule = kernel_rule_for(samples, num_bins, edges, case.range,
+                                   case.right_closed_last)[0]
+        except (TypeError, ValueError, OverflowError):
+            continue  # refused before any sample is binned
+        try:
+            _oracle_counts(samples, case.bins, case.range, case.right_closed_last)
+        except oracles.NumpyFailsError:
+            failing += 1
+            assert rule.may_fail, case.name
+    assert failing == 4  # failing_cases, each under both conventions
+
+
+def test_only_even_bins_without_the_one_bin_bound_may_fail():
+    samples = np.float32([0, 1, 3e38, -3e38])
+    assert kernel_rule_for(samples, 4, None, (-3.4e38, 3.4e38), True)[0].may_fail
+    assert not kernel_rule_for(samples, 4, None, (0, 1), True)[0].may_fail
+    edges = np.array([-np.inf, 0, 1, np.inf])
+    assert not kernel_rule_for(samples, None, edges, None, True)[0].may_fail
+
+
 def test_the_estimate_alone_is_refused_where_its_margin_cannot_be_trusted():
     from histkit.oracles._estimate import estimate_margin
 

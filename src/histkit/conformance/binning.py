@@ -10,7 +10,9 @@ the weighted histogram) with every weight 1.0, whose sums are the counts.
 Samples go to the device at the case's own alignment (a misaligned view
 stays misaligned there), and the counts start poisoned, so a counter the
 kernel never writes shows. Besides those cases, ``harness_cases``: kernels
-built with schedule skew, and samples flush against unmapped memory. Every
+built with schedule skew, and samples flush against unmapped memory; and
+``failing_cases``: samples numpy's code fails on, which the kernels must
+name (the first of them, past the start of the samples). Every
 column runs with new scratch poisoned and guarded (as the integer kernels'
 runner runs them), so a write past an array fails the cell.
 """
@@ -23,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from histkit import oracles
-from histkit.conformance.binning_cases import BinCase, bin_cases, harness_cases
+from histkit.conformance.binning_cases import BinCase, bin_cases, failing_cases, harness_cases
 from histkit.conformance.checks import ColumnResult, harness_cell, with_overruns
 from histkit.gpu import registry
 from histkit.gpu.contract import NO_BAD_KEY
@@ -165,13 +167,12 @@ def _compare(got, want, bad: int | None, fails_at: int | None, num_bins: int):
 
 def all_cases(quick: bool = True) -> list[BinCase]:
     """The cases histkit's own binning kernel is judged on."""
-    return bin_cases(quick) + harness_cases()
+    return bin_cases(quick) + harness_cases() + failing_cases()
 
 
 def judge(rt: Runtime, cases: list[BinCase] | None = None, quick: bool = True,
           on_result: Callable[[BinResult], None] | None = None) -> list[BinResult]:
-    """Every binning column on every case (default: bin_cases(quick) and
-    harness_cases())."""
+    """Every binning column on every case (default: all_cases(quick))."""
     columns = [(name, kernel, variant) for kernel in registry.BINNING_KERNELS
                for name, variant in kernel.columns()]
     results = []

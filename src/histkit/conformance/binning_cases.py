@@ -368,6 +368,32 @@ def harness_cases() -> list[BinCase]:
     return found
 
 
+def failing_cases() -> list[BinCase]:
+    """Cases np.histogram raises on, for histkit's own binning kernels
+    (``histkit.conformance.binning``): numpy's even-bin estimate has no bin
+    for some kept samples, so the kernels must name the first of them, as
+    the oracle does (a user's kernel is not asked to, so ``bin_cases`` holds
+    none). Float32 samples whose x - lo overflows float32, and float16
+    samples kept by a range bound that rounds up past the top edge; each
+    with two such samples past its start, NaN and samples outside the range
+    among the rest."""
+    rng = seeded("numpy-fails")
+    wide = rng.uniform(-3.4e38, -1e38, 5_003).astype(np.float32)
+    wide[[17, 3_000]] = np.float32(-3.4028e38), np.float32("nan")  # underflow, NaN
+    wide[[1_234, 4_000]] = np.float32(3e38), np.float32(2e38)  # x - lo overflows
+    palette = np.float16([0.25, 0.5, 0.99951, 1.5, np.nan])
+    half = palette[rng.integers(0, len(palette), 3_001)]
+    half[[1_500, 2_999]] = np.float16(1.0)  # kept: float16(0.9999) == 1.0 > the top edge
+    found = [*_with_cub(BinCase("numpy-fails/float32/span-overflows", wide, 100,
+                                (-3.4e38, 3.4e38), note="x - lo overflows float32")),
+             *_with_cub(BinCase("numpy-fails/float16/kept-past-top-edge", half, 3,
+                                (np.float64(0.9997), 0.9999),
+                                note="float16(0.9999) keeps 1.0, above the float64 top edge"))]
+    for case in found:
+        case.samples.flags.writeable = False
+    return found
+
+
 def bin_cases(quick: bool = True) -> list[BinCase]:
     """The named cases, in a fixed order; each call regenerates the same samples.
 

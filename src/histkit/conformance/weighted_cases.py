@@ -117,6 +117,17 @@ def _range_cases():
     yield _one_bin("range/float32/smallest-subnormals-alone", [1.4e-45] * 3 + [2.8e-45],
                    "float32", note="a sum below 2^-146: its leading bit in the row's lowest "
                                    "32-bit word, with no word below it")
+    yield _one_bin("range/tiny-normals-low-words-zero",
+                   [2.0**-1010, 2.0**-1020, -(2.0**-1015), 2.0**-1040, 3 * 2.0**-1016],
+                   note="weights below 2^-1006 whose bits all lie above the low 32 bits of "
+                        "their unit-aligned mantissa (the low word of each is zero)")
+    yield _one_bin("range/one-and-two-subnormals", [1.0, tiny, tiny],
+                   note="1.0 beside the smallest subnormals, adjacent weights: runs of one "
+                        "bin whose magnitudes lie 2^1073 apart; the sum rounds to 1.0")
+    yield _one_bin("range/tiny-normal-sum-rounds-down", [2.0**-1012, tiny],
+                   note="2^62 + 1 units of 2^-1074: the sum needs 63 bits and rounds down")
+    yield _one_bin("range/tiny-normal-sum-rounds-up", [2.0**-1012, 2.0**-1065, tiny],
+                   note="2^62 + 2^9 + 1 units: just past the half-way point, it rounds up")
     yield _one_bin("range/float32/2pow24-plus-one-ones", np.ones(2**24 + 1), "float32",
                    note="a float32 accumulator stops at 2^24; the sum is 2^24 + 1")
     yield _one_bin("range/half-ulp-ties", [1.0, 2.0**-53, 2.0**-53 * 1.0000001],
