@@ -175,6 +175,9 @@ class FakeCupyArray:
     def _memset(self, byte, nbytes):
         self.memsets.append((byte, nbytes))
 
+    def __getitem__(self, index):  # a view, as CuPy's slicing gives (its bins of a result)
+        return self
+
 
 @pytest.fixture
 def fake(monkeypatch):
@@ -1729,3 +1732,18 @@ def test_a_lane_sort_whose_slot_was_flagged_raises_the_bad_key(fake, lane, monke
     with pytest.raises(ValueError, match=r"index 17 is -3, outside \[0, 256\)"):
         api.counting_sort(cupy_keys(), 256)
     assert lane.log == [("sync", CUPY_STREAM)] and not lane.scratch.slot_clean
+
+
+@pytest.mark.parametrize(("bins", "range_", "waits"), [
+    (16, (0.0, 1.0), False),  # numpy's estimate bounded within one bin: no sample can fail
+    (np.linspace(0.0, 1.0, 9), None, False),  # explicit edges: every search ends in a counter
+    (4, (-3.4e38, 3.4e38), True),  # x - lo may overflow float32: numpy may fail on a sample
+])
+def test_a_binning_call_waits_to_read_back_a_failing_sample_only_where_one_can_fail(
+        fake, monkeypatch, bins, range_, waits):
+    from histkit.gpu import binning
+
+    monkeypatch.setattr(binning, "runtime", lambda: fake)
+    binning.bin_histogram(FakeCupyArray(4096, np.float32, 0x700000), bins, range_)
+    assert fake.kinds("launch"), "the kernel was launched"
+    assert (("sync", "read_bad_key") in fake.log) == waits
