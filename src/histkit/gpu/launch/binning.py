@@ -59,12 +59,15 @@ class KernelRule:
     # (start, step) of np.linspace's formula, which every edge but the last
     # follows (linspace_formula; EDGES_COMPUTED=1 computes them), or None.
     linspace: tuple[float, float] | None = None
-    # Whether numpy's own code may fail on some kept sample (its estimate
-    # lands outside the bins), so the kernel may note one in first_bad: only
-    # for even bins where numpy's estimate is not bounded within one bin of
-    # the sample's (ESTIMATE_WITHIN_ONE=0). Explicit edges are searched, and
-    # a search always ends in a bin or a tally.
-    may_fail: bool = False
+
+    @property
+    def may_fail(self) -> bool:
+        """Whether numpy's own code may fail on some kept sample (its estimate
+        lands outside the bins), so the kernel may note one in first_bad: only
+        for even bins where numpy's estimate is not bounded within one bin of
+        the sample's (ESTIMATE_WITHIN_ONE=0). Explicit edges are searched, and
+        a search always ends in a bin or a tally."""
+        return self.defines["BIN_RULE"] == "0" and self.defines["ESTIMATE_WITHIN_ONE"] != "1"
 
 
 def _double_bits(value: float) -> int:
@@ -106,8 +109,7 @@ def even_kernel_rule(rule: EvenRule, sample_dtype: np.dtype, closed_last: bool) 
         flags=flags, lo=rule.lo, width=rule.width, scale=rule.scale,
         keep_low=_keep_bits(low, sample_dtype, any_low),
         keep_high=_keep_bits(high, sample_dtype, any_high), fast=fast,
-        linspace=linspace_formula(edges, *map(float, rule.bounds)) if within_one else None,
-        may_fail=not within_one)
+        linspace=linspace_formula(edges, *map(float, rule.bounds)) if within_one else None)
 
 
 def linspace_formula(edges: np.ndarray, start: float, stop: float) -> tuple[float, float] | None:
