@@ -317,11 +317,13 @@ def _bulk_cases() -> Iterator[BinCase]:
     # Explicit edges near an even grid, samples past both ends: the quick path
     # of the bracketing walk, which tallies samples outside the edges itself
     # (a dyadic grid, whose estimate is exact, and one whose estimate rounds).
-    # The edges are of the samples' dtype, so samples lie on the first and last.
+    # The edges are of the samples' dtype, so samples lie on the first and last;
+    # under CUB's rule a sample on the top edge is past every bin.
     for dtype, (lo, hi) in (("float32", (-0.1, 1.3)), ("float64", (-2.0, 2.0))):
         pad = (hi - lo) / 8
-        yield _bulk("near-even-edges", dtype, BULK, "normal", np.linspace(lo, hi, 65, dtype=dtype),
-                    None, over=(lo - pad, hi + pad))
+        yield from _with_cub(_bulk("near-even-edges", dtype, BULK, "normal",
+                                   np.linspace(lo, hi, 65, dtype=dtype), None,
+                                   over=(lo - pad, hi + pad)))
 
 
 def _large_cases() -> Iterator[BinCase]:
