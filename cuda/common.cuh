@@ -69,9 +69,17 @@ __device__ __forceinline__ void hk_note_bad_key(u64* first_bad, i64 index) {
 // waits for the choice, and a call can be captured in a CUDA graph. The
 // choice is the same for every thread, so a whole grid returns together
 // (before any barrier). Without the define nothing changes.
+// With -DHK_GATE_UNLESS=c instead, a kernel runs unless the choice is c (a
+// candidate that serves every choice but one).
+#if defined(HK_GATE) && defined(HK_GATE_UNLESS)
+#error "a gated build runs on one choice (HK_GATE) or on all but one (HK_GATE_UNLESS)"
+#endif
 #ifdef HK_GATE
 #define HK_GATE_ARG , const unsigned* hk_gate
 #define hk_gate_closed() (*hk_gate != (unsigned)(HK_GATE))
+#elif defined(HK_GATE_UNLESS)
+#define HK_GATE_ARG , const unsigned* hk_gate
+#define hk_gate_closed() (*hk_gate == (unsigned)(HK_GATE_UNLESS))
 #else
 #define HK_GATE_ARG
 #define hk_gate_closed() false

@@ -37,6 +37,10 @@
 // GLOBAL_LAUNCH_WEIGHTS weights, at most two adds each to one slot: below
 // 2^62 again.
 //
+// Many bins: count_parts, scatter_parts and accumulate_parts (below) first
+// partition the keys by their bin's high bits, then sum each partition's
+// weights as accumulate_weights sums a few bins', with the same bounds.
+//
 // round_rows: one thread a bin carries its row into the oracle's 32-bit
 // chunks CHUNK_LO .. CHUNK_TOP and rounds it to float64 in integer arithmetic
 // (round half to even), as oracles._weighted's round_chunks does; NaN and
@@ -291,33 +295,38 @@ struct Run {
     }
 };
 
-// keys and weights [0, n) of a launch that starts at index `first` of the call.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
-accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 first,
-                   u64 num_bins, i64* rows, u64* first_bad) {
-    extern __shared__ __align__(8) unsigned char shared_bytes[];
-    hk_skew_warps();
-    i64* slots = (i64*)shared_bytes;
-    const u64 stride = copy_stride(num_bins);
+// A key's bin: hk_bin for the caller's keys; a partition's low bins
+// (accumulate_parts) are bins already.
+template <typename K>
+__device__ __forceinline__ u64 bin_value(K key) { return (u64)key; }
+template <>
+__device__ __forceinline__ u64 bin_value<hk_key>(hk_key key) { return hk_bin(key); }
+
+// The block's shared copies of num_bins bins (stride slots each), zeroed.
+__device__ __forceinline__ void zero_copies(i64* slots, u64 stride) {
     const u64 shared_count = SHARED_SLOTS > 0 ? COPIES * stride : 0;
-    hk_require_dynamic_shared(shared_count * sizeof(i64));
     for (u64 j = threadIdx.x; j < shared_count; j += blockDim.x) slots[j] = 0;
-    __syncthreads();
+}
+
+// Warp `warp` of `warps` adds weights [begin, end) of keys and weights to the
+// sink: a span of consecutive weights of its own, so a thread's run follows
+// sorted keys. Every lane of the warp calls it. A key outside [0, num_bins)
+// is skipped and noted (its index in the call: first + i).
+template <typename K>
+__device__ __forceinline__ void add_span(const K* keys, const hk_weight* weights, i64 begin,
+                                         i64 end_all, i64 warp, i64 warps, i64 first,
+                                         u64 num_bins, const Sink& sink, u64* first_bad) {
     const unsigned lane = threadIdx.x & 31u;
-    const Sink sink{slots + (lane % COPIES) * stride, rows};
     Run run;
 #pragma unroll
     for (int k = 0; k < (RUN_SLOTS > 0 ? RUN_SLOTS : 1); ++k) run.slot[k] = 0;
     run.bin = 0;
     run.first = 0;
     run.alone = true;
-    // Each warp's span: consecutive weights, so a thread's run follows sorted keys.
-    const i64 warps = hk_thread_count() / 32;
-    const i64 warp = hk_thread_index() / 32;
-    const i64 span = max((n + warps - 1) / warps, (i64)MIN_SPAN);
-    const i64 end = min(n, (warp + 1) * span);  // past n: an idle warp
-    for (i64 base = warp * span; base < end; base += 32 * WEIGHTS_PER_THREAD) {
-        hk_key key[WEIGHTS_PER_THREAD];
+    const i64 span = max((end_all - begin + warps - 1) / warps, (i64)MIN_SPAN);
+    const i64 end = min(end_all, begin + (warp + 1) * span);  // past end_all: an idle warp
+    for (i64 base = begin + warp * span; base < end; base += 32 * WEIGHTS_PER_THREAD) {
+        K key[WEIGHTS_PER_THREAD];
         hk_weight weight[WEIGHTS_PER_THREAD];
 #pragma unroll
         for (int u = 0; u < WEIGHTS_PER_THREAD; ++u) {
@@ -331,7 +340,7 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
         for (int u = 0; u < WEIGHTS_PER_THREAD; ++u) {
             const i64 i = base + 32 * u + lane;
             if (i >= end) break;
-            const u64 b = hk_bin(key[u]);
+            const u64 b = bin_value<K>(key[u]);
             if (b >= num_bins) {
                 hk_note_bad_key(first_bad, first + i);
                 continue;
@@ -376,12 +385,14 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
     }
 #endif
     run.flush(sink);
-    if (SHARED_SLOTS == 0) return;
-    __syncthreads();
-    // The block's copies into the global rows, a bin a thread: each digit's
-    // sum over the copies, carried into 16-bit digits (the row's top digit
-    // kept whole, signed), so every add is below 2^16 but the carry out of
-    // the window, below 2^46.
+}
+
+// The block's copies of bins [0, num_bins) (stride slots a copy) into the
+// global rows, a bin a thread: each digit's sum over the copies, carried
+// into 16-bit digits (the row's top digit kept whole, signed), so every add
+// is below 2^16 but the carry out of the window, below 2^46.
+__device__ __forceinline__ void merge_copies(const i64* slots, u64 stride, u64 num_bins,
+                                             i64* rows) {
     for (u64 b = threadIdx.x; b < num_bins; b += blockDim.x) {
         i64* row = rows + b * ROW16;
         i64 carried = 0;
@@ -397,6 +408,222 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
         u64 flags = 0;
         for (int c = 0; c < COPIES; ++c) flags |= (u64)slots[c * stride + b * SHARED_ROW + SHARED_SLOTS];
         if (flags) atomicOr((u64*)&row[FLAGS16], flags);
+    }
+}
+
+// keys and weights [0, n) of a launch that starts at index `first` of the call.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
+accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 first,
+                   u64 num_bins, i64* rows, u64* first_bad HK_GATE_ARG) {
+    extern __shared__ __align__(8) unsigned char shared_bytes[];
+    if (hk_gate_closed()) return;
+    hk_skew_warps();
+    i64* slots = (i64*)shared_bytes;
+    const u64 stride = copy_stride(num_bins);
+    hk_require_dynamic_shared(SHARED_SLOTS > 0 ? COPIES * stride * sizeof(i64) : 0);
+    zero_copies(slots, stride);
+    __syncthreads();
+    const unsigned lane = threadIdx.x & 31u;
+    const Sink sink{slots + (lane % COPIES) * stride, rows};
+    add_span(keys, weights, 0, n, hk_thread_index() / 32, hk_thread_count() / 32, first,
+             num_bins, sink, first_bad);
+    if (SHARED_SLOTS == 0) return;
+    __syncthreads();
+    merge_copies(slots, stride, num_bins, rows);
+}
+
+// Many bins (no window of them fits a block): the keys partitioned by their
+// bin's high bits, each partition (PART_BINS bins) summed in shared memory.
+// count_parts counts each partition's keys, scatter_parts moves each key's
+// low bits (2 bytes) and its weight to its partition's place, and
+// accumulate_parts gives each block an equal share of the partitioned
+// weights, one partition after another. The order within a partition
+// depends on the atomics that hand out places; integer sums do not.
+#ifndef PART_BITS
+#define PART_BITS 11  // bins of one partition: 2^PART_BITS (the launcher's part_bits)
+#endif
+#ifndef MAX_PARTS
+#define MAX_PARTS 256
+#endif
+#define PART_BINS ((u64)1 << PART_BITS)
+#ifndef SCATTER_ITEMS
+#define SCATTER_ITEMS 8  // keys a thread moves in one tile
+#endif
+#define SCATTER_TILE (BLOCK_THREADS * SCATTER_ITEMS)
+#define NO_PART 0xffffffffu
+#if PART_BITS > 16
+#error "a partition's low bins are 16-bit"
+#endif
+
+// part_total[p]: the valid keys of partition p among keys [0, n) (the host
+// zeroes it); the first bad key is noted, its index in the call first + i.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+count_parts(const hk_key* keys, i64 n, i64 first, u64 num_bins, unsigned num_parts,
+            unsigned* part_total, u64* first_bad HK_GATE_ARG) {
+    __shared__ unsigned count[MAX_PARTS];
+    if (hk_gate_closed()) return;
+    hk_skew_warps();
+    for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x) count[p] = 0;
+    __syncthreads();
+    const unsigned lane = threadIdx.x & 31u;
+    for (i64 base = (i64)blockIdx.x * blockDim.x * WEIGHTS_PER_THREAD; base < n;
+         base += hk_thread_count() * WEIGHTS_PER_THREAD) {
+        u64 bin[WEIGHTS_PER_THREAD];
+#pragma unroll
+        for (int u = 0; u < WEIGHTS_PER_THREAD; ++u) {
+            const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
+            bin[u] = i < n ? hk_bin(keys[i]) : num_bins;
+        }
+#pragma unroll
+        for (int u = 0; u < WEIGHTS_PER_THREAD; ++u) {
+            const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
+            const bool valid = bin[u] < num_bins;
+            if (!valid && i < n) hk_note_bad_key(first_bad, first + i);
+            // A warp whose keys share one partition adds them with one atomic.
+            const unsigned part = valid ? (unsigned)(bin[u] >> PART_BITS) : NO_PART;
+            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
+            if (__all_sync(0xffffffffu, part == part0)) {
+                if (lane == 0 && part0 != NO_PART) atomicAdd(&count[part0], 32u);
+            } else if (valid) {
+                atomicAdd(&count[part], 1u);
+            }
+        }
+    }
+    __syncthreads();
+    for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x)
+        if (count[p]) atomicAdd(&part_total[p], count[p]);
+}
+
+// start[p] = count[0] + ... + count[p - 1] for p <= num_parts (warp 0 scans,
+// MAX_PARTS / 32 partitions a lane); the whole block waits for it.
+template <typename T>
+__device__ __forceinline__ void exclusive_starts(const unsigned* count, unsigned num_parts,
+                                                 T* start) {
+    if (threadIdx.x < 32) {
+        const unsigned lane = threadIdx.x;
+        const unsigned from = lane * (MAX_PARTS / 32);
+        T mine = 0;
+        for (unsigned p = from; p < from + MAX_PARTS / 32 && p < num_parts; ++p) mine += count[p];
+        T before = mine;
+        for (int d = 1; d < 32; d <<= 1) {
+            const T up = __shfl_up_sync(0xffffffffu, before, d);
+            if (lane >= (unsigned)d) before += up;
+        }
+        before -= mine;
+        for (unsigned p = from; p < from + MAX_PARTS / 32 && p < num_parts; ++p) {
+            start[p] = before;
+            before += count[p];
+        }
+        if (lane == 31) start[num_parts] = before;
+    }
+    __syncthreads();
+}
+
+// Each valid key of keys [0, n) to its partition's place: its low bits to
+// low_bins, its weight to part_weights. A tile's keys are staged in shared
+// memory grouped by partition, so that each partition's run of them is
+// written out by consecutive threads to consecutive places (a key's own
+// place, written directly, costs a memory transaction per key). part_cursor
+// (zeroed by the host) counts the places each partition has handed out; a
+// tile takes its places of a partition with one atomic.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+scatter_parts(const hk_key* keys, const hk_weight* weights, i64 n, u64 num_bins,
+              unsigned num_parts, const unsigned* part_total, unsigned* part_cursor,
+              unsigned short* low_bins, hk_weight* part_weights HK_GATE_ARG) {
+    extern __shared__ __align__(8) unsigned char shared_bytes[];
+    hk_weight* staged_weight = (hk_weight*)shared_bytes;
+    unsigned* staged_bin = (unsigned*)(staged_weight + SCATTER_TILE);  // partition << 16 | low bin
+    __shared__ u64 start[MAX_PARTS + 1];     // partition p's first place
+    __shared__ unsigned count[MAX_PARTS];    // the tile's keys of partition p
+    __shared__ unsigned local[MAX_PARTS + 1];  // where they start in the staged tile
+    __shared__ unsigned place[MAX_PARTS];    // where they go in the partitioned arrays
+    if (hk_gate_closed()) return;
+    hk_skew_warps();
+    hk_require_dynamic_shared(SCATTER_TILE * (sizeof(hk_weight) + sizeof(unsigned)));
+    exclusive_starts(part_total, num_parts, start);
+    const unsigned lane = threadIdx.x & 31u;
+    for (i64 tile = blockIdx.x; tile * SCATTER_TILE < n; tile += gridDim.x) {
+        for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x) count[p] = 0;
+        __syncthreads();
+        u64 bin[SCATTER_ITEMS];
+        hk_weight weight[SCATTER_ITEMS];
+#pragma unroll
+        for (int u = 0; u < SCATTER_ITEMS; ++u) {
+            const i64 i = tile * SCATTER_TILE + (i64)u * blockDim.x + threadIdx.x;
+            bin[u] = num_bins;
+            if (i < n) {
+                bin[u] = hk_bin(keys[i]);
+                weight[u] = weights[i];
+            }
+        }
+        unsigned slot[SCATTER_ITEMS];
+#pragma unroll
+        for (int u = 0; u < SCATTER_ITEMS; ++u) {
+            const unsigned part = bin[u] < num_bins ? (unsigned)(bin[u] >> PART_BITS) : NO_PART;
+            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
+            if (__all_sync(0xffffffffu, part == part0)) {
+                unsigned taken = 0;
+                if (lane == 0 && part0 != NO_PART) taken = atomicAdd(&count[part0], 32u);
+                slot[u] = __shfl_sync(0xffffffffu, taken, 0) + lane;
+            } else {
+                slot[u] = part != NO_PART ? atomicAdd(&count[part], 1u) : 0;
+            }
+        }
+        __syncthreads();
+        exclusive_starts(count, num_parts, local);
+        for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x)
+            if (count[p]) place[p] = atomicAdd(&part_cursor[p], count[p]) + (unsigned)start[p];
+#pragma unroll
+        for (int u = 0; u < SCATTER_ITEMS; ++u) {
+            if (bin[u] < num_bins) {
+                const unsigned part = (unsigned)(bin[u] >> PART_BITS);
+                const unsigned j = local[part] + slot[u];
+                staged_bin[j] = part << 16 | (unsigned)(bin[u] & (PART_BINS - 1));
+                staged_weight[j] = weight[u];
+            }
+        }
+        __syncthreads();
+        for (unsigned j = threadIdx.x; j < local[num_parts]; j += blockDim.x) {
+            const unsigned held = staged_bin[j], part = held >> 16;
+            const u64 at = (u64)place[part] + (j - local[part]);
+            low_bins[at] = (unsigned short)(held & 0xffffu);
+            part_weights[at] = staged_weight[j];
+        }
+        __syncthreads();  // count, local, place and the staged tile are reused by the next tile
+    }
+}
+
+// Block g sums places [total g / G, total (g + 1) / G) of the partitioned
+// weights (G blocks), partition by partition: its copies of a partition's
+// bins zeroed, its weights added, the copies merged into that partition's rows.
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
+accumulate_parts(const unsigned short* low_bins, const hk_weight* part_weights, u64 num_bins,
+                 unsigned num_parts, const unsigned* part_total, i64* rows HK_GATE_ARG) {
+    extern __shared__ __align__(8) unsigned char shared_bytes[];
+    __shared__ u64 start[MAX_PARTS + 1];
+    if (hk_gate_closed()) return;
+    hk_skew_warps();
+    i64* slots = (i64*)shared_bytes;
+    const u64 stride = copy_stride(PART_BINS);
+    hk_require_dynamic_shared(SHARED_SLOTS > 0 ? COPIES * stride * sizeof(i64) : 0);
+    exclusive_starts(part_total, num_parts, start);
+    const u64 total = start[num_parts];
+    const u64 a = total * blockIdx.x / gridDim.x, b = total * (blockIdx.x + 1) / gridDim.x;
+    i64* copy = slots + ((threadIdx.x & 31u) % COPIES) * stride;
+    for (unsigned p = 0; p < num_parts; ++p) {
+        const u64 lo = max(a, start[p]), hi = min(b, start[p + 1]);
+        if (lo >= hi) continue;  // the same for the whole block
+        const u64 first_bin = (u64)p << PART_BITS;
+        const u64 bins = min(PART_BINS, num_bins - first_bin);
+        zero_copies(slots, stride);
+        __syncthreads();
+        const Sink sink{copy, rows + first_bin * ROW16};
+        add_span(low_bins, part_weights, (i64)lo, (i64)hi, threadIdx.x / 32, blockDim.x / 32,
+                 0, bins, sink, (u64*)0);
+        if (SHARED_SLOTS == 0) continue;
+        __syncthreads();
+        merge_copies(slots, stride, bins, rows + first_bin * ROW16);
+        __syncthreads();  // the copies are zeroed for the next partition
     }
 }
 

@@ -629,7 +629,8 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
     rt = FakeRuntime()
     rt.launches, gated_launches = [], []
     rt.launch = lambda kernel, geometry, *args: (
-        gated_launches if "HK_GATE" in kernel.defines else rt.launches).append((kernel.name, args))
+        gated_launches if {"HK_GATE", "HK_GATE_UNLESS"} & set(kernel.defines)
+        else rt.launches).append((kernel.name, args))
     signatures = kernel_signatures()
     for n, num_bins in [(5000, 100), (100_000, 300), (5_000_000, 70_000)]:
         keys = Keys(0x700000, n, np.dtype(dtype))

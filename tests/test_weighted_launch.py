@@ -14,10 +14,16 @@ import pytest
 from test_api_calls import FakeArray, FakeRuntime
 
 from histkit.gpu.contract import (
+    AUTO_PARTITIONED,
     BLOCK_WEIGHTS,
     FAST_BLOCK,
     GLOBAL_LAUNCH_WEIGHTS,
     MAX_LAUNCH_WEIGHTS,
+    MAX_PARTS,
+    NO_RUNS_FROM_COPIES,
+    WEIGHTED_PART_LAUNCH_WEIGHTS,
+    WEIGHTED_PART_MAX_BITS,
+    WEIGHTED_PART_MIN_WEIGHTS,
     WHOLE_ADD_BITS,
 )
 from histkit.gpu.launch import weighted
@@ -107,13 +113,25 @@ def test_only_the_global_layout_adds_whole_and_takes_smaller_launches():
         plan = weighted.shared_plan(MAX_SHARED, np.dtype(np.float32), 16, layout)
         made = weighted.defines(np.dtype(np.float32), plan, True, np.dtype(np.int32))
         assert ("WHOLE_ADD_BITS" in made) == (layout == "global"), layout
-    launched = _launches(2**28, 65536)  # past shared memory: the global layout
+    launched = _launches(2**28, 65536, layout="global")  # past shared memory
     counts = [args[2] for name, _, args in launched if name == "accumulate_weights"]
     assert counts == [GLOBAL_LAUNCH_WEIGHTS] * (2**28 // GLOBAL_LAUNCH_WEIGHTS)
     names = [name for name, _, _ in launched]
     assert names.count("carry_rows") == len(counts) - 1 and names[-1] == "round_rows"
     assert [args[2] for name, _, args in _launches(2**28, 256)
             if name == "accumulate_weights"] == [2**28]  # a shared layout: one launch
+
+
+def _launched_kernels(n, num_bins, **options):
+    """The kernels the launches of _launches ran, in order."""
+    rt = FakeRuntime()
+    kernels, launch = [], rt.launch
+    rt.launch = lambda kernel, geometry, *args: (kernels.append(kernel),
+                                                 launch(kernel, geometry, *args))
+    weighted.weighted_histogram(rt, Keys(0x700000, n, np.dtype(np.int32)),
+                                Weights(0xA000, np.dtype(np.float32)), num_bins,
+                                FakeArray(0xB000, num_bins, np.uint64), rt._slot, **options)
+    return kernels
 
 
 def _launches(n, num_bins, **options):
@@ -141,3 +159,71 @@ def test_a_default_grid_takes_2_28_weights_in_one_launch():
     (accumulate,) = [g for name, g, _ in launched if name == "accumulate_weights"]
     assert 2**28 / accumulate.grid <= BLOCK_WEIGHTS and accumulate.block == FAST_BLOCK
     assert [name for name, _, _ in launched] == ["accumulate_weights", "round_rows"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("num_bins", [5000, 65536, 2**20, 2**22])
+def test_many_bins_are_split_into_at_most_max_parts_partitions_that_fit_two_copies(
+        dtype, num_bins):
+    bits = weighted.partition_bits(MAX_SHARED, np.dtype(dtype), num_bins)
+    if bits is None:  # not even one copy of a window of the fewest bins allowed
+        least = (num_bins - 1).bit_length() - (MAX_PARTS.bit_length() - 1)
+        plan = weighted.shared_plan(MAX_SHARED, np.dtype(dtype), 1 << least)
+        assert not plan.digits
+        return
+    assert -(-num_bins // 2**bits) <= MAX_PARTS and bits <= 16
+    plan = weighted.shared_plan(MAX_SHARED, np.dtype(dtype), 1 << bits)
+    assert plan.digits and plan.bytes(1 << bits) <= MAX_SHARED
+    if plan.copies >= NO_RUNS_FROM_COPIES and bits < WEIGHTED_PART_MAX_BITS:
+        # the largest partitions with two copies: one bit more gives fewer
+        wider = weighted.shared_plan(MAX_SHARED, np.dtype(dtype), 2 << bits)
+        assert wider.copies < NO_RUNS_FROM_COPIES or not wider.digits
+
+
+def test_a_forced_partition_width_is_raised_until_max_parts_cover_the_bins():
+    assert weighted.partition_bits(MAX_SHARED, np.dtype(np.float32), 16, least=1) == 1
+    assert weighted.partition_bits(MAX_SHARED, np.dtype(np.float32), 4096, least=1) == 4
+    assert weighted.partition_bits(MAX_SHARED, np.dtype(np.float32), 4097, least=1) == 5
+
+
+def test_auto_chooses_on_the_device_where_no_window_fits_and_the_input_is_large():
+    launched = _launches(WEIGHTED_PART_MIN_WEIGHTS, 65536)
+    names = [name for name, _, _ in launched]
+    # the choice, then both ways, each gated by it: partitioned where the
+    # sample scatters, every add global on every other choice
+    assert names == ["auto_choice", "count_parts", "scatter_parts", "accumulate_parts",
+                     "accumulate_weights", "round_rows"]
+    choice = launched[0][2][-1]
+    for name, _, args in launched[1:5]:
+        assert args[-1] == choice, name
+    defines = {kernel.name: kernel.defines
+               for kernel in _launched_kernels(WEIGHTED_PART_MIN_WEIGHTS, 65536)}
+    assert defines["accumulate_parts"]["HK_GATE"] == str(AUTO_PARTITIONED)
+    assert defines["accumulate_weights"]["HK_GATE_UNLESS"] == str(AUTO_PARTITIONED)
+    assert not {"HK_GATE", "HK_GATE_UNLESS"} & set(defines["round_rows"])
+    smaller = [name for name, _, _ in _launches(WEIGHTED_PART_MIN_WEIGHTS - 1, 65536)]
+    assert set(smaller) == {"accumulate_weights", "round_rows"}
+    fits = [name for name, _, _ in _launches(WEIGHTED_PART_MIN_WEIGHTS, 4096)]
+    assert fits == ["accumulate_weights", "round_rows"]  # a window fits: no partitions
+
+
+def test_partitioned_launches_keep_each_block_within_its_share_and_carry_between():
+    n = 2 * BLOCK_WEIGHTS + 9
+    launched = _launches(n, 7, layout="partitioned", part_bits=1, grid=1)
+    names = [name for name, _, _ in launched]
+    one = ["count_parts", "scatter_parts", "accumulate_parts"]
+    assert names == one + ["carry_rows"] + one + ["carry_rows"] + one + ["round_rows"]
+    counted = [args[1] for name, _, args in launched if name == "count_parts"]
+    firsts = [args[2] for name, _, args in launched if name == "count_parts"]
+    assert counted == [BLOCK_WEIGHTS, BLOCK_WEIGHTS, 9]
+    assert firsts == [0, BLOCK_WEIGHTS, 2 * BLOCK_WEIGHTS]
+    parts = {int(args[4]) for name, _, args in launched if name == "count_parts"}
+    assert parts == {4}  # 7 bins, 2 a partition
+
+
+def test_the_partitioned_bounds_hold():
+    # places within a launch are 32-bit, a partition's low bins 16-bit, and a
+    # staged key holds its partition above its low bin in 32 bits
+    assert WEIGHTED_PART_LAUNCH_WEIGHTS < 2**32
+    assert WEIGHTED_PART_LAUNCH_WEIGHTS <= MAX_LAUNCH_WEIGHTS
+    assert WEIGHTED_PART_MAX_BITS <= 16 and MAX_PARTS <= 2**16

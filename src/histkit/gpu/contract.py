@@ -172,6 +172,19 @@ LONE_RUN_FROM_BINS = 256
 # 2.14 -> 2.40. With one copy (4096 bins) all-equal keys need runs (2.19
 # with them, 1.83 without), and the global rows take them as ever.
 NO_RUNS_FROM_COPIES = 2
+# Where no window of every bin fits a block (many bins), the keys are
+# partitioned by their bin's high bits (weighted_histogram.cu's count_parts,
+# scatter_parts, accumulate_parts) and each partition summed in shared
+# memory: at most MAX_PARTS partitions, each of the most bins (2^bits, bits
+# up to WEIGHTED_PART_MAX_BITS) of which a block keeps NO_RUNS_FROM_COPIES
+# copies or more. A launch moves at most WEIGHTED_PART_LAUNCH_WEIGHTS keys and
+# weights (its scratch: 2 bytes and a weight each), SCATTER_ITEMS a thread in
+# each tile of scatter_parts; auto partitions from WEIGHTED_PART_MIN_WEIGHTS
+# weights (below, three launches cost more than scattered atomics).
+WEIGHTED_PART_MAX_BITS = 14
+WEIGHTED_PART_LAUNCH_WEIGHTS = 2**26
+WEIGHTED_PART_MIN_WEIGHTS = 2**20
+SCATTER_ITEMS = 8
 
 
 def _shared_defines() -> dict[str, int]:
@@ -193,7 +206,8 @@ SOURCE_DEFINES: dict[str, dict[str, int]] = {
                                  "AUTO_FAST": AUTO_FAST, "AUTO_FAST_HOLD": AUTO_FAST_HOLD,
                                  "AUTO_PARTITIONED": AUTO_PARTITIONED},
     "weighted_histogram.cu": {"WEIGHTS_PER_THREAD": WEIGHTS_PER_THREAD,
-                              "BLOCK_THREADS": FAST_BLOCK, "MIN_BLOCKS": WEIGHTED_MIN_BLOCKS},
+                              "BLOCK_THREADS": FAST_BLOCK, "MIN_BLOCKS": WEIGHTED_MIN_BLOCKS,
+                              "MAX_PARTS": MAX_PARTS, "SCATTER_ITEMS": SCATTER_ITEMS},
     "counting_sort.cu": {"TILE_WARPS": TILE_WARPS, "TILE_ITEMS": TILE_ITEMS,
                          "WIDE_KEY_TILE_ITEMS": WIDE_KEY_TILE_ITEMS,
                          "DIGIT_BITS": DIGIT_BITS, "HIST_ITEMS": HIST_ITEMS,

@@ -458,6 +458,13 @@ def _weighted_builds() -> tuple[dict[str, str], ...]:
         plan = weighted.shared_plan(2**30, dtype, 1, "rows", 32)
         builds.append(weighted.defines(dtype, plan, True, np.dtype(np.int32),
                                        num_bins=contract.LONE_RUN_FROM_BINS))
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):  # keys partitioned
+        for copies in (32, 1):
+            bits = weighted.partition_bits(2**30, dtype, 2**16, 3, copies)
+            plan = weighted.shared_plan(2**30, dtype, 1 << bits, "auto", copies)
+            builds.append({**weighted.defines(dtype, plan, weighted.runs_for(plan),
+                                              np.dtype(np.int32), num_bins=1 << bits),
+                           "PART_BITS": str(bits)})
     for build in builds:
         build.pop("KEY_T")
     return tuple(builds)
@@ -471,7 +478,8 @@ def _weighted_builds() -> tuple[dict[str, str], ...]:
 # (histkit.gpu.launch.weighted).
 WEIGHTED_KERNELS: tuple[Kernel, ...] = (
     Kernel("weighted", WEIGHTED_KIND, weighted.SOURCE,
-           ("accumulate_weights", "carry_rows", "round_rows"), weighted.weighted_histogram,
+           ("accumulate_weights", "count_parts", "scatter_parts", "accumulate_parts",
+            "carry_rows", "round_rows"), weighted.weighted_histogram,
            builds=_weighted_builds(), serves=("weighted_histogram",), variants=(
                DEFAULT,
                Variant("window", {"layout": "window"},
@@ -487,6 +495,18 @@ WEIGHTED_KERNELS: tuple[Kernel, ...] = (
                        "4096 weights a launch: the rows carried between launches"),
                Variant("global-launches", {"layout": "global", "launch_weights": 4096},
                        "every add global, small ones whole, rows carried between launches"),
+               Variant("partitioned", {"layout": "partitioned", "part_bits": 3},
+                       "keys partitioned by bin (8 bins a partition), each summed in shared "
+                       "memory"),
+               Variant("partitioned-runs", {"layout": "partitioned", "part_bits": 3,
+                                            "copies": 1},
+                       "keys partitioned by bin, one shared copy, runs in registers"),
+               Variant("partitioned-launches", {"layout": "partitioned", "part_bits": 3,
+                                                "grid": 1, "launch_weights": 4096},
+                       "keys partitioned by bin, one block a pass, 4096 weights a launch"),
+               Variant("sampled", {"layout": "sampled", "part_bits": 3},
+                       "auto's choice between every add global and keys partitioned by bin, "
+                       "made on the device from a sample of the keys, at any size"),
            )),
 )
 

@@ -27,13 +27,15 @@ class Keys(NamedTuple):
 class Gate(NamedTuple):
     """A gated launch (common.cuh's HK_GATE): its kernels are built to take
     the word where method="auto"'s choosing kernel leaves its choice, and
-    return at once unless it is `choice` (a contract AUTO_* code)."""
+    return at once unless it is `choice` (a contract AUTO_* code); with
+    unless, return at once if it is (HK_GATE_UNLESS)."""
 
     word: int  # device pointer of the choice (uint32)
     choice: int
+    unless: bool = False
 
     def defines(self) -> dict[str, str]:
-        return {"HK_GATE": str(self.choice)}
+        return {"HK_GATE_UNLESS" if self.unless else "HK_GATE": str(self.choice)}
 
 
 def gate_defines(gate: Gate | None) -> dict[str, str]:
@@ -41,10 +43,10 @@ def gate_defines(gate: Gate | None) -> dict[str, str]:
     return {} if gate is None else gate.defines()
 
 
-def gate_choice(gate: Gate | None) -> int | None:
+def gate_choice(gate: Gate | None) -> tuple[int, bool] | None:
     """What a launch plan is keyed by: the choice it runs on (the word's
     pointer changes every call; none when ungated)."""
-    return None if gate is None else gate.choice
+    return None if gate is None else (gate.choice, gate.unless)
 
 
 def gate_args(gate: Gate | None) -> tuple:
