@@ -684,6 +684,11 @@ def test_every_registry_launch_passes_the_types_its_kernel_declares(dtype):
                     rt, Keys(0x700000, 100_000, np.dtype(dtype)),
                     Weights(0xA000, np.dtype(weight_dtype)), num_bins,
                     FakeArray(0xB000, num_bins, np.uint64), rt._slot, **variant.options)
+        # auto's choice over several launches: the rows carried between them, gated
+        registry.weighted_kernel().run(
+            rt, Keys(0x700000, 100_000, np.dtype(dtype)), Weights(0xA000, np.dtype(weight_dtype)),
+            70_000, FakeArray(0xB000, 70_000, np.uint64), rt._slot, layout="sampled",
+            launch_weights=4096)
     ran = {name for name, _ in rt.launches}
     assert ran >= set(signatures) - {"read_roofline"}, sorted(ran)  # roofline: bench only
     assert mismatches(rt.launches, signatures) == []

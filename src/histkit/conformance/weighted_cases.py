@@ -13,9 +13,10 @@ cases set the traps where a plausible kernel parts from the exact sum:
 - ``range/``: huge and subnormal weights in one bin; float32 weights whose
   exact sum needs more than float32 (2^24 + 1 ones);
 - ``ieee/``: NaN weights, +inf and -inf in one bin, infinities of one sign;
-- ``spread/``, ``carry/``: a weight of every binade in a few bins, and
-  70001 weights with every mantissa bit set in one (a kernel that splits
-  the sum into words must carry them all);
+- ``spread/``, ``carry/``: a weight of every binade in a few bins;
+  70001 weights with every mantissa bit set in one; and every binade's
+  largest value, repeated, in one (a kernel that splits the sum into words
+  must carry them all);
 - ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
   weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
 - ``runs/``: a warp's last runs of one bin summed into one lane: that lane's
@@ -187,6 +188,18 @@ def _spread_cases():
         weights[::7] = -weights[::7] * 3
         yield _one_bin(f"carry/{dtype}/every-mantissa-bit", weights, dtype,
                        note="70001 weights of +-(1 - ulp) and 3x that: words wrap often")
+    # Every digit of a row overflows: each binade's largest value (every
+    # mantissa bit set), repeated, shuffled so that every launch of a few
+    # thousand weights reaches every digit. The sum stays finite (in float32
+    # too, for float32 weights).
+    for dtype, low, high, repeats in (("float32", -149, 120, 32), ("float64", -1074, 1017, 8)):
+        tops = np.nextafter(np.ldexp(1.0, np.arange(low, high) + 1).astype(dtype),
+                            np.array(0.0, dtype))
+        weights = np.repeat(tops, repeats)
+        rng.shuffle(weights)
+        yield _one_bin(f"carry/{dtype}/every-digit-carries", weights, dtype,
+                       note=f"the largest value of every binade, {repeats} times each, "
+                            "shuffled: every digit of the sum carries")
 
 
 def _run_cases():

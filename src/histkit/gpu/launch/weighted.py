@@ -164,9 +164,9 @@ def partition_bits(max_shared: int, dtype: np.dtype, num_bins: int, least: int |
 class _Build(NamedTuple):
     plan: SharedPlan  # of num_bins bins, or of a partition's
     runs: bool
-    defines: dict[str, str]  # carry_rows' and round_rows' (never gated)
-    gated: dict[str, str]  # the accumulating kernels': defines, and the gate's
-    gate: tuple  # the accumulating kernels' last arguments (the gate's word, if gated)
+    defines: dict[str, str]  # round_rows' (never gated)
+    gated: dict[str, str]  # the accumulating kernels' and carry_rows': defines, and the gate's
+    gate: tuple  # their last arguments (the gate's word, if gated)
     accumulate: object  # the compiled accumulate_weights or accumulate_parts
     part_bits: int | None  # None: the keys are not partitioned
 
@@ -253,10 +253,12 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
 
 
 def _carry(rt: Runtime, built: _Build, rows: DeviceArray, num_bins: int) -> Geometry:
-    """Every slot of the rows back below 2^32 (between launches)."""
-    carry = rt.kernel(SOURCE, "carry_rows", built.defines)
-    shape = Geometry("carry_rows", blocks_for(num_bins, 256, rt.sm_count * 8), 256)
-    rt.launch(carry, shape, rows.ptr, np.uint64(num_bins))
+    """Every slot of the rows back below 2^32 (between launches), a warp a
+    row; gated as the accumulating kernels it serves are (a way auto did not
+    choose carries nothing)."""
+    carry = rt.kernel(SOURCE, "carry_rows", built.gated)
+    shape = Geometry("carry_rows", blocks_for(num_bins * WARP, 256, rt.sm_count * 8), 256)
+    rt.launch(carry, shape, rows.ptr, np.uint64(num_bins), *built.gate)
     return shape
 
 
