@@ -15,6 +15,7 @@ is summed in shared memory as a few bins would be.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -95,6 +96,7 @@ def _most_copies(plan: SharedPlan, num_bins: int, max_shared: int, cap: int) -> 
     return plan._replace(copies=copies)
 
 
+@lru_cache(maxsize=4096)  # a call asks for several plans: tens of us of Python each
 def shared_plan(max_shared: int, dtype: np.dtype, num_bins: int, layout: str = "auto",
                 copies: int = WARP) -> SharedPlan:
     """Which digits a block keeps in shared memory, in how many copies (the
@@ -138,6 +140,7 @@ def defines(dtype: np.dtype, plan: SharedPlan, runs: bool, key_dtype: np.dtype,
             **({} if min_span == 1 else {"MIN_SPAN": str(min_span)})}
 
 
+@lru_cache(maxsize=4096)
 def partition_bits(max_shared: int, dtype: np.dtype, num_bins: int, least: int | None = None,
                    copies: int = WARP) -> int | None:
     """Bits of a partition's bins (2^bits of them) where the keys are
