@@ -180,10 +180,12 @@ NO_RUNS_FROM_COPIES = 2
 # copies or more. A launch moves at most WEIGHTED_PART_LAUNCH_WEIGHTS keys and
 # weights (its scratch: 2 bytes and a weight each), SCATTER_ITEMS a thread in
 # each tile of scatter_parts; auto partitions from WEIGHTED_PART_MIN_WEIGHTS
-# weights (below, three launches cost more than scattered atomics).
+# weights, the size at which partitioning was measured ahead of scattered
+# global adds (docs/performance.md; at 2^20 and 2^22 weights the extra
+# launches and the choice cost more than they saved).
 WEIGHTED_PART_MAX_BITS = 14
 WEIGHTED_PART_LAUNCH_WEIGHTS = 2**26
-WEIGHTED_PART_MIN_WEIGHTS = 2**20
+WEIGHTED_PART_MIN_WEIGHTS = 2**28
 SCATTER_ITEMS = 8
 
 
