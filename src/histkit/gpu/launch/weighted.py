@@ -219,16 +219,18 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
                        part_bits: int | None = None) -> list[Geometry]:
     """sums[b] (float64 bits, num_bins of them) = the exact sum of the weights
     of the keys equal to b, rounded once; keys outside [0, num_bins) are
-    skipped and the first is noted in first_bad. grid, layout ("rows",
-    "window", "global", "partitioned" or "sampled": launch_choice), runs (False: every weight added on
-    its own), copies (at most this many), min_span (each warp walks at least
-    this many consecutive weights), launch_weights and part_bits (a
-    partition's bins: 2^part_bits, at least) force the launch's shape (the
-    conformance suite's variants: every path at small K, long runs and
-    several launches at small N); runs=None chooses by the shared plan
-    (runs_for). Where no window of every bin fits a block, "auto" chooses on
-    the device between every add global and the keys partitioned, from
-    contract.WEIGHTED_PART_MIN_WEIGHTS weights on (launch_choice)."""
+    skipped and the first is noted in first_bad.
+
+    grid, layout ("rows", "window", "global", "partitioned" or "sampled":
+    launch_choice), runs (False: every weight added on its own), copies (at
+    most this many), min_span (each warp walks at least this many
+    consecutive weights), launch_weights and part_bits (a partition's bins:
+    2^part_bits, at least) force the launch's shape (the conformance suite's
+    variants: every path at small K, long runs and several launches at small
+    N); runs=None chooses by the shared plan (runs_for). Where no window of
+    every bin fits a block, "auto" chooses on the device between every add
+    global and the keys partitioned, from contract.WEIGHTED_PART_MIN_WEIGHTS
+    weights on (launch_choice)."""
     options = (runs, copies, min_span, part_bits)
     built = _fitted_build(rt, keys, weights, num_bins,
                           "global" if layout == "sampled" else layout, *options)
@@ -256,8 +258,9 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
 
 
 def _carry(rt: Runtime, built: _Build, rows: DeviceArray, num_bins: int) -> Geometry:
-    """Every slot of the rows back below 2^32 (between launches); gated as the accumulating kernels it serves are (a way auto did not
-    choose carries nothing)."""
+    """Every slot of the rows back below 2^32 (between launches); gated as
+    the accumulating kernels it serves are (a way auto did not choose carries
+    nothing)."""
     carry = rt.kernel(SOURCE, "carry_rows", built.gated)
     shape = Geometry("carry_rows", blocks_for(num_bins, 256, rt.sm_count * 8), 256)
     rt.launch(carry, shape, rows.ptr, np.uint64(num_bins), *built.gate)
