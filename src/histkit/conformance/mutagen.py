@@ -140,14 +140,15 @@ SLIPS = (
     # through an int: the same wrapped number, where an int constant would not
     # compile beside i64s (max(int, i64) matches no single overload). A
     # variable, a loop's too, is narrowed itself (it wraps as it changes).
-    # Left alone: the typedef itself, and a cast that is min's or max's first
+    # Left alone: the typedef itself, a cast that is min's or max's first
     # argument (an int there beside an i64 would not compile either: a bug
-    # no one can ship).
+    # no one can ship), and a pointer to i64 (a slot's width, not an index's;
+    # an int* among i64* does not compile).
     _slip("index-narrowed", rf"\bconst i64 (\w+) = ({_ONE_VALUE});\s*$",
           r"const i64 \1 = (int)(\2);",
           "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
     _slip("index-narrowed",
-          rf"(?<!long long )(?<!min\(\()(?<!max\(\()\bi64\b"
+          rf"(?<!long long )(?<!min\(\()(?<!max\(\()\bi64\b(?!\s*\*)"
           rf"(?!(?<=const i64) \w+ = {_ONE_VALUE};\s*$)", "int",
           "a 64-bit index (i64) narrowed to int (wraps past 2^31 elements)", needs="full"),
 )
