@@ -23,7 +23,7 @@
 //                     partition.
 // Traffic: 4 + 2 + 2 bytes per int32 key instead of 4, with no per-key global
 // atomic. Judged by oracles.histogram: equal, bin by bin.
-#include "common.cuh"
+#include "partitions.cuh"
 
 #ifndef PART_LOW_BITS
 #define PART_LOW_BITS 14
@@ -39,7 +39,6 @@
 #define PART_ITEMS 8
 #endif
 #define PART_TILE (PART_THREADS * PART_ITEMS)
-#define NO_PART 0xffffffffu
 #define NO_LOW 0xffffu  // a dead lane's low bin: no real one (PART_BINS <= 2^15)
 #ifndef ENTRY_COST
 #define ENTRY_COST 64  // work of visiting one (partition, tile) entry, in keys
@@ -82,7 +81,6 @@ partition_tiles(const hk_key* keys, i64 n, u64 num_bins, unsigned num_parts, i64
     __shared__ unsigned short staged[PART_TILE];
     if (hk_gate_closed()) return;
     hk_skew_warps();
-    const unsigned lane = threadIdx.x & 31;
     for (i64 tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
         for (unsigned p = threadIdx.x; p < num_parts; p += PART_THREADS) count[p] = 0;
         __syncthreads();
@@ -102,24 +100,11 @@ partition_tiles(const hk_key* keys, i64 n, u64 num_bins, unsigned num_parts, i64
                 }
             }
         }
-        // A key's slot within its partition's run of this tile. Order inside
-        // a run does not matter to a histogram, so a shared atomic per key
-        // hands out slots; a warp whose keys share one partition (one hot
-        // bin, sorted input) takes its 32 slots with one atomic instead of
-        // 32 on the same counter.
+        // A key's slot within its partition's run of this tile (partitions.cuh).
         unsigned slot[PART_ITEMS];
 #pragma unroll
-        for (int k = 0; k < PART_ITEMS; ++k) {
-            const unsigned part = held[k] == NO_PART ? NO_PART : held[k] >> 16;
-            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
-            if (__all_sync(0xffffffffu, part == part0)) {
-                unsigned first = 0;
-                if (lane == 0 && part0 != NO_PART) first = atomicAdd(&count[part0], 32u);
-                slot[k] = __shfl_sync(0xffffffffu, first, 0) + lane;
-            } else {
-                slot[k] = part != NO_PART ? atomicAdd(&count[part], 1u) : 0;
-            }
-        }
+        for (int k = 0; k < PART_ITEMS; ++k)
+            slot[k] = hk_take_slot(count, held[k] == NO_PART ? NO_PART : held[k] >> 16);
         __syncthreads();
         starts_of_counts(count, start, num_parts);
         __syncthreads();

@@ -45,7 +45,7 @@
 // chunks CHUNK_LO .. CHUNK_TOP and rounds it to float64 in integer arithmetic
 // (round half to even), as oracles._weighted's round_chunks does; NaN and
 // infinite weights follow IEEE addition.
-#include "common.cuh"
+#include "partitions.cuh"
 
 #ifndef WEIGHT_DOUBLE
 #define WEIGHT_DOUBLE 0  // 1: float64 weights, else float32
@@ -450,7 +450,6 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
 #define SCATTER_ITEMS 8  // keys a thread moves in one tile
 #endif
 #define SCATTER_TILE (BLOCK_THREADS * SCATTER_ITEMS)
-#define NO_PART 0xffffffffu
 #if PART_BITS > 16
 #error "a partition's low bins are 16-bit"
 #endif
@@ -465,7 +464,6 @@ count_parts(const hk_key* keys, i64 n, i64 first, u64 num_bins, unsigned num_par
     hk_skew_warps();
     for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x) count[p] = 0;
     __syncthreads();
-    const unsigned lane = threadIdx.x & 31u;
     for (i64 base = (i64)blockIdx.x * blockDim.x * WEIGHTS_PER_THREAD; base < n;
          base += hk_thread_count() * WEIGHTS_PER_THREAD) {
         u64 bin[WEIGHTS_PER_THREAD];
@@ -479,14 +477,7 @@ count_parts(const hk_key* keys, i64 n, i64 first, u64 num_bins, unsigned num_par
             const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
             const bool valid = bin[u] < num_bins;
             if (!valid && i < n) hk_note_bad_key(first_bad, first + i);
-            // A warp whose keys share one partition adds them with one atomic.
-            const unsigned part = valid ? (unsigned)(bin[u] >> PART_BITS) : NO_PART;
-            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
-            if (__all_sync(0xffffffffu, part == part0)) {
-                if (lane == 0 && part0 != NO_PART) atomicAdd(&count[part0], 32u);
-            } else if (valid) {
-                atomicAdd(&count[part], 1u);
-            }
+            hk_take_slot(count, valid ? (unsigned)(bin[u] >> PART_BITS) : NO_PART);
         }
     }
     __syncthreads();
@@ -541,7 +532,6 @@ scatter_parts(const hk_key* keys, const hk_weight* weights, i64 n, u64 num_bins,
     hk_skew_warps();
     hk_require_dynamic_shared(SCATTER_TILE * (sizeof(hk_weight) + sizeof(unsigned)));
     exclusive_starts(part_total, num_parts, start);
-    const unsigned lane = threadIdx.x & 31u;
     for (i64 tile = blockIdx.x; tile * SCATTER_TILE < n; tile += gridDim.x) {
         for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x) count[p] = 0;
         __syncthreads();
@@ -558,17 +548,8 @@ scatter_parts(const hk_key* keys, const hk_weight* weights, i64 n, u64 num_bins,
         }
         unsigned slot[SCATTER_ITEMS];
 #pragma unroll
-        for (int u = 0; u < SCATTER_ITEMS; ++u) {
-            const unsigned part = bin[u] < num_bins ? (unsigned)(bin[u] >> PART_BITS) : NO_PART;
-            const unsigned part0 = __shfl_sync(0xffffffffu, part, 0);
-            if (__all_sync(0xffffffffu, part == part0)) {
-                unsigned taken = 0;
-                if (lane == 0 && part0 != NO_PART) taken = atomicAdd(&count[part0], 32u);
-                slot[u] = __shfl_sync(0xffffffffu, taken, 0) + lane;
-            } else {
-                slot[u] = part != NO_PART ? atomicAdd(&count[part], 1u) : 0;
-            }
-        }
+        for (int u = 0; u < SCATTER_ITEMS; ++u)
+            slot[u] = hk_take_slot(count, bin[u] < num_bins ? (unsigned)(bin[u] >> PART_BITS) : NO_PART);
         __syncthreads();
         exclusive_starts(count, num_parts, local);
         for (unsigned p = threadIdx.x; p < num_parts; p += blockDim.x)
