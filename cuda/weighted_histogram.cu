@@ -617,11 +617,46 @@ __device__ __forceinline__ void carry16(i64* digits, int lo, int top) {
     }
 }
 
-// Between launches: every row's digits back below 2^16 (its value unchanged).
+// Between launches: every digit of every row but its signed top brought back
+// to [-1, 2^16] (the row's value unchanged), far below the 2^32 from which the contract's
+// launch sizes keep a slot below 2^62. A warp takes a row, its lane j the
+// digits j, j + 32, ... (coalesced, in registers: a thread walking a row
+// alone reads it a sector a digit), and every digit keeps its low 16 bits
+// and passes the rest (floor division) up, all at once, CARRY_ROUNDS times:
+// from below 2^62 in magnitude, a round leaves below 2^46 + 2^16, then
+// 2^30 + 2^17, 2^14 + 2^17, and the fourth [-1, 2^16]. The signed top digit
+// keeps whatever reaches it; the flags slot is not a digit.
+#define CARRY_ROUNDS 4
+#define CARRY_STRIPES ((ROW16 - 1 + 31) / 32)  // digits a lane holds
 extern "C" __global__ void carry_rows(i64* rows, u64 num_bins HK_GATE_ARG) {
     if (hk_gate_closed()) return;
-    for (i64 b = hk_thread_index(); b < (i64)num_bins; b += hk_thread_count()) {
-        carry16(rows + b * ROW16, 0, ROW16 - 2);
+    const unsigned lane = threadIdx.x & 31u;
+    for (i64 b = hk_thread_index() / 32; b < (i64)num_bins; b += hk_thread_count() / 32) {
+        i64* row = rows + b * ROW16;
+        i64 digit[CARRY_STRIPES];
+#pragma unroll
+        for (int s = 0; s < CARRY_STRIPES; ++s) {
+            const int k = s * 32 + (int)lane;
+            digit[s] = k < ROW16 - 1 ? row[k] : 0;
+        }
+#pragma unroll
+        for (int round = 0; round < CARRY_ROUNDS; ++round) {
+            i64 from_last_stripe = 0;  // lane 31's carry, for lane 0 of the next stripe
+#pragma unroll
+            for (int s = 0; s < CARRY_STRIPES; ++s) {
+                const int k = s * 32 + (int)lane;
+                const i64 up = k < ROW16 - 2 ? digit[s] >> 16 : 0;  // floor division
+                if (k < ROW16 - 2) digit[s] &= LOW16;
+                const i64 below = __shfl_up_sync(0xffffffffu, up, 1);
+                digit[s] += lane == 0 ? from_last_stripe : below;
+                from_last_stripe = __shfl_sync(0xffffffffu, up, 31);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < CARRY_STRIPES; ++s) {
+            const int k = s * 32 + (int)lane;
+            if (k < ROW16 - 1) row[k] = digit[s];
+        }
     }
 }
 

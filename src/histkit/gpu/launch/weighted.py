@@ -258,11 +258,11 @@ def weighted_histogram(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
 
 
 def _carry(rt: Runtime, built: _Build, rows: DeviceArray, num_bins: int) -> Geometry:
-    """Every slot of the rows back below 2^32 (between launches); gated as
-    the accumulating kernels it serves are (a way auto did not choose carries
-    nothing)."""
+    """Every slot of the rows back below 2^32 (between launches), a warp a
+    row; gated as the accumulating kernels it serves are (a way auto did not
+    choose carries nothing)."""
     carry = rt.kernel(SOURCE, "carry_rows", built.gated)
-    shape = Geometry("carry_rows", blocks_for(num_bins, 256, rt.sm_count * 8), 256)
+    shape = Geometry("carry_rows", blocks_for(num_bins * WARP, 256, rt.sm_count * 8), 256)
     rt.launch(carry, shape, rows.ptr, np.uint64(num_bins), *built.gate)
     return shape
 
