@@ -310,6 +310,10 @@ def _accumulate_parts(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
     count_parts = rt.kernel(SOURCE, "count_parts", built.gated)
     scatter_parts = rt.kernel(SOURCE, "scatter_parts", built.gated)
     most = rt.sm_count * rt.resident_blocks(accumulate, FAST_BLOCK, shared)
+    # count_parts only reads keys: a grid as full as its own residency allows
+    # (the accumulating blocks' shared memory would leave it half the loads
+    # in flight)
+    count_most = rt.sm_count * rt.resident_blocks(count_parts, FAST_BLOCK, 0)
     # scatter_parts stages a tile's weights and bins in shared memory
     staged = FAST_BLOCK * contract.SCATTER_ITEMS * (weights.dtype.itemsize + 4)
     scatter_most = rt.sm_count * rt.resident_blocks(scatter_parts, FAST_BLOCK, staged)
@@ -332,7 +336,7 @@ def _accumulate_parts(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
         at_keys = keys.ptr + start * keys.dtype.itemsize
         at_weights = weights.ptr + start * weights.dtype.itemsize
         counting = Geometry("count_parts", grid if grid is not None else blocks_for(
-            count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD, most), FAST_BLOCK)
+            count, FAST_BLOCK * contract.WEIGHTS_PER_THREAD, count_most), FAST_BLOCK)
         rt.launch(count_parts, counting, at_keys, np.int64(count), np.int64(start),
                   np.uint64(num_bins), np.uint32(num_parts), parts.ptr, first_bad.ptr,
                   *built.gate)
