@@ -157,11 +157,10 @@ __device__ __forceinline__ void load_round(const unsigned short* segment, u64 ro
 }
 
 // The calling warp adds segment[lo, hi) to the shared bins, loading the next
-// round while it counts this one; a round where all 32 lanes hold the same
-// bin costs one shared atomic.
+// round while it counts this one (hk_count_key: a round where all 32 lanes
+// hold the same bin costs one shared atomic).
 __device__ __forceinline__ void count_segment(const unsigned short* segment, u64 lo, u64 hi,
                                               unsigned* bins) {
-    const unsigned lane = threadIdx.x & 31;
     unsigned low[COUNT_UNROLL], next[COUNT_UNROLL];
     load_round(segment, lo, hi, next);
     for (u64 round = lo; round < hi; round += 32 * COUNT_UNROLL) {
@@ -169,14 +168,7 @@ __device__ __forceinline__ void count_segment(const unsigned short* segment, u64
         for (int u = 0; u < COUNT_UNROLL; ++u) low[u] = next[u];
         if (round + 32 * COUNT_UNROLL < hi) load_round(segment, round + 32 * COUNT_UNROLL, hi, next);
 #pragma unroll
-        for (int u = 0; u < COUNT_UNROLL; ++u) {
-            const unsigned lane0 = __shfl_sync(0xffffffffu, low[u], 0);
-            if (__all_sync(0xffffffffu, low[u] == lane0)) {
-                if (lane == 0 && lane0 != NO_LOW) atomicAdd(&bins[lane0], 32u);
-            } else if (low[u] != NO_LOW) {
-                atomicAdd(&bins[low[u]], 1u);
-            }
-        }
+        for (int u = 0; u < COUNT_UNROLL; ++u) hk_count_key(bins, low[u], NO_LOW);
     }
 }
 

@@ -477,7 +477,7 @@ count_parts(const hk_key* keys, i64 n, i64 first, u64 num_bins, unsigned num_par
             const i64 i = base + (i64)u * blockDim.x + threadIdx.x;
             const bool valid = bin[u] < num_bins;
             if (!valid && i < n) hk_note_bad_key(first_bad, first + i);
-            hk_take_slot(count, valid ? (unsigned)(bin[u] >> PART_BITS) : NO_PART);
+            hk_count_key(count, valid ? (unsigned)(bin[u] >> PART_BITS) : NO_PART, NO_PART);
         }
     }
     __syncthreads();
