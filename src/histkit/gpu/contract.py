@@ -179,10 +179,10 @@ NO_RUNS_FROM_COPIES = 2
 # up to WEIGHTED_PART_MAX_BITS) of which a block keeps NO_RUNS_FROM_COPIES
 # copies or more. A launch moves at most WEIGHTED_PART_LAUNCH_WEIGHTS keys and
 # weights (its scratch: 2 bytes and a weight each), SCATTER_ITEMS a thread in
-# each tile of scatter_parts; auto partitions from WEIGHTED_PART_MIN_WEIGHTS
-# weights, the size at which partitioning was measured ahead of scattered
-# global adds (docs/performance.md; at 2^20 and 2^22 weights the extra
-# launches and the choice cost more than they saved).
+# each tile of scatter_parts; auto chooses between the two ways from
+# WEIGHTED_PART_MIN_WEIGHTS weights (docs/performance.md, "Smaller inputs":
+# below it the choice's cost and the partitions' scratch outweigh what
+# partitioning saves on uniform keys).
 WEIGHTED_PART_MAX_BITS = 14
 WEIGHTED_PART_LAUNCH_WEIGHTS = 2**26
 WEIGHTED_PART_MIN_WEIGHTS = 2**28
