@@ -449,7 +449,13 @@ accumulate_weights(const hk_key* keys, const hk_weight* weights, i64 n, i64 firs
 #ifndef SCATTER_ITEMS
 #define SCATTER_ITEMS 8  // keys a thread moves in one tile
 #endif
-#define SCATTER_TILE (BLOCK_THREADS * SCATTER_ITEMS)
+#ifndef SCATTER_THREADS
+#define SCATTER_THREADS 512  // scatter_parts' block (contract.SCATTER_THREADS)
+#endif
+#ifndef SCATTER_MIN_BLOCKS
+#define SCATTER_MIN_BLOCKS 2  // its blocks an SM that its registers are budgeted for
+#endif
+#define SCATTER_TILE (SCATTER_THREADS * SCATTER_ITEMS)
 #if PART_BITS > 16
 #error "a partition's low bins are 16-bit"
 #endif
@@ -516,8 +522,10 @@ __device__ __forceinline__ void exclusive_starts(const unsigned* count, unsigned
 // written out by consecutive threads to consecutive places (a key's own
 // place, written directly, costs a memory transaction per key). part_cursor
 // (zeroed by the host) counts the places each partition has handed out; a
-// tile takes its places of a partition with one atomic.
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+// tile takes its places of a partition with one atomic. Two blocks of 512
+// an SM, not one of 1024: one block's loads overlap the other's staging and
+// writing, between the barriers each tile needs.
+extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS)
 scatter_parts(const hk_key* keys, const hk_weight* weights, i64 n, u64 num_bins,
               unsigned num_parts, const unsigned* part_total, unsigned* part_cursor,
               unsigned short* low_bins, hk_weight* part_weights HK_GATE_ARG) {

@@ -315,8 +315,10 @@ def _accumulate_parts(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
     # in flight)
     count_most = rt.sm_count * rt.resident_blocks(count_parts, FAST_BLOCK, 0)
     # scatter_parts stages a tile's weights and bins in shared memory
-    staged = FAST_BLOCK * contract.SCATTER_ITEMS * (weights.dtype.itemsize + 4)
-    scatter_most = rt.sm_count * rt.resident_blocks(scatter_parts, FAST_BLOCK, staged)
+    scatter_block = contract.SCATTER_THREADS
+    scatter_tile = scatter_block * contract.SCATTER_ITEMS
+    staged = scatter_tile * (weights.dtype.itemsize + 4)
+    scatter_most = rt.sm_count * rt.resident_blocks(scatter_parts, scatter_block, staged)
     blocks = grid if grid is not None else most
     # Each accumulating block adds at most BLOCK_WEIGHTS weights a launch.
     per_launch = max(1, min(launch_weights, contract.WEIGHTED_PART_LAUNCH_WEIGHTS,
@@ -341,7 +343,7 @@ def _accumulate_parts(rt: Runtime, keys: Keys, weights: Weights, num_bins: int,
                   np.uint64(num_bins), np.uint32(num_parts), parts.ptr, first_bad.ptr,
                   *built.gate)
         scattering = Geometry("scatter_parts", grid if grid is not None else blocks_for(
-            count, FAST_BLOCK * contract.SCATTER_ITEMS, scatter_most), FAST_BLOCK, staged)
+            count, scatter_tile, scatter_most), scatter_block, staged)
         rt.launch(scatter_parts, scattering, at_keys, at_weights, np.int64(count),
                   np.uint64(num_bins), np.uint32(num_parts), parts.ptr,
                   parts.ptr + num_parts * 4, low_bins.ptr, moved.ptr, *built.gate)
