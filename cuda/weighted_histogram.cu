@@ -522,9 +522,9 @@ __device__ __forceinline__ void exclusive_starts(const unsigned* count, unsigned
 // written out by consecutive threads to consecutive places (a key's own
 // place, written directly, costs a memory transaction per key). part_cursor
 // (zeroed by the host) counts the places each partition has handed out; a
-// tile takes its places of a partition with one atomic. Two blocks of 512
-// an SM, not one of 1024: one block's loads overlap the other's staging and
-// writing, between the barriers each tile needs.
+// tile takes its places of a partition with one atomic. SCATTER_MIN_BLOCKS
+// blocks share an SM so that one block's loads overlap another's staging and
+// writing, between the barriers each tile needs (docs/design.md).
 extern "C" __global__ void __launch_bounds__(SCATTER_THREADS, SCATTER_MIN_BLOCKS)
 scatter_parts(const hk_key* keys, const hk_weight* weights, i64 n, u64 num_bins,
               unsigned num_parts, const unsigned* part_total, unsigned* part_cursor,
