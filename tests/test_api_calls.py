@@ -279,6 +279,10 @@ class FakeCudaTensor:
     def data_ptr(self):
         return self._ptr
 
+    def new_empty(self, n, dtype):
+        """A tensor on this one's device, as PyTorch's Tensor.new_empty makes it."""
+        return sys.modules["torch"].empty(n, dtype=dtype, device=self.device)
+
 
 @pytest.fixture
 def fake_torch(fake, monkeypatch):
@@ -306,6 +310,7 @@ def fake_torch(fake, monkeypatch):
         ExternalStream=external_stream, stream=lambda s: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(_arrays, "_TORCH_DTYPES", {})
+    monkeypatch.setattr(_arrays, "_NUMPY_TO_TORCH", {})
     fake.torch = torch
     fake.torch_allocated = allocated
     return fake

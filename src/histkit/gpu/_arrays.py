@@ -118,8 +118,10 @@ def cupy_view(array, rt: Runtime, name: str, integer: bool = True) -> tuple[int,
     return memory.ptr, shape[0], dtype
 
 
-# PyTorch's dtypes that NumPy has, as NumPy's (made on the first torch call).
+# PyTorch's dtypes that NumPy has, as NumPy's, and the reverse (made on the
+# first torch call).
 _TORCH_DTYPES: dict = {}
+_NUMPY_TO_TORCH: dict = {}
 
 
 def torch_dtypes(torch) -> dict:
@@ -129,7 +131,17 @@ def torch_dtypes(torch) -> dict:
                       "uint64", "float16", "float32", "float64", "complex64", "complex128"):
             if getattr(torch, dtype, None) is not None:  # the unsigned ones: PyTorch 2.3+
                 _TORCH_DTYPES[getattr(torch, dtype)] = np.dtype(dtype)
+        _NUMPY_TO_TORCH.update({dtype: torch_dtype for torch_dtype, dtype
+                                in _TORCH_DTYPES.items()})
     return _TORCH_DTYPES
+
+
+def torch_dtype_of(torch, dtype: np.dtype):
+    """PyTorch's dtype for a NumPy dtype it has: a dict lookup, where
+    getattr(torch, dtype.name) spends most of its time in NumPy's name
+    property (a few us of a small call's host time)."""
+    torch_dtypes(torch)
+    return _NUMPY_TO_TORCH[dtype]
 
 
 def torch_view(tensor, rt: Runtime, name: str,

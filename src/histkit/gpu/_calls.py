@@ -20,6 +20,7 @@ from histkit.gpu._arrays import (
     is_device_array,
     read_in_place,
     stream_handle,
+    torch_dtype_of,
     torch_dtypes,
 )
 from histkit.gpu.contract import NO_BAD_KEY
@@ -144,9 +145,8 @@ def allocate(call: Call, n: int, dtype, what: str, *details) -> Out:
         if call.framework == "torch":
             import torch
 
-            with framework_stream(call):
-                tensor = torch.empty(n, dtype=getattr(torch, dtype.name),
-                                     device=call.owner.device)
+            with framework_stream(call):  # on the keys' device (new_empty reads it in C)
+                tensor = call.owner.new_empty(n, dtype=torch_dtype_of(torch, dtype))
             return Out(tensor.data_ptr(), n, dtype, tensor)
         # NumPy results are copied back and dropped within the call; another
         # framework's results may be used on its streams: not from the pool.

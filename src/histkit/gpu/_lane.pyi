@@ -55,7 +55,7 @@ class Lane:
     def __init__(self, rt: object,
                  plan_for: Callable[[object, int, int],
                                     LanePlan | Recorded | Callable[..., object]],
-                 sort: Callable[[object, int, int, int, object], tuple],
+                 sort: Callable[[object, int, int, object, int, int, object], tuple],
                  check: Callable[[int, str], object],
                  bad_key: Callable[[object, int, int, object], None], max_bins: int) -> None: ...
     def serve_cupy(self, cupy: object) -> None: ...

@@ -161,8 +161,9 @@ cdef class Lane:
 
     plan_for(keys, n, num_bins) -> a LanePlan, or a callable
     (keys, n, num_bins, stream, slot) -> counts that queues auto's launches;
-    sort(keys, n, num_bins, stream, slot) -> (sorted keys, original indices)
-    queues gpu.counting_sort's launches (stable, int64 indices);
+    sort(keys, keys_ptr, n, dtype, num_bins, stream, slot) -> (sorted keys,
+    original indices) queues gpu.counting_sort's launches (stable, int64
+    indices) for keys as the lane read them (their address and NumPy dtype);
     check(status, what) raises the error naming a driver call's failure
     (histkit.gpu.device.check); bad_key(keys, num_bins, stream, slot) raises
     the oracles' error for the bad key a kernel flagged; num_bins above
@@ -260,7 +261,8 @@ cdef class Lane:
         (check=False: with the first_bad word, unwaited), or None (declined:
         nothing done)."""
         cdef bint torch_keys = type(keys) is self.tensor
-        if self._keys_ptr(keys, num_bins, torch_keys) is None:
+        keys_ptr = self._keys_ptr(keys, num_bins, torch_keys)
+        if keys_ptr is None:
             return None
         scratch = self._scratch_for(check)
         if scratch is None:
@@ -270,7 +272,10 @@ cdef class Lane:
         if words is None:
             return None
         slot, first_bad = words
-        result = self.sort(keys, keys.shape[0], num_bins, stream, slot)
+        # The keys as read above, so the launcher need not read them again
+        # (a tensor's attributes cost a few us of a small call's host time).
+        dtype = self.torch_dtypes[keys.dtype] if torch_keys else keys.dtype
+        result = self.sort(keys, keys_ptr, keys.shape[0], dtype, num_bins, stream, slot)
         if not check:
             return (*result, first_bad)
         return self._checked(result, keys, num_bins, scratch, stream)

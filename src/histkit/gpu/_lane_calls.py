@@ -121,11 +121,12 @@ def _lane_auto(keys, n: int, num_bins: int, stream: int, slot):
     return hist.handed
 
 
-def _lane_sort(keys, n: int, num_bins: int, stream: int, slot):
+def _lane_sort(keys, keys_ptr: int, n: int, dtype: np.dtype, num_bins: int, stream: int, slot):
     """Queue gpu.counting_sort's launches (stable, int64 indices) for a lane
-    call's keys on stream, their bad keys noted in slot, as the Python path
-    does; the lane waits and reads the verdict."""
-    call = _lane_call(keys, n, stream)
+    call's keys (as the lane read them: their address and dtype) on stream,
+    their bad keys noted in slot, as the Python path does; the lane waits and
+    reads the verdict."""
+    call = Call(runtime().on(stream), Keys(keys_ptr, n, dtype), framework_of(keys), keys, stream)
     out_keys = allocate(call, n, call.keys.dtype, "sorting {} keys", n)
     out_index = allocate(call, n, np.int64, "sorting {} keys", n)
     keep_alive: list = []  # scratch, freed on the call's stream after its kernels
