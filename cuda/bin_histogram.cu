@@ -75,6 +75,12 @@
 #if FAST_ESTIMATE && !(BIN_RULE == 0 ? ESTIMATE_WITHIN_ONE : EDGES_NEAR_EVEN)
 #error "the estimate alone needs the bracketing walk's bound (ESTIMATE_WITHIN_ONE, EDGES_NEAR_EVEN)"
 #endif
+#ifndef FLOOR_IS_THE_BIN
+#define FLOOR_IS_THE_BIN 0  // 1: the launcher's margin is FLOOR_IS_THE_BIN (every estimate's floor is its bin)
+#endif
+#if FLOOR_IS_THE_BIN && !FAST_ESTIMATE
+#error "FLOOR_IS_THE_BIN is a margin of the estimate alone (FAST_ESTIMATE)"
+#endif
 #ifndef EDGES_COMPUTED
 #define EDGES_COMPUTED 0  // 1: the bracketing walk computes the edges (np.linspace's formula)
 #endif
@@ -274,11 +280,18 @@ struct Bracket {
 
     // x's bin from its estimate alone (FAST_ESTIMATE), or false: t's
     // fraction further than margin from both 0 and 1, and floor(t) a bin.
+    // With FLOOR_IS_THE_BIN every fraction clears the (negative) margin, so
+    // the test is left out: four fewer instructions a sample, the estimate's
+    // floor alone, which names no bin for NaN and for t outside [0, last].
     __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
         E fraction;
         const u64 whole = floor_of(estimate_of(x, lo, per_unit), fraction);
         b = (unsigned)whole;
+#if FLOOR_IS_THE_BIN
+        return whole <= last;
+#else
         return (fraction > margin) & (fraction < below_one) & (whole <= last);
+#endif
     }
 
     // x's bin from its estimate and one edge (FAST_ESTIMATE), or false. With
@@ -306,18 +319,22 @@ struct Bracket {
     __device__ __forceinline__ unsigned estimate_vector(const hk_key* raw, unsigned* bins,
                                                         AsEdgeType as_edge_type) const {
         constexpr unsigned all = (1u << PER_VECTOR) - 1;
-        unsigned placed = 0;
+        // The common answer (every key placed) from the tests alone: the
+        // mask of placed keys is built only where some key is not.
+        bool placed_key[PER_VECTOR];
+        bool every_key = true;
 #pragma unroll
         for (int j = 0; j < PER_VECTOR; ++j) {
-            placed |= (unsigned)estimate_alone(as_edge_type(raw[j]), bins[j]) << j;
+            placed_key[j] = estimate_alone(as_edge_type(raw[j]), bins[j]);
+            every_key &= placed_key[j];
         }
-        if (placed != all) {
+        if (every_key) return all;
+        unsigned placed = 0;
 #pragma unroll
-            for (int j = 0; j < PER_VECTOR; ++j) {
-                if (!((placed >> j) & 1u)) {
-                    placed |= (unsigned)one_edge(as_edge_type(raw[j]), bins[j]) << j;
-                }
-            }
+        for (int j = 0; j < PER_VECTOR; ++j) placed |= (unsigned)placed_key[j] << j;
+#pragma unroll
+        for (int j = 0; j < PER_VECTOR; ++j) {
+            if (!placed_key[j]) placed |= (unsigned)one_edge(as_edge_type(raw[j]), bins[j]) << j;
         }
         return placed;
     }

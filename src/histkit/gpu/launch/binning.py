@@ -20,6 +20,7 @@ from histkit.gpu.policy import FastLayout, fast_layout
 from histkit.oracles._bin_rule import EvenRule
 from histkit.oracles._binned import TALLIES  # counters after the bins: under, over, NaN
 from histkit.oracles._estimate import (
+    FLOOR_IS_THE_BIN,
     bracket_estimate_within_one_bin,
     estimate_margin,
     kept_within_edges,
@@ -265,7 +266,7 @@ def _plan(rt: Runtime, samples: Keys, rule: KernelRule, grid: int | None,
                         f", COPIES={layout.copies}{narrow_tag}, shared_bins={layout.shared_bins}"
                         f", COALESCED={coalesced}, edges in "
                         f"{'shared' if edge_bytes else 'global'} memory"
-                        f"{', estimate alone' if fast is not None else ''}"
+                        f"{_estimate_label(fast)}"
                         f"{', edges computed' if computed else ''}]",
                         blocks, FAST_BLOCK, shared)
     return (kernel, geometry, np.uint64(layout.shared_bins),
@@ -289,7 +290,15 @@ def _rule_defines(samples: Keys, rule: KernelRule, numpy_steps: bool, estimate_a
         defines.update({"ESTIMATE_WITHIN_ONE": "0", "EDGES_NEAR_EVEN": "0"})
     fast = rule.fast if estimate_alone and not numpy_steps else None
     defines["FAST_ESTIMATE"] = str(int(fast is not None))
+    defines["FLOOR_IS_THE_BIN"] = str(int(fast == FLOOR_IS_THE_BIN))
     return defines, fast, None if numpy_steps else rule.linspace
+
+
+def _estimate_label(fast: float | None) -> str:
+    """How a launch's geometry names its estimate-alone step (none: empty)."""
+    if fast is None:
+        return ""
+    return ", estimate alone" + (" (its floor)" if fast == FLOOR_IS_THE_BIN else "")
 
 
 def _rule_args(rule: KernelRule, fast: float | None,
@@ -317,7 +326,7 @@ def bin_indices(rt: Runtime, samples: Keys, rule: KernelRule, indices: DeviceArr
     blocks = grid if grid is not None else blocks_for(
         samples.n, FAST_BLOCK * 16, rt.sm_count * rt.resident_blocks(kernel, FAST_BLOCK, 0))
     geometry = Geometry(f"bin_indices[{'even' if rule.defines['BIN_RULE'] == '0' else 'edges'}"
-                        f"{', estimate alone' if fast is not None else ''}"
+                        f"{_estimate_label(fast)}"
                         f"{', edges computed' if linspace else ''}]", blocks, FAST_BLOCK, 0)
     rt.launch(kernel, geometry, samples.ptr, np.int64(samples.n), np.uint64(rule.num_bins),
               indices.ptr, edges.ptr, *_rule_args(rule, fast, linspace))
