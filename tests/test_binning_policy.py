@@ -347,3 +347,26 @@ def test_a_repeated_call_over_equal_edges_reuses_their_rule_and_no_other():
     unsigned = np.array([0.0, 1.0, 2.0])
     assert (kernel_rule_for(samples, *parse_bins(signed), None, True)[0]
             is not kernel_rule_for(samples, *parse_bins(unsigned), None, True)[0])
+
+
+def test_the_kernel_drops_the_fraction_test_only_where_every_estimates_floor_is_its_bin():
+    # FLOOR_IS_THE_BIN=1 compiles the estimate alone without its margin test:
+    # right only for a margin of FLOOR_IS_THE_BIN, never for a positive one.
+    from histkit.gpu.launch.binning import _rule_defines
+    from histkit.gpu.launch.common import Keys
+    from histkit.oracles._estimate import FLOOR_IS_THE_BIN
+
+    samples = np.array([0.25], np.float32)
+    keys = Keys(0, 1, samples.dtype)
+    dyadic = kernel_rule_for(samples, 256, None, (0.0, 1.0), True)[0]
+    rounded = kernel_rule_for(samples, 256, None, (-0.1, 1.3), True)[0]
+    assert dyadic.fast == FLOOR_IS_THE_BIN and 0 < rounded.fast < 0.25
+
+    def floor_define(rule, numpy_steps=False, estimate_alone=True):
+        return _rule_defines(keys, rule, numpy_steps, estimate_alone)[0]["FLOOR_IS_THE_BIN"]
+
+    assert floor_define(dyadic) == "1"
+    assert floor_define(rounded) == "0"
+    # numpy's own steps, and the walk that reads the edges, take no estimate alone
+    assert floor_define(dyadic, numpy_steps=True) == "0"
+    assert floor_define(dyadic, estimate_alone=False) == "0"
