@@ -281,8 +281,8 @@ struct Bracket {
     // x's bin from its estimate alone (FAST_ESTIMATE), or false: t's
     // fraction further than margin from both 0 and 1, and floor(t) a bin.
     // With FLOOR_IS_THE_BIN every fraction clears the (negative) margin, so
-    // the test is left out: four fewer instructions a sample, the estimate's
-    // floor alone, which names no bin for NaN and for t outside [0, last].
+    // the test is left out: the floor alone places the sample, and it names
+    // no bin for NaN and for t outside [0, last + 1).
     __device__ __forceinline__ bool estimate_alone(E x, unsigned& b) const {
         E fraction;
         const u64 whole = floor_of(estimate_of(x, lo, per_unit), fraction);
