@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.sessions = ["tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
+
+# `nox -s tests` needs about 1.5 GiB at its peak in one process: a pytest-xdist
+# worker per core, as many as the available memory holds at this much each.
+TEST_WORKER_GIB = 2
+MAX_TEST_WORKERS = 8
+
+
+def _available_gib() -> float | None:
+    """The memory the kernel says new work can take (MemAvailable), or None."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
+
+
+def _test_workers() -> list[str]:
+    """pytest-xdist's -n for this machine: one worker per core, at most one
+    per TEST_WORKER_GIB of available memory and MAX_TEST_WORKERS; none (plain
+    pytest) where that is one. `nox -s tests -- -n 0` overrides it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = min(cores or 1, MAX_TEST_WORKERS)
+    available = _available_gib()
+    if available is not None:
+        workers = min(workers, int(available // TEST_WORKER_GIB))
+    return ["-n", str(workers)] if workers > 1 else []
 
 
 @nox.session
@@ -19,8 +50,8 @@ def tests(session: nox.Session) -> None:
     is drawn in a test rather than skipped. Tests marked `large` (over 2^31
     keys, GBs of memory, minutes of compiling) are left out: `nox -s
     tests_large` runs them."""
-    session.install(".[test,gpu,dask]", "matplotlib>=3.7")
-    session.run("pytest", "-m", "not large", *session.posargs,
+    session.install(".[test,gpu,dask]", "matplotlib>=3.7", "pytest-xdist>=3.5")
+    session.run("pytest", "-m", "not large", *_test_workers(), *session.posargs,
                 env={"HISTKIT_REQUIRE_NVRTC": "1"})
 
 
