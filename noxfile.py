@@ -11,8 +11,9 @@ nox.options.reuse_existing_virtualenvs = True
 
 LINT_PATHS = ["src", "tests", "bench", "examples", "noxfile.py"]
 
-# `nox -s tests` needs about 1.5 GiB at its peak in one process: a pytest-xdist
-# worker per core, as many as the available memory holds at this much each.
+# The test suite peaks at about 1.5 GiB in one process (2.5 GiB in two workers
+# on 2 cores, docs/contributing.md): a pytest-xdist worker per core, as many as
+# the available memory holds at this much each.
 TEST_WORKER_GIB = 2
 MAX_TEST_WORKERS = 8
 
