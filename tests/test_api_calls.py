@@ -933,7 +933,7 @@ def test_the_memory_a_full_width_case_needs_is_estimated_without_a_k():
 
 
 @pytest.mark.parametrize("values,error,says", [
-    (np.zeros(9, np.float32), ValueError, "one entry per key: 10 keys, 9 values"),
+    (np.zeros(9, np.float32), ValueError, "one entry per key: 10 keys, values of shape (9,)"),
     (np.zeros((10, 2), np.float32), ValueError, "one-dimensional"),
     (np.zeros(10, np.complex128), TypeError, "1, 2, 4 or 8 bytes"),
     (np.array([object()] * 10), TypeError, "numeric dtype"),

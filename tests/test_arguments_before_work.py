@@ -100,6 +100,16 @@ def test_gpu_names_the_keys_before_num_bins_as_the_oracle_does(name, args):
     assert str(on_gpu.value) == str(on_cpu.value)
 
 
+def test_gpu_radix_sort_refuses_values_of_another_length_with_the_oracles_message():
+    keys, values = np.array([3, 1, 2]), np.zeros(2)
+    with pytest.raises(ValueError) as on_cpu:
+        oracles.radix_sort(keys, values=values)
+    with pytest.raises(ValueError) as on_gpu:
+        gpu.radix_sort(keys, values)
+    assert str(on_gpu.value) == str(on_cpu.value)
+    assert "3 keys, values of shape (2,)" in str(on_gpu.value)
+
+
 @pytest.mark.parametrize("args, kwargs", [
     ((None, 0), {}),
     ((np.array(["a"]), 0), {}),

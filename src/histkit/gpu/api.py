@@ -547,7 +547,7 @@ def _open_radix(keys, values, stream) -> tuple[Call, Out | None]:
             check_value_dtype(values.dtype)
             if len(values) != len(keys):
                 raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
-                                 f"{len(values)} values")
+                                 f"values of shape {values.shape}")
     handle = stream_handle(stream)
     call = begin(runtime(), keys, handle, on_device)
     if values is None:
@@ -558,7 +558,7 @@ def _open_radix(keys, values, stream) -> tuple[Call, Out | None]:
     ptr, n, dtype = device_view(call, values, "values", integer=False)
     if n != call.keys.n:
         raise ValueError(f"values must hold one entry per key: {call.keys.n} keys, "
-                         f"{n} values")
+                         f"values of shape {(n,)}")
     return call, Out(ptr, n, dtype, values)
 
 
