@@ -74,7 +74,13 @@ from histkit.gpu.contract import NO_BAD_KEY
 from histkit.gpu.device import DeviceArray, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.policy import check_index_dtype
-from histkit.oracles._inputs import as_key_array, bad_key_error, bin_count, boolean
+from histkit.oracles._inputs import (
+    as_key_array,
+    bad_key_error,
+    bin_count,
+    boolean,
+    values_per_key_error,
+)
 
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
@@ -546,8 +552,7 @@ def _open_radix(keys, values, stream) -> tuple[Call, Out | None]:
                 raise ValueError(f"values must be one-dimensional; got shape {values.shape}")
             check_value_dtype(values.dtype)
             if len(values) != len(keys):
-                raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
-                                 f"values of shape {values.shape}")
+                raise values_per_key_error(len(keys), values.shape)
     handle = stream_handle(stream)
     call = begin(runtime(), keys, handle, on_device)
     if values is None:
@@ -557,8 +562,7 @@ def _open_radix(keys, values, stream) -> tuple[Call, Out | None]:
         return call, Out(array.ptr, len(values), values.dtype, array)
     ptr, n, dtype = device_view(call, values, "values", integer=False)
     if n != call.keys.n:
-        raise ValueError(f"values must hold one entry per key: {call.keys.n} keys, "
-                         f"values of shape {(n,)}")
+        raise values_per_key_error(call.keys.n, (n,))
     return call, Out(ptr, n, dtype, values)
 
 

@@ -44,6 +44,7 @@ from histkit.oracles._inputs import (
     positive_int,
     raise_bad_key,
     require_memory,
+    values_per_key_error,
 )
 from histkit.oracles._scan import exclusive_scan_counts
 from histkit.oracles._sort import counting_sort_arrays
@@ -674,8 +675,7 @@ def radix_sort(keys: ArrayLike, values: ArrayLike | None = None) -> tuple[NDArra
     if values is not None:  # checked before the sort, not after it
         values = as_array(values, "values", "an array of one entry per key")
         if values.shape[:1] != keys.shape:
-            raise ValueError(f"values must hold one entry per key: {len(keys)} keys, "
-                             f"values of shape {values.shape}")
+            raise values_per_key_error(len(keys), values.shape)
     order = argsort(keys)
     if values is None:
         return keys[order], order

@@ -204,6 +204,13 @@ def bad_key_error(index: int, value: int, num_bins: int) -> BadKeyError:
     return BadKeyError(index, value, num_bins)
 
 
+def values_per_key_error(num_keys: int, shape: tuple) -> ValueError:
+    """The error the radix sorts, CPU or GPU, give values of shape `shape`
+    that are not one entry per key."""
+    return ValueError(f"values must hold one entry per key: {num_keys} keys, "
+                      f"values of shape {shape}")
+
+
 def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:
     raise bad_key_error(index, keys[index].item(), num_bins)
 
