@@ -3,6 +3,7 @@ and on the GPU calls alike (whose argument errors come before a GPU is looked
 for, so these tests run on any machine)."""
 
 import re
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
@@ -110,6 +111,47 @@ def test_gpu_radix_sort_refuses_values_of_another_length_with_the_oracles_messag
     assert "3 keys, values of shape (2,)" in str(on_gpu.value)
 
 
+@pytest.mark.parametrize("values", [
+    np.array(5.0),                                    # 0-d: not one entry per key
+    np.ma.array([1.0, 2.0, 3.0], mask=[1, 0, 0]),     # masked entries would move as data
+    [[1], [1, 2], []],                                # ragged
+], ids=["0-d", "masked", "ragged"])
+def test_gpu_radix_sort_refuses_values_the_oracle_refuses_with_its_error(values):
+    keys = np.array([3, 1, 2])
+    with pytest.raises((TypeError, ValueError)) as on_cpu:
+        oracles.radix_sort(keys, values=values)
+    with pytest.raises((TypeError, ValueError)) as on_gpu:
+        gpu.radix_sort(keys, values)
+    assert type(on_gpu.value) is type(on_cpu.value)
+    assert str(on_gpu.value) == str(on_cpu.value)
+
+
+@pytest.mark.parametrize("counts, error, match", [
+    ([2**62, 2**62, 2**62], OverflowError, "offsets pass int64 at the count at index 1"),
+    ([2**62, 2**62, 2**62, -1], OverflowError, "at the count at index 1"),
+    ([5, -1, 2**62, 2**62, 2**62], ValueError, "count at index 1 is -1"),
+    ([2, 2**63 - 2, 7], OverflowError, "at the count at index 1"),
+])
+def test_gpu_scan_refuses_offsets_past_int64_as_the_oracle_does(counts, error, match):
+    # the kernel adds in 64 bits: past int64 it would wrap, where the oracle raises
+    counts = np.array(counts, dtype=np.int64)
+    # an independent reference: Python's unbounded ints, the running sum before each count
+    running = np.cumsum([0] + [int(c) for c in counts[:-1]], dtype=object)
+    assert any(r > 2**63 - 1 for r in running) or (counts < 0).any()
+    with pytest.raises(error, match=match):
+        oracles.exclusive_scan(counts)
+    with pytest.raises(error, match=match):
+        gpu.exclusive_scan(counts)
+
+
+def test_gpu_scan_takes_offsets_up_to_the_last_int64():
+    # the last count enters no offset: these end exactly at 2**63 - 1
+    counts = np.array([2**62, 2**62 - 1, 2**63 - 1], dtype=np.int64)
+    assert oracles.exclusive_scan(counts).tolist() == [0, 2**62, 2**63 - 1]
+    with pytest.raises(gpu.GpuUnavailableError) if gpu.gpu_unavailable_reason() else nullcontext():
+        gpu.exclusive_scan(counts)
+
+
 @pytest.mark.parametrize("args, kwargs", [
     ((None, 0), {}),
     ((np.array(["a"]), 0), {}),
@@ -130,11 +172,18 @@ def test_gpu_binning_names_the_samples_and_weights_before_the_bins_as_the_oracle
     (np.array([-1]), "neither an index of the 3 keys"),
     (np.array([0], np.uint64), r"names index 0, whose key 0 lies in \[0, 4\)"),
     (np.array([], np.uint64), "one-element word .* of 0 elements"),
-    (None, "one-element word"),
 ])
 def test_raise_if_bad_refuses_a_word_that_names_no_bad_key(word, match):
     with pytest.raises(ValueError, match=match):
         gpu.raise_if_bad(word, np.array([0, 7, 1]), 4)
+
+
+@pytest.mark.parametrize("word", [np.array([1.7]), np.array([True]), 1, None],
+                         ids=["float", "bool", "scalar", "none"])
+def test_raise_if_bad_refuses_a_word_that_is_not_an_integer_array(word):
+    # a float would be truncated into some index, and name a key as bad
+    with pytest.raises(TypeError, match="first_bad must be the one-element uint64 array"):
+        gpu.raise_if_bad(word, np.array([0, 9, 1]), 4)
 
 
 def test_raise_if_bad_still_raises_the_bad_key_a_word_names():
@@ -149,6 +198,12 @@ def test_the_oracle_radix_sort_checks_its_values_before_sorting(monkeypatch):
     monkeypatch.setattr(oracles_module, "argsort", no_sort)
     with pytest.raises(ValueError, match="values must hold one entry per key: 3 keys"):
         oracles.radix_sort(np.array([3, 1, 2]), values=np.zeros(2))
+
+
+@pytest.mark.parametrize("num_keys", [1, 5])  # fewer and more keys than bins
+def test_the_wave_model_names_a_bad_warp_size_before_a_bad_key(num_keys):
+    with pytest.raises(ValueError, match="warp_size must be >= 1; got 0"):
+        oracles.naive_wave_histogram([9] * num_keys, 4, 0)
 
 
 def test_a_bad_key_among_few_keys_is_named_before_the_counters_are_set_up(monkeypatch):

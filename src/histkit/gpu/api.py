@@ -75,12 +75,15 @@ from histkit.gpu.device import DeviceArray, runtime
 from histkit.gpu.errors import UnsupportedShape
 from histkit.gpu.policy import check_index_dtype
 from histkit.oracles._inputs import (
+    as_array,
     as_key_array,
     bad_key_error,
     bin_count,
     boolean,
+    refuse_bad_counts,
     values_per_key_error,
 )
+from histkit.oracles._scan import exclusive_scan_counts
 
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
@@ -376,6 +379,8 @@ def exclusive_scan(counts: AnyArray, *, stream: AnyStream = None) -> AnyArray:
         A negative count, named by index and value.
     TypeError
         Counts that are not int64.
+    OverflowError
+        Offsets that would pass the int64 range, as the oracle says.
     GpuUnavailableError
         No usable GPU, driver or cuda-python.
 
@@ -394,7 +399,7 @@ def exclusive_scan(counts: AnyArray, *, stream: AnyStream = None) -> AnyArray:
     if not is_device_array(counts):  # check the input before looking for a GPU
         host_counts = as_key_array(counts, name="counts")
         _require_int64_counts(host_counts.dtype, len(host_counts))
-        _refuse_negative(host_counts)
+        _refuse_bad_counts(host_counts)
     handle = stream_handle(stream)
     call = begin(runtime(), counts if host_counts is None else host_counts, handle,
                   on_device=host_counts is None, name="counts")
@@ -404,7 +409,7 @@ def exclusive_scan(counts: AnyArray, *, stream: AnyStream = None) -> AnyArray:
     keep_alive: list = []
     if n:
         if host_counts is None:
-            _refuse_negative(call.rt.copy_to_host(call.keys.ptr, np.empty(n, np.int64)))
+            _refuse_bad_counts(call.rt.copy_to_host(call.keys.ptr, np.empty(n, np.int64)))
         registry.serving("exclusive_scan").run(call.rt, call.keys.ptr, n, out.ptr, keep_alive)
     call.rt.sync("exclusive_scan")
     return hand_back(call, out)
@@ -546,13 +551,14 @@ def _open_radix(keys, values, stream) -> tuple[Call, Out | None]:
     keys = keys if on_device else as_key_array(keys)
     if values is not None:
         check_same_kind(keys, values, on_device, "values")
-        if not on_device:
-            values = np.ascontiguousarray(values)
+        if not on_device:  # read as the oracle reads them, with its errors
+            values = as_array(values, "values", "an array of one entry per key")
+            if values.shape[:1] != keys.shape:
+                raise values_per_key_error(len(keys), values.shape)
             if values.ndim != 1:
                 raise ValueError(f"values must be one-dimensional; got shape {values.shape}")
             check_value_dtype(values.dtype)
-            if len(values) != len(keys):
-                raise values_per_key_error(len(keys), values.shape)
+            values = np.ascontiguousarray(values)
     handle = stream_handle(stream)
     call = begin(runtime(), keys, handle, on_device)
     if values is None:
@@ -586,6 +592,11 @@ def raise_if_bad(first_bad: AnyArray, keys: AnyArray, num_bins: int) -> None:
     ------
     histkit.oracles.BadKeyError
         `first_bad` names a bad key: its index and value.
+    TypeError
+        `first_bad` is not an array of one integer.
+    ValueError
+        `first_bad` holds more or fewer than one element, or a value that is
+        neither an index of a bad key nor 2**64 - 1.
 
     Examples
     --------
@@ -599,11 +610,17 @@ def raise_if_bad(first_bad: AnyArray, keys: AnyArray, num_bins: int) -> None:
     histkit.oracles.BadKeyError: key at index 1 is 7, outside [0, 4)
     """
     num_bins = bin_count(num_bins)
+    if not hasattr(first_bad, "__len__") and not isinstance(first_bad, DeviceArray):
+        raise TypeError(f"first_bad must be the one-element uint64 array a check=False "
+                        f"call returned; got {type(first_bad).__name__}")
     if _elements(first_bad) != 1:
         raise ValueError(f"first_bad must be the one-element word a check=False call "
                          f"returned; got {type(first_bad).__name__} of "
                          f"{_elements(first_bad)} elements")
     index = _element(first_bad, 0)
+    if not isinstance(index, int) or isinstance(index, bool):  # not truncated into an index
+        raise TypeError(f"first_bad must be the one-element uint64 array a check=False "
+                        f"call returned; it holds {index!r}")
     if index == NO_BAD_KEY:
         return
     n = _elements(keys)
@@ -625,13 +642,15 @@ def _elements(array) -> int:
 
 
 def _element(array, index: int) -> int:
-    """array[index] as a Python int, from any array histkit takes or returns."""
+    """array[index] as a Python scalar (an int for integer arrays), from any
+    array histkit takes or returns."""
     if isinstance(array, DeviceArray):  # histkit's own: wait for every stream
         rt = runtime()
         rt.device.sync()
         return rt.copy_to_host(array.ptr + index * array.dtype.itemsize,
                                np.empty(1, array.dtype))[0].item()
-    return int(array[index])
+    element = array[index]
+    return element.item() if hasattr(element, "item") else element
 
 
 def _require_int64_counts(dtype: np.dtype, n: int) -> None:
@@ -640,11 +659,20 @@ def _require_int64_counts(dtype: np.dtype, n: int) -> None:
                         f"got {dtype}")
 
 
-def _refuse_negative(counts: np.ndarray) -> None:
-    negative = np.flatnonzero(counts < 0)
-    if negative.size:
-        raise ValueError(f"counts must be >= 0; count at index {negative[0]} is "
-                         f"{counts[negative[0]]}")
+def _refuse_bad_counts(counts: np.ndarray) -> None:
+    """The oracle's error for int64 counts it refuses: a negative count, or
+    offsets past int64, where the kernel's 64-bit sums would wrap. Where no
+    count is negative and none before the last is large enough for n - 1 of
+    them to pass int64, that is all; else the oracle's own scan names the
+    count, as the oracle does."""
+    n = len(counts)
+    if not n:
+        return
+    bound = np.iinfo(np.int64).max // max(1, n - 1)
+    if counts.min() >= 0 and (n == 1 or counts[:-1].max() <= bound):
+        return
+    _, negative_at, overflow_at = exclusive_scan_counts(counts)
+    refuse_bad_counts(counts, negative_at, overflow_at)
 
 
 __all__ = ["METHODS", "argsort", "counting_sort", "exclusive_scan", "histogram",

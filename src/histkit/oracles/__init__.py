@@ -43,6 +43,7 @@ from histkit.oracles._inputs import (
     flat_sample_weights,
     positive_int,
     raise_bad_key,
+    refuse_bad_counts,
     require_memory,
     values_per_key_error,
 )
@@ -387,10 +388,11 @@ def naive_wave_histogram(keys: ArrayLike, num_bins: int,
     """
     keys = as_key_array(keys)
     num_bins = bin_count(num_bins)
+    warp_size = positive_int(warp_size, "warp_size")  # every argument before the keys
     bad_key_before_counters(keys, num_bins)
     _counts_fit(num_bins)
     # A wave wider than the input is one wave of all of it: same model.
-    warp_size = min(positive_int(warp_size, "warp_size"), max(1, len(keys)))
+    warp_size = min(warp_size, max(1, len(keys)))
     counts, bad = naive_wave_counts(keys, num_bins, warp_size, idle_cpus(len(keys)))
     if bad >= 0:
         raise_bad_key(keys, bad, num_bins)
@@ -497,13 +499,7 @@ def exclusive_scan(counts: ArrayLike) -> NDArray[np.int64]:
     """
     counts = as_key_array(counts, name="counts")
     offsets, negative_at, overflow_at = exclusive_scan_counts(counts)
-    if negative_at >= 0:
-        raise ValueError(
-            f"counts must be >= 0; count at index {negative_at} is "
-            f"{counts[negative_at].item()}"
-        )
-    if overflow_at >= 0:
-        raise OverflowError(f"offsets pass int64 at the count at index {overflow_at}")
+    refuse_bad_counts(counts, negative_at, overflow_at)
     return offsets
 
 

@@ -211,6 +211,17 @@ def values_per_key_error(num_keys: int, shape: tuple) -> ValueError:
                       f"values of shape {shape}")
 
 
+def refuse_bad_counts(counts: np.ndarray, negative_at: int, overflow_at: int) -> None:
+    """The errors every exclusive scan, CPU or GPU, gives counts it refuses:
+    the first negative count (negative_at), or the count that carries an
+    offset past int64 (overflow_at); -1 where there is none."""
+    if negative_at >= 0:
+        raise ValueError(f"counts must be >= 0; count at index {negative_at} is "
+                         f"{counts[negative_at].item()}")
+    if overflow_at >= 0:
+        raise OverflowError(f"offsets pass int64 at the count at index {overflow_at}")
+
+
 def raise_bad_key(keys: np.ndarray, index: int, num_bins: int) -> None:
     raise bad_key_error(index, keys[index].item(), num_bins)
 
