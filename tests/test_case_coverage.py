@@ -33,6 +33,35 @@ def test_every_distribution_meets_few_and_many_bins_at_a_medium_size():
         assert {16, 256, 4096, 65536} <= bins, distribution
 
 
+def test_one_bin_and_two_bins_are_met_at_one_key_and_past_a_block():
+    # every other case has at least three bins: a kernel (or a scan of the
+    # single count of a one-bin histogram) wrong only at K = 1 or 2 passed
+    for num_bins in (1, 2):
+        sizes = {c.n for c in QUICK if keyed(c) and c.num_bins == num_bins}
+        assert 1 in sizes and any(n > 256 for n in sizes), num_bins
+
+
+def test_a_callable_wrong_only_at_one_bin_fails_and_so_does_a_scan_of_one_count():
+    from histkit.conformance import check
+
+    def histogram(keys, num_bins):
+        counts = np.bincount(keys, minlength=num_bins)
+        return counts * 0 if num_bins == 1 else counts
+
+    def scan(counts):
+        out = np.concatenate([[0], np.cumsum(counts)])[:len(counts)].astype(np.int64)
+        return counts.copy() if len(counts) == 1 else out
+
+    for impl, kind in ((histogram, "histogram"), (scan, "scan")):
+        # in this process, so no bad keys: np.bincount of a key of 2**63 - 1
+        # corrupts the heap (NumPy 2.4), which a worker process would survive
+        keyed_only = [c for c in cases.cases_for(kind) if c.bad is None]
+        report = check(impl, kind, cases=keyed_only, inputs="numpy", in_process=True,
+                       shrink_failures=False)
+        assert not report.passed, kind
+        assert {failure.case.num_bins for failure in report.failures} == {1}, kind
+
+
 def test_every_key_width_is_counted_clean_and_the_narrow_ones_over_their_whole_range():
     for width in WIDTHS:
         assert any(keyed(c) and c.distribution == "uniform" and c.n % 16

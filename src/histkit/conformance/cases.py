@@ -238,6 +238,14 @@ def _edge_cases() -> list[Case]:
     return [Case(d, n, k, seed=n) for d in DISTRIBUTIONS for n in EDGE_SIZES for k in (10, 256)]
 
 
+def _few_bins_cases() -> list[Case]:
+    """One and two bins, which no other case has (the fewest elsewhere is 3):
+    a kernel wrong only there, and a scan of a single count (a one-bin
+    histogram's), would pass everything else."""
+    cases = [Case("uniform", n, k, seed=18) for k in (1, 2) for n in (1, 257, 70_001)]
+    return cases + [Case("round-robin", 4099, 2, seed=18)]
+
+
 def _medium_cases() -> list[Case]:
     cases = [Case(d, MEDIUM, k, seed=1) for d in DISTRIBUTIONS for k in (16, 256, 4096, 65536)]
     cases += [Case("uniform", MEDIUM, 1 << 20, seed=1), Case("onebin", MEDIUM, 1 << 20, seed=1)]
@@ -450,11 +458,11 @@ def _scan_count_cases() -> list[Case]:
 
 
 def all_cases(quick: bool = False) -> list[Case]:
-    cases = (_edge_cases() + _medium_cases() + _dtype_cases() + _remainder_cases()
-             + _misaligned_cases() + _forced_grid_cases() + _narrow_counter_cases()
-             + _bad_key_cases() + _small_sort_cases() + _scan_count_cases()
-             + _full_width_cases() + _counted_past_2_31_cases() + _skewed_cases()
-             + _fenced_cases() + [_fenced_past_2_31_case()])
+    cases = (_edge_cases() + _few_bins_cases() + _medium_cases() + _dtype_cases()
+             + _remainder_cases() + _misaligned_cases() + _forced_grid_cases()
+             + _narrow_counter_cases() + _bad_key_cases() + _small_sort_cases()
+             + _scan_count_cases() + _full_width_cases() + _counted_past_2_31_cases()
+             + _skewed_cases() + _fenced_cases() + [_fenced_past_2_31_case()])
     return cases if quick else cases + large_cases()
 
 

@@ -293,7 +293,8 @@ def _smallness(failure: Failure) -> tuple:
     case = failure.smallest
     size = ((case.num_bins, case.n) if failure.kind == "scan" and not case.scan_counts
             else (case.n, case.num_bins))  # the scan's input: K counts
-    plain = _PLAIN_DTYPES.get(case.dtype, 2)
+    # a scan's input is counts, whatever dtype of keys made them
+    plain = 0 if failure.kind == "scan" else _PLAIN_DTYPES.get(case.dtype, 2)
     if failure.kind in BINNING_KINDS:  # few samples either way: float64 ones read best
         return (size[0] == 0, odd_numbers(case), plain, size[0], size[1], _magnitude(case))
     return (size[0] == 0, size[0], plain, size[1], _magnitude(case))
