@@ -221,6 +221,31 @@ def test_resident_sorts_on_two_streams_at_once_each_equal_the_oracle():
 
 
 @needs_gpu
+def test_sorts_on_callers_streams_destroyed_before_exit_leave_a_clean_exit():
+    # histkit keeps each stream's barrier scratch across calls; kept on a
+    # caller's stream, it was freed on that stream after the caller had
+    # destroyed it, and the interpreter's exit segfaulted
+    pytest.importorskip("cupy")
+    code = (
+        "import gc, cupy, numpy as np\n"
+        "from histkit import gpu, oracles\n"
+        "keys = np.random.default_rng(3).integers(0, 256, 1 << 20)\n"
+        "want = oracles.counting_sort(keys, 256)[1]\n"
+        "for round in range(3):\n"
+        "    streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]\n"
+        "    for stream in streams:\n"
+        "        with stream:\n"
+        "            got = gpu.counting_sort(cupy.asarray(keys), 256)[1]\n"
+        "            assert (cupy.asnumpy(got) == want).all()\n"
+        "    del streams, stream\n"
+        "    gc.collect()\n"
+        "print('sorted')\n")
+    done = in_a_child(code)
+    assert done.returncode == 0 and "sorted" in done.stdout, done.stderr[-3000:]
+    assert "failed during resource destruction" not in done.stderr, done.stderr[-3000:]
+
+
+@needs_gpu
 def test_atomic_cursor_sort_is_sorted_and_a_permutation():
     keys = make_keys("uniform", 1 << 20, 256, seed=5)
     got_keys, got_index = gpu.counting_sort(keys, 256, stable=False)

@@ -17,6 +17,7 @@ from histkit.gpu.device.memory import (
     BufferWindow,
     DeviceArray,
     FencedBuffer,
+    KeptBuffer,
     PooledBuffer,
     size_class,
 )
@@ -149,7 +150,9 @@ class Allocation:
         (resident_sort's blocks reset their arrivals counter on the way out), so
         a call pays no allocation and no memset. Launches on one stream run one
         after another, so they may share it; None on the per-thread default
-        stream (handle 2), which is another stream on each thread."""
+        stream (handle 2), which is another stream on each thread, and where
+        none is kept yet while the stream is captured into a graph (the call's
+        scratch then comes from the graph's memory)."""
         if self.handle == 2:
             return None
         if self.poison.depth:
@@ -162,9 +165,14 @@ class Allocation:
             return scratch
         scratch = self._barrier_scratch
         if scratch is None or scratch.n < words:
-            # Kept, not pooled: no other array may ever hold these bytes. An
-            # outgrown one is freed on this stream, after the work queued on it.
-            scratch = DeviceArray(self._allocate(max(1, words) * 8), max(1, words),
+            if self.capturing():
+                return None
+            # Kept, not pooled: no other array may ever hold these bytes. Tied
+            # to no stream (KeptBuffer), since this one may be a caller's that
+            # is destroyed first; an outgrown one is freed once the device's
+            # queued work is done.
+            self._barrier_scratch = None
+            scratch = DeviceArray(KeptBuffer(max(1, words) * 8), max(1, words),
                                   np.dtype(np.uint64))
             self.memset(scratch.ptr, 0, 8)
             self._barrier_scratch = scratch

@@ -121,6 +121,31 @@ class BufferPool:
         self.kept = 0
 
 
+class KeptBuffer:
+    """Device memory from cuMemAlloc, tied to no stream, freed by cuMemFree:
+    for what a runtime keeps across calls for one stream (its barrier
+    scratch). A caller's stream may be destroyed while histkit still keeps
+    such a buffer, and a stream-ordered buffer freed on a destroyed stream is
+    undefined behaviour (at interpreter exit, CUDA_ERROR_CONTEXT_IS_DESTROYED
+    and a segfault). cuMemFree waits for the work queued on the device, so
+    the bytes are not reused while a kernel still uses them."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, nbytes: int):
+        self.handle = int(check(bindings.driver.cuMemAlloc(nbytes), "cuMemAlloc"))
+
+    def __del__(self):
+        # the device's queued work first: a kernel may still use the bytes.
+        # At interpreter exit the context (or the bindings) may be gone: the
+        # memory goes with the context, and there is nothing to report.
+        try:
+            bindings.driver.cuCtxSynchronize()
+            bindings.driver.cuMemFree(self.handle)
+        except Exception:
+            pass
+
+
 class BufferWindow:
     """Part of another buffer, from offset bytes on: what a DeviceArray needs
     (a handle), keeping the whole buffer alive."""
