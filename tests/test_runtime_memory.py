@@ -48,6 +48,7 @@ def rt(monkeypatch):
     monkeypatch.setattr(runtime, "memset", lambda ptr, byte, nbytes: runtime.memsets.append(
         (ptr, byte, nbytes)), raising=False)
     monkeypatch.setattr(runtime, "capturing", lambda: False, raising=False)
+    monkeypatch.setattr(runtime, "_allocate_kept", runtime.device.allocate, raising=False)
     monkeypatch.setattr(runtime, "free_bytes", lambda: 123, raising=False)
     return runtime
 
@@ -111,6 +112,24 @@ def test_the_streams_kept_scratch_has_the_words_asked_its_first_zeroed_once(rt):
     assert rt.memsets[-1] == (grown.ptr, 0, 8)
     rt.handle = 2  # the per-thread default stream is another stream on each thread
     assert rt.barrier_scratch(100) is None
+
+
+def test_a_callers_stream_keeps_scratch_tied_to_no_stream_and_none_while_captured(
+        rt, monkeypatch):
+    # a caller may destroy its stream while histkit keeps the scratch: a
+    # stream-ordered free on it then segfaulted at exit
+    view = callers_view(rt, monkeypatch)
+
+    def on_the_stream(nbytes, stream=None):
+        raise AssertionError("kept scratch allocated on the caller's stream")
+
+    monkeypatch.setattr(view, "_allocate", on_the_stream, raising=False)
+    monkeypatch.setattr(view, "capturing", lambda: True, raising=False)
+    assert view.barrier_scratch(100) is None  # captured: the call's scratch is the graph's
+    monkeypatch.setattr(view, "capturing", lambda: False, raising=False)
+    scratch = view.barrier_scratch(100)
+    assert scratch.n >= 100 and rt.device.allocated == [800]
+    assert view.barrier_scratch(100) is scratch
 
 
 def test_a_full_device_frees_the_pools_buffers_and_tries_once_more(rt):

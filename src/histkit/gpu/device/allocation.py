@@ -172,11 +172,15 @@ class Allocation:
             # is destroyed first; an outgrown one is freed once the device's
             # queued work is done.
             self._barrier_scratch = None
-            scratch = DeviceArray(KeptBuffer(max(1, words) * 8), max(1, words),
+            scratch = DeviceArray(self._allocate_kept(max(1, words) * 8), max(1, words),
                                   np.dtype(np.uint64))
             self.memset(scratch.ptr, 0, 8)
             self._barrier_scratch = scratch
         return scratch
+
+    def _allocate_kept(self, nbytes: int) -> KeptBuffer:
+        """Device memory tied to no stream, for what is kept across calls."""
+        return KeptBuffer(nbytes)
 
     def zero_word(self) -> DeviceArray:
         """One uint64 zero on the device, made once and never written: a
