@@ -49,6 +49,22 @@ def test_a_timeout_that_is_not_a_positive_finite_number_of_seconds_is_a_usage_er
     assert stop.value.code == 2 and "--timeout" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option, text", [("--keys", "1,,2"), ("--keys", ",1"),
+                                          ("--samples", "0.5,,1")])
+def test_an_empty_element_between_commas_is_refused_not_dropped(option, text, capsys):
+    # dropped, "1,,2" ran two keys where the user meant three
+    kind = "bin-histogram" if option == "--samples" else "histogram"
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "examples.python_kernels:histogram", "--kind", kind, option, text])
+    assert stop.value.code == 2
+    assert f"{option} has an empty element at position" in capsys.readouterr().err
+
+
+def test_an_empty_keys_value_is_an_empty_input():
+    assert check_cli._keys("") == [] and check_cli._keys(" 0*3 , 1 ") == [0, 0, 0, 1]
+    assert check_cli._keys("1,2,") == [1, 2]  # one comma may end it (as --bins 1.0, does)
+
+
 def test_num_bins_without_keys_is_a_usage_error_not_a_silent_matrix_run(capsys):
     assert main(["check", "examples.python_kernels:histogram", "--kind", "histogram",
                  "--num-bins", "3"]) == 2

@@ -614,6 +614,34 @@ def test_counts_too_narrow_for_the_input_are_named_in_the_symptom(kernels, tmp_p
     assert "bins differ (counts returned as float16, which count exactly only up to 2048)" in out
 
 
+def test_a_sort_returning_float_indices_fails_saying_so_not_with_the_judges_index_error():
+    def sorts_with_float_indices(keys, num_bins):
+        order = np.argsort(keys, kind="stable")
+        return keys[order], order.astype(np.float64)
+
+    report = check(sorts_with_float_indices, "sort", keys=np.array([2, 0, 2]), num_bins=3,
+                   in_process=True)
+    (failure,) = report.failures
+    assert "returned original indices of dtype float64" in failure.detail, failure.detail
+    assert "IndexError" not in failure.detail
+
+
+@pytest.mark.parametrize("result, dtype", [
+    (lambda counts: "hello", "<U5"),
+    (lambda counts: counts.astype(str), "<U21"),
+    (lambda counts: counts.astype(np.complex128), "complex128"),
+], ids=["string", "strings", "complex"])
+def test_counts_that_are_no_real_numbers_fail_naming_their_dtype(result, dtype):
+    def histogram(keys, num_bins):
+        return result(np.bincount(keys, minlength=num_bins))
+
+    report = check(histogram, "histogram", keys=np.array([0, 1, 1]), num_bins=2,
+                   in_process=True)
+    (failure,) = report.failures
+    assert f"which NumPy reads as no array of real numbers ({dtype})" in failure.detail, \
+        failure.detail
+
+
 def test_results_narrower_than_64_bits_pass_with_a_finding_that_names_their_limit():
     from histkit.conformance.foreign import inexact_counts, inexact_indices
 

@@ -48,13 +48,28 @@ def _grid(text: str) -> int | None:
 MAX_WRITTEN_KEYS = 1 << 22  # --keys with runs (VALUE*COUNT) writes at most this many
 
 
+def _words(text: str, option: str) -> list[str]:
+    """The comma-separated words of an option's value (none for an empty
+    value: an empty input). One comma may end it (``--bins 1.0,`` is one edge,
+    not a bin count); an empty word before another is a typo that would
+    change the input without a word, so it is refused."""
+    if not text.strip():
+        return []
+    words = [w.strip() for w in text.split(",")]
+    if words[-1] == "":
+        words.pop()
+    if "" in words:
+        raise argparse.ArgumentTypeError(
+            f"{option} has an empty element at position {words.index('')} of {text!r} "
+            f"(two commas in a row, or one at its start)")
+    return words
+
+
 def _keys(text: str) -> list[int]:
     """--keys: comma-separated integers, a run of one value as VALUE*COUNT
     (``0*256,1*3``: how a verdict writes a long input of few runs)."""
     keys: list[int] = []
-    for word in (w.strip() for w in text.split(",")):
-        if not word:
-            continue
+    for word in _words(text, "--keys"):
         value, star, count = word.partition("*")
         try:
             value, count = int(value), int(count) if star else 1
@@ -82,9 +97,7 @@ def _numbers(option: str):
     """comma-separated numbers, a run of one value as VALUE*COUNT (``0.5*256``)."""
     def parse(text: str) -> list[str]:
         words: list[str] = []
-        for word in (w.strip() for w in text.split(",")):
-            if not word:
-                continue
+        for word in _words(text, option):
             value, star, count = word.partition("*")
             try:
                 float(value)

@@ -241,8 +241,10 @@ def print_verdict(console: Console, report: CheckReport, max_failures: int = DEF
     if len(groups) > max_failures:
         hidden = groups[max_failures:]
         kinds = f"{len(hidden)} more kind{'s' if len(hidden) != 1 else ''}"
+        # each as its heading reads, with its values ("at most 255", not "N")
+        named = ", ".join(escape(symptom_of(g[0].detail, blank=False)) for g in hidden[:3])
         console.print(f"... and {kinds} of failure "
-                      f"({', '.join(escape(g[0].symptom) for g in hidden[:3])}"
+                      f"({named}"
                       f"{', ...' if len(hidden) > 3 else ''}): --max-failures "
                       f"{len(groups)} shows them; --json has every cell", soft_wrap=True)
     print_findings(console, report)

@@ -237,10 +237,10 @@ def call_alone(implementation, timeout: float, report: CheckReport, judge: Judge
             _show_own(failure, cell, printed, geometry)
         if not failing:
             failure.alone = (f"in a new process this input passes ({len(calls)} calls): it "
-                             f"fails only after other calls, so the callable keeps state "
-                             f"between calls (a buffer, cache or counter not reset); the "
-                             f"reproducers below pass, the whole check (its first line) "
-                             f"fails again")
+                             f"fails only after other calls: the callable keeps state "
+                             f"between calls (a buffer, cache or counter not reset), or "
+                             f"fails by chance; the reproducers below pass, the whole "
+                             f"check (its first line) may fail again")
         elif first.status != "FAIL":
             failure.alone = (f"in a new process this input passes, then fails when called "
                              f"again ({len(failing)} of {len(calls)} calls): the callable "

@@ -83,9 +83,9 @@ def to_numpy(value) -> np.ndarray:
     except (TypeError, ValueError) as error:  # a ragged list, say
         raise WrongResult(f"returned {_described(value)}, which NumPy cannot read as an "
                           f"array ({error}); {_READABLE}") from None
-    if array.dtype == object:
+    if array.dtype == object or array.dtype.kind in "USVMmc":  # strings, dates, complex
         raise WrongResult(f"returned {_described(value)}, which NumPy reads as no array of "
-                          f"numbers; {_READABLE}")
+                          f"real numbers ({array.dtype}); {_READABLE}")
     return array
 
 
@@ -182,8 +182,8 @@ def inexact_counts(counts: np.ndarray, unit: str = "keys") -> Cell | None:
 
 def inexact_indices(index: np.ndarray) -> Cell | None:
     """A finding where a sort's original indices come back in a type that
-    cannot name every position of a larger input (int32 past 2^31 keys,
-    float32 past 2^24): the matrix a callable meets stays below both."""
+    cannot name every position of a larger input (int32 past 2^31 keys): the
+    matrix a callable meets stays below it."""
     return _narrow_result(index, "original indices",
                           "index {}, a larger input's are wrong", "index_dtype")
 
@@ -338,6 +338,10 @@ class PythonImpl:
             sorted_keys, original_index = result
             outcome.sorted_keys = to_numpy(sorted_keys)
             outcome.original_index = to_numpy(original_index)
+            if outcome.original_index.dtype.kind not in "iu":  # no index to judge it by
+                raise WrongResult(f"returned original indices of dtype "
+                                  f"{outcome.original_index.dtype}; a {self.kind} callable "
+                                  f"returns integer indices (int64)")
         elif self.kind == "privatized":
             counts, atomics = result
             outcome.counts = to_numpy(counts)
