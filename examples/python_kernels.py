@@ -316,7 +316,10 @@ def weighted_fsum(keys, weights, num_bins):
     order = np.argsort(keys, kind="stable")
     bounds = np.searchsorted(keys[order], np.arange(num_bins + 1))
     ordered = weights[order].astype(np.float64)
-    return np.array([_exact_sum(ordered[bounds[b]:bounds[b + 1]]) for b in range(num_bins)])
+    sums = np.zeros(num_bins)
+    for b in np.flatnonzero(bounds[1:] > bounds[:-1]):  # an empty bin's sum is 0.0
+        sums[b] = _exact_sum(ordered[bounds[b]:bounds[b + 1]])
+    return sums
 
 
 def weighted_bincount(keys, weights, num_bins):

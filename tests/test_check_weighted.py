@@ -210,3 +210,62 @@ def test_harness_cases_skew_and_fence_both_ends_apart_from_the_user_cases():
         assert np.isfinite(case.weights).all()
         if case.fenced:  # the last vector of keys or weights ends mid-vector
             assert case.keys.nbytes % 16 or case.weights.nbytes % 16
+
+
+def _exact_sums(keys, weights, num_bins):
+    from examples.python_kernels import weighted_fsum  # math.fsum per bin: passes every case
+
+    return weighted_fsum(keys, weights, num_bins)
+
+
+def _reporting_the_last_bad_key(keys, weights, num_bins):
+    bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
+    if len(bad):
+        raise ValueError(f"key {keys[bad[-1]]} at index {bad[-1]} is outside the bins")
+    return _exact_sums(keys, weights, num_bins)
+
+
+def _zero_weights_read_as_the_smallest_normal(keys, weights, num_bins):
+    _reporting_the_last_bad_key(keys, weights, num_bins)
+    tiny = np.finfo(np.float64).tiny
+    return _exact_sums(keys, np.where(weights == 0, tiny, weights), num_bins)
+
+
+def _minus_zero_as_nan(keys, weights, num_bins):
+    _reporting_the_last_bad_key(keys, weights, num_bins)
+    sums = _exact_sums(keys, weights, num_bins)
+    sums[np.unique(keys[np.signbit(weights) & (weights == 0)])] = np.nan
+    return sums
+
+
+def _every_overflow_positive(keys, weights, num_bins):
+    _reporting_the_last_bad_key(keys, weights, num_bins)
+    sums = _exact_sums(keys, weights, num_bins)
+    return np.where(np.isinf(sums), np.inf, sums)
+
+
+def _bins_as_16_bit_indexes(keys, weights, num_bins):
+    _reporting_the_last_bad_key(keys, weights, num_bins)
+    sums = np.zeros(num_bins)
+    low = _exact_sums(keys.astype(np.int64) % 65536, weights, min(num_bins, 65536))
+    sums[:len(low)] = low
+    return sums
+
+
+@pytest.mark.parametrize("callable_, where", [
+    (_zero_weights_read_as_the_smallest_normal, "ieee/float64/zeros-of-both-signs"),
+    (_minus_zero_as_nan, "ieee/float64/zeros-of-both-signs"),
+    (_every_overflow_positive, "overflow/negative/exact-sum-overflows"),
+    (_reporting_the_last_bad_key, "bad/two-bad-keys"),
+    (_bins_as_16_bit_indexes, "bulk/float32/n=70001/K=131075"),
+], ids=["zeros_as_tiny", "minus_zero_as_nan", "overflow_positive", "last_bad_key",
+        "bins_as_16_bits"])
+def test_slips_beside_the_sum_itself_fail_on_the_case_built_for_them(callable_, where):
+    # zeros of either sign, overflow of either sign, the first of several bad
+    # keys, and bins past 16-bit indexes: each slip fails its case, and
+    # nothing else in the sums is wrong
+    cases = {case.name: case for case in weighted_cases()}
+    report = check(callable_, "weighted-histogram", in_process=True, cases=[cases[where]])
+    assert [f.case.name for f in report.failures] == [where]
+    ordinary = [cases[name] for name in ("cancel/1e16-1-minus-1e16", "bulk/float64/n=33/K=7")]
+    assert check(callable_, "weighted-histogram", in_process=True, cases=ordinary).passed

@@ -94,8 +94,10 @@ def compare(got: np.ndarray, want: np.ndarray) -> Cell:
     ieee = ("the exact sum is NaN, from a NaN weight or +inf with -inf" if np.isnan(expected)
             else "the sum is infinite, from an infinite weight or an exact sum past the "
                  "largest float64" if np.isinf(expected)
-            else "the exact sum is finite, but a partial sum overflowed or made a NaN"
-            if not np.isfinite(returned) else "")
+            else "the exact sum is finite, as every weight of the bin is, but the result is "
+                 "NaN" if np.isnan(returned)
+            else "the exact sum is finite, but the result is infinite: a partial sum "
+                 "overflowed" if np.isinf(returned) else "")
     if not ieee:
         return cell
     head, sep, rest = cell.detail.partition(":")

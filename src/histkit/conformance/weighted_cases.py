@@ -9,20 +9,22 @@ cases set the traps where a plausible kernel parts from the exact sum:
   one bin, in orders where left-to-right addition (``np.bincount``), atomics
   in any order, or pairwise sums lose the small ones;
 - ``overflow/``: partial sums that pass the largest float64 only in some
-  orders (the exact sum is finite);
+  orders (the exact sum is finite), and exact sums past it, of either sign;
 - ``range/``: huge and subnormal weights in one bin; float32 weights whose
   exact sum needs more than float32 (2^24 + 1 ones);
-- ``ieee/``: NaN weights, +inf and -inf in one bin, infinities of one sign;
+- ``ieee/``: NaN weights, +inf and -inf in one bin, infinities of one sign,
+  zero weights of both signs;
 - ``spread/``, ``carry/``: a weight of every binade in a few bins;
   70001 weights with every mantissa bit set in one; and every binade's
   largest value, repeated, in one (a kernel that splits the sum into words
   must carry them all);
 - ``bulk/``: seeded uniform, normal and hot keys with float32 and float64
-  weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097;
+  weights, 0, 1, 33, 4097 and 2^16 + 3 of them, K from 1 to 4097, and
+  2^17 + 3 bins (past a 16-bit bin index);
 - ``runs/``: a warp's last runs of one bin summed into one lane: that lane's
   own run a single weight, runs starting a digit apart, and too far apart;
-- ``bad/``: a key outside ``[0, num_bins)``, which must be reported at its
-  index, as the histogram kind reports it.
+- ``bad/``: keys outside ``[0, num_bins)``, of which the first must be
+  reported at its index, as the histogram kind reports it.
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ def _overflow_cases():
                    note="in float32 the partial sum overflows; in float64 it does not")
     yield _one_bin("overflow/exact-sum-overflows", [top, top],
                    note="the exact sum rounds past max: +inf")
+    yield _one_bin("overflow/negative/max-max-minus-max", [-top, -top, top],
+                   note="below -max left to right; the exact sum is -max")
+    yield _one_bin("overflow/negative/exact-sum-overflows", [-top, -top],
+                   note="the exact sum rounds past -max: -inf")
 
 
 def _range_cases():
@@ -148,6 +154,12 @@ def _ieee_cases():
     yield _one_bin("ieee/infinities-of-one-sign", [inf, 5.0, inf], note="+inf")
     yield _one_bin("ieee/inf-beside-overflow", [np.finfo(np.float64).max] * 2 + [-inf],
                    note="-inf wins over a finite sum that would round to +inf")
+    for dtype in ("float64", "float32"):
+        keys = np.array([0, 0, 0, 1, 1, 2, 2, 2], dtype=np.int32)
+        weights = np.array([0.0, 1.5, -0.0, -0.0, -0.0, 0.0, -0.0, 0.0], dtype=dtype)
+        yield WeightedCase(f"ieee/{dtype}/zeros-of-both-signs", keys, weights, 4,
+                           "+0.0 and -0.0 weights add nothing: bin 0 is 1.5, bins 1-3 "
+                           "zero (a zero's sign is not judged)")
 
 
 def _bulk_cases():
@@ -166,6 +178,12 @@ def _bulk_cases():
         weights = rng.standard_normal(4097).astype(dtype) * 1e6
         yield WeightedCase(f"bulk/{dtype}/hot-bin/uint8-keys", keys, weights, 256,
                            "nine keys in ten in bin 3, uint8 keys")
+        rng = np.random.default_rng(5)
+        num_bins = 2**17 + 3
+        keys = rng.integers(0, num_bins, 70_001, dtype=np.int32)
+        weights = (rng.standard_normal(70_001) * 1e3).astype(dtype)
+        yield WeightedCase(f"bulk/{dtype}/n=70001/K={num_bins}", keys, weights, num_bins,
+                           "more bins than a 16-bit bin index holds")
 
 
 def _spread_cases():
@@ -241,6 +259,12 @@ def _bad_key_cases():
     keys[4500] = 9
     yield WeightedCase("bad/late-key", keys, np.full(5000, 0.5), 9,
                        "key 9 (num_bins) at index 4500, after many valid keys")
+    yield WeightedCase("bad/two-bad-keys", np.array([5, 0, 7], dtype=np.int32),
+                       np.array([1.0, 2.0, 3.0]), 2, "keys 5 and 7: the first at index 0")
+    keys = np.arange(70_001, dtype=np.int64) % 9
+    keys[[33_000, 52_000, 69_999]] = (9, -1, 1000)
+    yield WeightedCase("bad/keys-far-apart", keys, np.full(70_001, 0.25), 9,
+                       "keys 9, -1 and 1000 at 33000, 52000 and 69999: the first at 33000")
 
 
 def harness_cases() -> list[WeightedCase]:
