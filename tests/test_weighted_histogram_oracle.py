@@ -353,6 +353,9 @@ def test_float16_and_float32_weights_sum_exactly_to_float64():
     (["a"] * 5, TypeError, "got <U1"),
     ([2**64] * 5, ValueError, "weights hold integers from 18446744073709551616 to "
                               "18446744073709551616, which no integer dtype"),
+    ([1, 2, 3, 4, 10**400], ValueError, r"from 1 to 100000\.\.\. \(401 digits\), which"),
+    ([2**64, 0.5, 1.0, 2.0, 3.0], TypeError,
+     "got object: numpy found no numeric dtype for them together"),
 ])
 def test_bad_weights_raise_before_any_work_even_with_bad_keys(weights, error, match):
     if np.dtype(np.longdouble).itemsize == 8 and getattr(weights, "dtype", None) == np.longdouble:

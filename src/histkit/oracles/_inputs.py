@@ -21,9 +21,7 @@ def as_key_array(keys, name: str = "keys") -> np.ndarray:
         # An empty Python sequence has no element to give it a dtype.
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
-        raise TypeError(
-            f"{name} must have an integer dtype (int8 ... uint64); got {arr.dtype}"
-        )
+        raise _numeric_dtype_error(arr, f"{name} must have an integer dtype (int8 ... uint64)")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     if not arr.dtype.isnative:
@@ -53,8 +51,28 @@ def _python_ints(values, name: str) -> np.ndarray | None:
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             return np.array(values, dtype=dtype)
-    raise ValueError(f"{name} hold integers from {low} to {high}, which no integer dtype "
-                     f"holds together (int64: [-2**63, 2**63), uint64: [0, 2**64))")
+    raise ValueError(f"{name} hold integers from {_shown(low)} to {_shown(high)}, which no "
+                     f"integer dtype holds together (int64: [-2**63, 2**63), uint64: "
+                     f"[0, 2**64))")
+
+
+def _shown(number: int) -> str:
+    """An integer for a message: in full up to 24 digits, else its first
+    digits and how many there are."""
+    digits = str(abs(number))
+    if len(digits) <= 24:
+        return str(number)
+    return f"{'-' if number < 0 else ''}{digits[:6]}... ({len(digits)} digits)"
+
+
+def _numeric_dtype_error(arr: np.ndarray, wanted: str) -> TypeError:
+    """The TypeError `wanted` (what was wanted) for values of another dtype;
+    for dtype object, what numpy makes of numbers it finds no common dtype
+    for, says so."""
+    why = (": numpy found no numeric dtype for them together (an integer past 64 bits "
+           "beside a float, say, or something that is not a number)"
+           if arr.dtype == object else "")
+    return TypeError(f"{wanted}; got {arr.dtype}{why}")
 
 
 def as_number_array(values, name: str) -> np.ndarray:
@@ -112,7 +130,7 @@ def as_weight_array(weights, num_keys: int, name: str = "weights", per: str = "k
     """
     arr = as_number_array(weights, name)
     if arr.dtype.kind not in "fiu" or (arr.dtype.kind == "f" and arr.itemsize > 8):
-        raise TypeError(f"{name} must be float16, float32, float64 or integer; got {arr.dtype}")
+        raise _numeric_dtype_error(arr, f"{name} must be float16, float32, float64 or integer")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     if len(arr) != num_keys:

@@ -127,8 +127,8 @@ class KeptBuffer:
     scratch). A caller's stream may be destroyed while histkit still keeps
     such a buffer, and a stream-ordered buffer freed on a destroyed stream is
     undefined behaviour (at interpreter exit, CUDA_ERROR_CONTEXT_IS_DESTROYED
-    and a segfault). cuMemFree waits for the work queued on the device, so
-    the bytes are not reused while a kernel still uses them."""
+    and a segfault). It is freed after a cuCtxSynchronize, so that no kernel
+    still queued on any stream uses the bytes when they are reused."""
 
     __slots__ = ("handle",)
 
