@@ -256,6 +256,46 @@ def _integer_cases() -> Iterator[BinCase]:
                   note="uint64 samples against int64 edges compare in float64")
 
 
+def _mixed_precision_cases() -> Iterator[BinCase]:
+    """Where a kernel that keeps one precision for everything parts from
+    numpy: integer samples on edges that float64 puts a hair past a whole
+    number (exact integer arithmetic, as CUB's integer levels take, or
+    float32 edges, bin them one bin up); float32 samples whose min and max
+    give the edges (numpy computes them in float32); explicit edges of
+    another dtype than the samples (numpy compares in the wider one); one bin
+    over a range float32 does not hold; more bins than 16 bits index; and
+    lo == hi for integer samples beside it (numpy widens by 0.5)."""
+    for dtype in ("uint8", "int16"):
+        yield from _with_cub(BinCase(
+            f"mixed/{dtype}/integers-on-edges-past-whole", np.arange(59, dtype=dtype), 14,
+            (0, 58), note="edge 7 of 14 over (0, 58) is 29.000000000000004: 29 is in bin 6"))
+    samples = np.array([-1.0, 0.30000001192092896, -0.3500000238418579], np.float32)
+    yield from _with_cub(BinCase(
+        "mixed/float32/range-none/min-max-edges", samples, 2, None,
+        note="float32 edges from the min and max: -0.35 lies on the middle edge"))
+    for dtype in ("float32", "float16"):
+        yield from _with_cub(BinCase(
+            f"mixed/{dtype}/float64-edges", near([0.1, 0.7, 1.0], dtype),
+            np.array([0.1, 0.7, 1.0]), None,
+            note=f"{dtype} samples against float64 edges, compared in float64"))
+    yield from _with_cub(BinCase(
+        "mixed/float64/float32-edges",
+        np.concatenate([near(np.array([0.1, 0.5, 1.0], np.float32), np.float64),
+                        [0.1, 0.3, 0.7, 1.0 - 2.0**-30]]),
+        np.array([0.1, 0.5, 1.0], np.float32), None,
+        note="float64 samples against float32 edges, compared in float64: 0.1 lies below "
+             "float32(0.1)"))
+    yield from _with_cub(BinCase(
+        "mixed/float32/one-bin/range-0.7..1", near([0.7, 1.0], np.float32), 1, (0.7, 1.0),
+        note="the edge 0.7 in float32 lies below 0.7: float32(0.7) is in the bin"))
+    yield from _with_cub(BinCase(
+        "mixed/float64/bins=65537", near([0.5, 65535.5, 65536.0, 65536.5, 65537.0], np.float64),
+        65537, (0, 65537), note="bin 65536: past a 16-bit bin index"))
+    yield from _with_cub(BinCase(
+        "mixed/int8/range=7..7", np.array([5, 6, 7, 8, 9], np.int8), 2, (7, 7),
+        note="numpy widens lo == hi to (6.5, 7.5): 6 and 8 are outside"))
+
+
 def _shape_cases() -> Iterator[BinCase]:
     for dtype in ("float32", "float64", "int8", "uint16", "float16"):
         equal = np.full(9, -3 if dtype == "int8" else 7, dtype)
@@ -412,7 +452,8 @@ def bin_cases(quick: bool = True) -> list[BinCase]:
         Only cases np.histogram gives a result for; names unique and -k-safe.
     """
     groups = [_edge_cases, _naive_cases, _span_cases, _zero_and_nonfinite_cases, _nep50_cases,
-              _integer_cases, _shape_cases, _bulk_cases] + ([] if quick else [_large_cases])
+              _integer_cases, _mixed_precision_cases, _shape_cases, _bulk_cases]
+    groups += [] if quick else [_large_cases]
     kept, taken = [], {}
     for case in itertools.chain.from_iterable(group() for group in groups):
         if not NAME.fullmatch(case.name):

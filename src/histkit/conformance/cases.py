@@ -60,7 +60,8 @@ SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of 
 # 2^62, inside the oracle's int64 offsets, while a few already pass 2^32.
 SCAN_COUNT_LIMIT = 1 << 32
 BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "past-2^32", "several", "spread",
-                "negative", "run", "vector-run")
+                "negative", "run", "vector-run", "negative-before-large",
+                "large-before-negative")
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 PAST = {"past-2^31": 2**31, "past-2^32": 2**32}  # one bad key just past these indices
 
@@ -170,11 +171,17 @@ class Case:
 
 
 def bad_values(dtype: np.dtype, num_bins: int) -> list[int]:
-    """Out-of-range keys this dtype can hold: K, K + 1, the largest, negatives."""
+    """Out-of-range keys this dtype can hold: K, K + 1, the largest, negatives;
+    and, for 32- and 64-bit keys, +-2^16 and +-2^32, which a key narrowed to
+    half its width before the bound check takes for 0."""
     info = np.iinfo(dtype)
     values = [v for v in (num_bins, num_bins + 1, int(info.max)) if num_bins <= v <= info.max]
     if info.min < 0:
         values += [-1, int(info.min)]
+    if dtype.itemsize >= 4:
+        half = 1 << (4 * dtype.itemsize)
+        values += [v for v in (half, -half) if v >= num_bins and info.min <= v <= info.max
+                   or info.min <= v < 0]
     return list(dict.fromkeys(values))
 
 
@@ -204,6 +211,17 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
         # a vector's last run at its end, not its start, reports the wrong index
         start = min(n - 15, 16 * (n // 48) + 1)
         keys[start:start + 15] = values[0]
+        return
+    if pattern in ("negative-before-large", "large-before-negative"):
+        # one key of each sign: a kernel that keeps a word for each and
+        # reports one of them first whatever their order names the later one
+        negative, large = min(values), max(values)
+        if negative >= 0 or large < 0:
+            raise ValueError(f"pattern {pattern} needs a key of each sign; {keys.dtype} for "
+                             f"K={num_bins} has {values}")
+        first, second = ((negative, large) if pattern == "negative-before-large"
+                         else (large, negative))
+        keys[n // 3 + 7], keys[2 * n // 3 + 1] = first, second
         return
     if pattern == "first":
         where = [0]
@@ -351,6 +369,20 @@ def _bad_key_cases() -> list[Case]:
     # the same at a grid of 1, where each thread walks batches of vectors
     cases += [Case("uniform", 100_003, 100, seed=12, dtype=t, bad="vector-run", grid=g)
               for t in ("int8", "int16", "int32") for g in (None, 1)]
+    # a key of each sign, in either order (the first is the one to report)
+    cases += [Case("uniform", 20_011, 100, seed=14, dtype=t, bad=p)
+              for t in ("int8", "int32", "int64")
+              for p in ("negative-before-large", "large-before-negative")]
+    # K the dtype's largest value, so that the largest key is the bad one: a
+    # bound check skipped because no key of the dtype can pass K misses it
+    cases += [Case("uniform", 20_011, int(np.iinfo(t).max), seed=14, dtype=t, bad="spread")
+              for t in ("uint8", "int8", "uint16", "int16")]
+    # the first and the last key bad in every width but int32's (above): a
+    # scalar head or tail loop around the vector walk that skips the check
+    cases += [Case("uniform", 100_003, 100, seed=14, dtype=t, bad=p)
+              for t in ("int8", "uint16", "int64", "uint64") for p in ("first", "last")]
+    cases += [Case("uniform", 10_007 + off, 100, seed=14, dtype=t, offset=off, bad="first")
+              for t, off in (("int8", 5), ("uint16", 3), ("int32", 1), ("int64", 1))]
     # each bad value alone, in every wide dtype (int8 ... uint16 are covered above)
     for t in ("int32", "uint32", "int64", "uint64"):
         count = len(bad_values(np.dtype(t), 1000))
@@ -447,20 +479,31 @@ def _small_sort_cases() -> list[Case]:
             Case("uniform", top - 5, 70_000, seed=17, skewed=True)]
 
 
+def _many_keys_cases() -> list[Case]:
+    """2^24 + 1 keys in one bin: more than float32 counts hold exactly
+    (2^24), and more than a grid of 65535 blocks of 256 threads covers
+    with one key a thread (16,776,960), which drops the rest."""
+    return [Case("onebin", (1 << 24) + 1, 1, seed=19, dtype="uint8")]
+
+
 def _scan_count_cases() -> list[Case]:
     """A scan's own inputs: no counts at all (every key case has K >= 1 of
     them, so only this one shows a scan that writes an offset for nothing);
     counts summing past 2^32 (a 32-bit running sum, tile sum or offset
     wraps), over one tile and one more count, many tiles (one level of tile
-    sums) and more tiles than a tile holds (two levels)."""
+    sums), more tiles than a tile holds (two levels), and 2^23 + 1 counts:
+    past two levels of a user's larger tiles (1024 threads x 8 counts, whose
+    tile sums one block of 1024 threads scans)."""
     tile = SCAN_THREADS * SCAN_ITEMS
-    return [Case.counts(n, seed=16) for n in (0, tile + 1, 100_003, tile * tile + tile + 3)]
+    return [Case.counts(n, seed=16)
+            for n in (0, tile + 1, 100_003, tile * tile + tile + 3, (1 << 23) + 1)]
 
 
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _few_bins_cases() + _medium_cases() + _dtype_cases()
              + _remainder_cases() + _misaligned_cases() + _forced_grid_cases()
-             + _narrow_counter_cases() + _bad_key_cases() + _small_sort_cases()
+             + _narrow_counter_cases() + _bad_key_cases() + _many_keys_cases()
+             + _small_sort_cases()
              + _scan_count_cases() + _full_width_cases() + _counted_past_2_31_cases()
              + _skewed_cases() + _fenced_cases() + [_fenced_past_2_31_case()])
     return cases if quick else cases + large_cases()

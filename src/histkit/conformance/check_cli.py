@@ -18,6 +18,7 @@ import sys
 from histkit.cli_args import bounded_int, positive_seconds, writable_file
 from histkit.conformance.isolation import DEFAULT_TIMEOUT_S
 from histkit.conformance.loading import CALL_FORMS, call_form
+from histkit.conformance.reproduce import MAX_WRITTEN_KEYS
 from histkit.conformance.sanitize import TOOLS as SANITIZERS
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
 
@@ -45,7 +46,6 @@ def _grid(text: str) -> int | None:
     return value
 
 
-MAX_WRITTEN_KEYS = 1 << 22  # --keys with runs (VALUE*COUNT) writes at most this many
 
 
 def _words(text: str, option: str) -> list[str]:

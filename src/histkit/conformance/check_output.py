@@ -76,12 +76,15 @@ def _input_lines(failure: Failure) -> list[str]:
         return shown + [f"            ({'shrunk from ' if failure.shrunk else ''}case "
                         f"{escape(failure.case.name)})"]
     label = "counts" if case.scan_counts else "keys"
+    # (no dtype for a scan's counts: a callable gets them as int64, a .cu
+    # scan as unsigned long long)
+    dtype = "" if case.scan_counts else f" ({case.dtype})"
     if case.literal is not None and can_write_out(case.literal):
-        what = f"{label} = {keys_python(case.literal)} ({case.dtype})"
+        what = f"{label} = {keys_python(case.literal)}{dtype}"
     elif case.n <= SHOWN_KEYS and failure.kind != "scan":  # (a scan is handed counts)
-        what = f"{label} = {case.keys().tolist()} ({case.dtype})"
+        what = f"{label} = {case.keys().tolist()}{dtype}"
     else:
-        what = f"{case.n} {label[:-1] if case.n == 1 else label} ({case.dtype})"
+        what = f"{case.n} {label[:-1] if case.n == 1 else label}{dtype}"
     if not (case.full_width or case.scan_counts or failure.kind in FULL_WIDTH_KINDS):
         what += f", num_bins = {case.num_bins}"  # (a radix sort takes none)
     extras = [f"{name}" for name, on in (("grid " + str(case.grid), case.grid is not None),

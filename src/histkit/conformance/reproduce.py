@@ -23,6 +23,7 @@ from histkit.gpu.registry import FULL_WIDTH_KINDS
 
 INLINE_KEYS = 64  # keys written out one by one in a reproducer
 MAX_RUNS = 16  # more keys are written as runs of one value where they form at most this many
+MAX_WRITTEN_KEYS = 1 << 22  # the most keys (or values) --keys writes, runs and all
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
 
 
@@ -62,9 +63,12 @@ def runs(values) -> list[tuple[int, int]]:
 
 def can_write_out(values) -> bool:
     """Whether values are few enough, or of few enough runs, to write out
-    (a shrunk input may hold millions of keys: the count stops past MAX_RUNS)."""
+    (a shrunk input may hold millions of keys: the count stops past MAX_RUNS),
+    and no more than the command line's --keys writes (MAX_WRITTEN_KEYS)."""
     if len(values) <= INLINE_KEYS:
         return True
+    if len(values) > MAX_WRITTEN_KEYS:
+        return False
     count = 1
     for before, value in itertools.pairwise(values):
         count += before != value

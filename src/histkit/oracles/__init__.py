@@ -240,11 +240,19 @@ def bin_histogram(
         widen and too-many-bins is raised, as numpy does).
     right_closed_last : bool, default True
         False gives CUB's convention (``HistogramEven``, ``HistogramRange``):
-        every bin half-open, so a sample on the top edge is not counted.
+        every bin half-open, so a sample on the top edge is not counted. It is
+        a parameter of numpy's rule, not another rule: where numpy's even-bin
+        estimate places a sample outside its edges (float16 arithmetic,
+        subnormal spans), the sample stays where numpy places it.
     flow : bool, default False
         Also return the samples no bin holds, as ``Flow(underflow, overflow,
-        nan)``: below the first edge, above the last (or on it when
-        `right_closed_last` is False, or when one edge makes no bin), NaN.
+        nan)``: NaN, and the others by numpy's own test against `range`
+        (below its low end, above its high end, or on it when
+        `right_closed_last` is False or one edge makes no bin). With explicit
+        edges, or a `range` whose ends are the edges' ends, that is below the
+        first edge and above the last; where the ends differ from the
+        computed edges (int64 bounds past 2^53 that round, float16 edges of a
+        float64 `range`), the tallies follow `range`.
     weights : array_like, optional
         One weight per sample, of the samples' shape (float16, float32,
         float64 or integer). Each bin then gets the exact sum of its samples'
