@@ -19,6 +19,8 @@ from histkit.conformance.weighted_cases import weighted_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from examples.python_kernels import weighted_fsum  # noqa: E402  (math.fsum per bin)
+
 EXAMPLE = "examples.python_kernels:"
 
 
@@ -212,42 +214,36 @@ def test_harness_cases_skew_and_fence_both_ends_apart_from_the_user_cases():
             assert case.keys.nbytes % 16 or case.weights.nbytes % 16
 
 
-def _exact_sums(keys, weights, num_bins):
-    from examples.python_kernels import weighted_fsum  # math.fsum per bin: passes every case
-
-    return weighted_fsum(keys, weights, num_bins)
-
-
 def _reporting_the_last_bad_key(keys, weights, num_bins):
     bad = np.flatnonzero((keys < 0) | (keys >= num_bins))
     if len(bad):
         raise ValueError(f"key {keys[bad[-1]]} at index {bad[-1]} is outside the bins")
-    return _exact_sums(keys, weights, num_bins)
+    return weighted_fsum(keys, weights, num_bins)
 
 
 def _zero_weights_read_as_the_smallest_normal(keys, weights, num_bins):
     _reporting_the_last_bad_key(keys, weights, num_bins)
     tiny = np.finfo(np.float64).tiny
-    return _exact_sums(keys, np.where(weights == 0, tiny, weights), num_bins)
+    return weighted_fsum(keys, np.where(weights == 0, tiny, weights), num_bins)
 
 
 def _minus_zero_as_nan(keys, weights, num_bins):
     _reporting_the_last_bad_key(keys, weights, num_bins)
-    sums = _exact_sums(keys, weights, num_bins)
+    sums = weighted_fsum(keys, weights, num_bins)
     sums[np.unique(keys[np.signbit(weights) & (weights == 0)])] = np.nan
     return sums
 
 
 def _every_overflow_positive(keys, weights, num_bins):
     _reporting_the_last_bad_key(keys, weights, num_bins)
-    sums = _exact_sums(keys, weights, num_bins)
+    sums = weighted_fsum(keys, weights, num_bins)
     return np.where(np.isinf(sums), np.inf, sums)
 
 
 def _bins_as_16_bit_indexes(keys, weights, num_bins):
     _reporting_the_last_bad_key(keys, weights, num_bins)
     sums = np.zeros(num_bins)
-    low = _exact_sums(keys.astype(np.int64) % 65536, weights, min(num_bins, 65536))
+    low = weighted_fsum(keys.astype(np.int64) % 65536, weights, min(num_bins, 65536))
     sums[:len(low)] = low
     return sums
 

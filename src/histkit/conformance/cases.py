@@ -180,8 +180,8 @@ def bad_values(dtype: np.dtype, num_bins: int) -> list[int]:
         values += [-1, int(info.min)]
     if dtype.itemsize >= 4:
         half = 1 << (4 * dtype.itemsize)
-        values += [v for v in (half, -half) if v >= num_bins and info.min <= v <= info.max
-                   or info.min <= v < 0]
+        values += [v for v in (half, -half)
+                   if (v >= num_bins or v < 0) and info.min <= v <= info.max]
     return list(dict.fromkeys(values))
 
 

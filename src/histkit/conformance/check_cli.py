@@ -46,8 +46,6 @@ def _grid(text: str) -> int | None:
     return value
 
 
-
-
 def _words(text: str, option: str) -> list[str]:
     """The comma-separated words of an option's value (none for an empty
     value: an empty input). One comma may end it (``--bins 1.0,`` is one edge,
