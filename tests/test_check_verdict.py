@@ -572,6 +572,27 @@ def test_a_group_is_headed_by_its_smallest_inputs_values_and_keyed_without_them(
     assert failure.title == "no bad key reported; the first is at index 0 (value 4)"
 
 
+def test_a_heading_with_values_over_several_cases_says_the_values_are_the_shown_inputs():
+    from rich.console import Console
+
+    from histkit.conformance.cases import Case
+    from histkit.conformance.check_output import print_group
+    from histkit.conformance.check_verdict import Failure
+
+    def heading(details):
+        group = [Failure(case=Case("uniform", 10, 4), geometry="", detail=d) for d in details]
+        console = Console(record=True, width=200)
+        print_group(console, 1, 1, group)
+        return console.export_text().splitlines()[0]
+
+    at = "no bad key reported; the first is at index {} (value 256) [case x]"
+    assert heading([at.format(3), at.format(7)]).endswith(
+        "(value 256) (2 cases, values from the input below)")
+    assert heading([at.format(3)]).endswith("(value 256) (1 case)")
+    differ = "bins differ: 1 differing [case x]"
+    assert heading([differ, differ]).endswith("bins differ (2 cases)")
+
+
 def test_both_reproducers_keep_the_timeout_they_were_run_with(kernels):
     report = check("my_kernels:drops_a_key", "histogram", timeout=7.5)
     assert report.failures and all(f.reproducer.endswith(" --timeout 7.5")

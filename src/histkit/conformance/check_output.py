@@ -147,6 +147,9 @@ def _without_case(detail: str) -> str:
 def print_group(console: Console, number: int, total: int, group: list[Failure]) -> None:
     first = group[0]
     cases = f"{len(group)} case{'s' if len(group) != 1 else ''}"
+    if len(group) > 1 and any(ch.isdigit() for ch in first.title):
+        # the values in the heading are the shown input's, not every case's
+        cases += ", values from the input below"
     console.print(f"[bold red]FAIL[/] (failure {number} of {total}): "
                   f"[bold]{escape(first.title)}[/] ({cases})")
     for line in _input_lines(first) + _difference_lines(first):
