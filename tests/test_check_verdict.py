@@ -139,6 +139,10 @@ def sorts_its_input_in_place(keys, num_bins):
     return keys, order
 
 
+def exact_scan(counts):
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
 def scans_and_zeroes_its_input(counts):
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(counts.dtype)
     counts[:] = 0
@@ -277,6 +281,37 @@ def test_keys_that_do_not_fit_their_dtype_are_usage_errors(kernels, argv, says, 
     assert stop.value.code == 2 and says in captured.out + captured.err
 
 
+def test_a_num_bins_past_the_judges_memory_is_a_usage_error_before_any_work(kernels,
+                                                                            monkeypatch):
+    from histkit.oracles import _inputs
+
+    monkeypatch.setattr(_inputs, "available_memory", lambda: 1 << 20)
+    with pytest.raises(UsageError, match=r"judging num_bins=1000000 .*needs 7\.6 MiB"):
+        check("my_kernels:exact", "histogram", keys=np.array([1]), num_bins=1_000_000)
+
+
+def test_a_scans_counts_take_no_dtype_and_default_to_int64(kernels, capsys):
+    scan = ["check", "my_kernels:exact_scan", "--kind", "scan", "--keys", "4294967296,0"]
+    assert main([*scan, "--dtype", "int64"]) == 2
+    assert "--dtype does not apply to a scan" in capsys.readouterr().out
+    assert main(scan) == 0
+
+
+def test_an_own_input_too_long_to_write_out_gets_a_python_call_that_names_it(kernels,
+                                                                             monkeypatch):
+    from histkit.conformance import reproduce
+
+    monkeypatch.setattr(reproduce, "MAX_WRITTEN_KEYS", 100)
+    monkeypatch.setattr(reproduce, "LISTED_KEYS", 100)
+    keys = np.arange(300) % 7
+    (failure,) = check("my_kernels:drops_a_key", "histogram", keys=keys, num_bins=7,
+                       in_process=True, shrink_failures=False).failures
+    assert failure.reproducer.startswith("(none: --keys writes 64 keys, or up to 100")
+    assert failure.python_reproducer.startswith(
+        "(in your own code, your_keys the 300 int64 keys checked)")
+    assert "keys=your_keys" in failure.python_reproducer
+
+
 def test_negative_keys_are_taken_after_a_space_as_after_an_equals_sign(kernels, capsys):
     for keys in (["--keys", "-1,2"], ["--keys=-1,2"]):
         assert main(["check", "my_kernels:exact", "--kind", "histogram", *keys,
@@ -413,9 +448,9 @@ def test_verbose_lists_every_cell_and_json_has_everything(kernels, tmp_path):
 # --- reproducers carry every option ---------------------------------------------------
 
 def test_a_wave_callable_that_keeps_a_width_of_its_own_fails_when_told_another(kernels):
-    # told 8, it is right; told half of 8 on the small inputs, it is not
+    # told 8, it is right; told 6 (three quarters of 8), it is not
     code, out = run("my_kernels:wave_of_8_only", "--kind", "wave", "--warp-size", "8")
-    assert code == 1 and "called with warp_size=4, counted in waves of another width" in out, out
+    assert code == 1 and "when called with warp_size=6, right at warp_size=8" in out, out
     (command, *_) = [line.split("reproduce ", 1)[1] for line in out.splitlines()
                      if "reproduce " in line]
     assert "--warp-size 8" in command
@@ -958,13 +993,14 @@ def test_a_privatized_callable_returning_its_pair_swapped_is_told_which_element_
 
 
 def test_a_failure_is_shrunk_to_inputs_that_fail_the_same_way_not_another(kernels):
-    # at its own width it fails only from 32 keys on; below that only the
-    # half-width call fails: the bins-differ group must not be shown by such an input
+    # at its own width it fails from 32 keys on, at 24 (its second call) from
+    # 24: the input shown fails with the group's symptom, and says at which width
     report = check("my_kernels:wave_forgets_the_last_lane", "wave")
-    titles = [group[0].title for group in report.groups()]
-    differ = [g[0] for g in report.groups() if g[0].title.startswith("bins differ")]
-    assert differ, titles
-    assert differ[0].smallest.n >= 32 and differ[0].symptom == "bins differ", differ[0]
+    (shown,) = [group[0] for group in report.groups() if group[0].symptom == "bins differ"]
+    assert shown.symptom == "bins differ" and shown.smallest.n < 32
+    assert "when called with warp_size=24" in shown.shrunk_detail
+    again = check("my_kernels:wave_forgets_the_last_lane", "wave", cases=[shown.smallest])
+    assert [f.symptom for f in again.failures] == ["bins differ"]
 
 
 def test_after_a_hang_cases_as_large_get_the_short_timeout_and_smaller_ones_the_whole(

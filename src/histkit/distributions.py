@@ -89,6 +89,20 @@ def sixteen_sectors_at(start: int, count: int, num_bins: int) -> np.ndarray:
     return (num_bins // 2 + 4 * (i % 16)) % num_bins
 
 
+def powers_at(start: int, count: int, num_bins: int) -> np.ndarray:
+    """Cycles, in descending order, through 0, 1, K - 1 and every 2^j - 1,
+    2^j and 2^j + 1 below K: keys that share every low digit with 0 (2^j;
+    with K = 2^j + 1, the largest key), neighbours that float32 cannot tell
+    apart past 2^24, and a largest key that float32 rounds up to K (a sort
+    that skips a digit pass because the smallest and largest keys share it,
+    orders or bounds keys as floats, or packs a key into too few bits, gets
+    them wrong)."""
+    values = {0, 1, num_bins - 1}
+    values |= {v for j in range(1, 64) for v in (2**j - 1, 2**j, 2**j + 1)}
+    table = np.array(sorted((v for v in values if v < num_bins), reverse=True), np.int64)
+    return table[np.arange(start, start + count, dtype=np.int64) % len(table)]
+
+
 # Patterns that depend on a key's position: (offset, count, num_bins) -> keys.
 POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
     "round-robin": round_robin_at,
@@ -96,6 +110,7 @@ POSITIONAL: dict[str, Callable[[int, int, int], np.ndarray]] = {
     "half-hot": half_hot_at,
     "hot-head": hot_head_at,
     "sixteen-sectors": sixteen_sectors_at,
+    "powers": powers_at,
 }
 
 
@@ -108,11 +123,22 @@ def _from_the_first_key(pattern: Callable[[int, int, int], np.ndarray]):
     return keys
 
 
+def last_apart(n: int, num_bins: int, rng: np.random.Generator) -> np.ndarray:
+    """Every key the last bin but the last key, bin 0 (drawn in chunks, past
+    2^24 keys, the last key of each chunk): a kernel that decides from whole
+    vectors that every key shares a digit or a bin, and leaves the scalar
+    tail out of that test, miscounts or misorders the one key apart."""
+    keys = np.full(n, num_bins - 1, dtype=np.int64)
+    keys[-1:] = 0
+    return keys
+
+
 GENERATORS: dict[str, Callable[[int, int, np.random.Generator], np.ndarray]] = {
     "uniform": uniform,
     "onebin": onebin,
     "zipf": zipf,
     "sorted": sorted_keys,
+    "last-apart": last_apart,
     **{name: _from_the_first_key(pattern) for name, pattern in POSITIONAL.items()},
 }
 

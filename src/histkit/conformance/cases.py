@@ -59,9 +59,13 @@ SORT_TILE_KEYS = TILE_WARPS * WARP * tile_items(4)  # the stable sort's tile of 
 # A scan_counts case's counts are below this: 2^31 + 17 of them sum to about
 # 2^62, inside the oracle's int64 offsets, while a few already pass 2^32.
 SCAN_COUNT_LIMIT = 1 << 32
+# ... and a few thousand counts of the "powers" pattern reach up to this: single
+# counts past 2^32, which a count loaded as 32 bits (and summed in 64) wraps.
+POWERS_COUNT_LIMIT = 1 << 40
 BAD_PATTERNS = ("first", "last", "last-vector", "past-2^31", "past-2^32", "several", "spread",
-                "negative", "run", "vector-run", "negative-before-large",
-                "large-before-negative")
+                "negative", "first-negative", "last-negative", "run", "vector-run",
+                "negative-before-large", "large-before-negative")
+NEGATIVE_PATTERNS = ("negative", "first-negative", "last-negative")  # negative bad keys only
 # plus "value<j>": one bad key, mid-input, of the j-th value of bad_values()
 PAST = {"past-2^31": 2**31, "past-2^32": 2**32}  # one bad key just past these indices
 
@@ -155,7 +159,8 @@ class Case:
         if self.full_width:
             return full_width_keys(self.distribution, self.n, self.seed, dtype)
         if self.scan_counts:
-            return make_keys(self.distribution, self.n, SCAN_COUNT_LIMIT, self.seed, dtype)
+            limit = POWERS_COUNT_LIMIT if self.distribution == "powers" else SCAN_COUNT_LIMIT
+            return make_keys(self.distribution, self.n, limit, self.seed, dtype)
         # K may pass the dtype's largest key (int8 keys, K = 256): draw from what
         # fits. Large inputs are drawn in chunks, in the narrow dtype, on every CPU.
         key_range = min(self.num_bins, int(np.iinfo(dtype).max) + 1)
@@ -189,7 +194,7 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
     """Overwrite some keys with out-of-range ones, in place."""
     n = len(keys)
     values = bad_values(keys.dtype, num_bins)
-    if pattern == "negative":
+    if pattern in NEGATIVE_PATTERNS:
         values = [v for v in values if v < 0]
     if not n or not values:
         raise ValueError(f"no bad key of {keys.dtype} for K={num_bins} (pattern {pattern})")
@@ -223,9 +228,9 @@ def plant_bad_keys(keys: np.ndarray, pattern: str, num_bins: int, seed: int) -> 
                          else (large, negative))
         keys[n // 3 + 7], keys[2 * n // 3 + 1] = first, second
         return
-    if pattern == "first":
+    if pattern in ("first", "first-negative"):
         where = [0]
-    elif pattern == "last":
+    elif pattern in ("last", "last-negative"):
         where = [n - 1]
     elif pattern == "last-vector":
         # 12 keys before the end: for one-byte keys from an aligned start and
@@ -332,8 +337,11 @@ def _forced_grid_cases() -> list[Case]:
     shapes = [("uniform", 300_007, 256, "int32"), ("sorted", 300_007, 4096, "int32"),
               ("onebin", 50_021, 100_000, "int32"), ("uniform", 70_001, 256, "int8"),
               ("round-robin", 40_003, 300, "uint16"), ("zipf", 90_001, 70_000, "int64")]
-    return [Case(d, n, k, seed=9, dtype=t, grid=g)
-            for d, n, k, t in shapes for g in (1, 2, 3)]
+    cases = [Case(d, n, k, seed=9, dtype=t, grid=g)
+             for d, n, k, t in shapes for g in (1, 2, 3)]
+    # more blocks than the keys fill: idle blocks still merge their (empty)
+    # copy, and a launcher may not shrink the grid it was given
+    return cases + [Case("uniform", 33, 10, seed=22, grid=3)]
 
 
 def _narrow_counter_cases() -> list[Case]:
@@ -383,6 +391,18 @@ def _bad_key_cases() -> list[Case]:
               for t in ("int8", "uint16", "int64", "uint64") for p in ("first", "last")]
     cases += [Case("uniform", 10_007 + off, 100, seed=14, dtype=t, offset=off, bad="first")
               for t, off in (("int8", 5), ("uint16", 3), ("int32", 1), ("int64", 1))]
+    # bad keys where K is 1 or 2 (a shortcut for one or two bins that skips
+    # the check, or takes any key but 0 for bin 1); a negative one last (the
+    # "last" pattern plants K), in a short input and first in a sorted one (a
+    # sorted input judged by its first and last keys alone)
+    cases += [Case("uniform", 257, 1, seed=21, bad="last"),
+              Case("uniform", 257, 2, seed=21, bad="spread"),
+              Case("uniform", 100_003, 100, seed=21, bad="last-negative"),
+              Case("uniform", 31, 10, seed=21, bad="negative"),
+              Case("sorted", 4099, 100, seed=21, bad="first-negative")]
+    # the last of 2^20 + 3 keys bad: an index reported relative to a chunk of
+    # 2^20 keys (or any power of two up to it) names key 2
+    cases += [Case("uniform", (1 << 20) + 3, 256, seed=21, bad="last")]
     # each bad value alone, in every wide dtype (int8 ... uint16 are covered above)
     for t in ("int32", "uint32", "int64", "uint64"):
         count = len(bad_values(np.dtype(t), 1000))
@@ -402,6 +422,9 @@ def _full_width_cases() -> list[Case]:
     # the dtype's edges: its largest key's image is all ones (a 64-bit one is
     # the u64 maximum), its smallest all zeros; -1 next to 0
     cases += [wide("extremes", 5_003, t) for t in widths]
+    # keys all alike but the last, the smallest: a pass skipped because whole
+    # vectors share its digit (the scalar tail unread) leaves it unsorted
+    cases += [wide("last-apart", 4099, t) for t in ("int32", "uint64")]
     cases += [wide(d, 100_003, t) for d in DISTRIBUTIONS[1:]
               for t in ("int32", "uint32", "int64", "uint64")]
     # one key, a partial warp, a block + 1, a tile + 1, two tiles + 1 (a 1-key tile)
@@ -463,6 +486,26 @@ def _fenced_cases() -> list[Case]:
             Case("round-robin", 20_011, 65_539, seed=14, fenced=True)]
 
 
+def _shortcut_cases() -> list[Case]:
+    """Keys a sort's shortcuts get wrong (distributions.powers_at): 3001 of them
+    (a one-block path between 1024 and 4096 keys; each value about 60 times,
+    in descending cycles: stability), over K = 2^24 + 5 (past float32's exact
+    integers and 24-bit packed keys; its largest key rounds up to K as a
+    float32), K = 2^16 + 1 in uint32 and uint64 keys (a largest key sharing every low
+    digit with 0, and keys past a 16-bit type) and K = 257 in uint16; keys
+    all alike but the last, 4095 of them (a tail left out of an "every key
+    shares this digit" test; runs of equal keys on the one-block path); K
+    between 4096 and 16384 (a shared-memory loop bounded by a fixed 4096
+    bins)."""
+    return [Case("powers", 3001, (1 << 24) + 5, seed=20),
+            Case("powers", 3001, (1 << 16) + 1, seed=20, dtype="uint32"),
+            Case("powers", 3001, (1 << 16) + 1, seed=20, dtype="uint64"),
+            Case("powers", 3001, 257, seed=20, dtype="uint16"),
+            Case("last-apart", 4095, 2, seed=20),
+            Case("last-apart", 4095, 1 << 16, seed=20, dtype="uint16"),
+            Case("uniform", 20_011, 6000, seed=20)]
+
+
 def _small_sort_cases() -> list[Case]:
     """rank_sort's edges (the stable sort of up to RANK_MAX_KEYS keys, each
     compared with every other): its largest input, where its warps' runs end
@@ -491,19 +534,23 @@ def _scan_count_cases() -> list[Case]:
     them, so only this one shows a scan that writes an offset for nothing);
     counts summing past 2^32 (a 32-bit running sum, tile sum or offset
     wraps), over one tile and one more count, many tiles (one level of tile
-    sums), more tiles than a tile holds (two levels), and 2^23 + 1 counts:
-    past two levels of a user's larger tiles (1024 threads x 8 counts, whose
-    tile sums one block of 1024 threads scans)."""
+    sums), more tiles than a tile holds (two levels), 2^23 + 1 counts: past
+    two levels of a user's larger tiles (1024 threads x 8 counts, whose tile
+    sums one block of 1024 threads scans), 2^24 + 1 (past two levels of
+    4096-count tiles); and single counts past 2^32 (the "powers" pattern, up
+    to POWERS_COUNT_LIMIT), which a count loaded as 32 bits wraps."""
     tile = SCAN_THREADS * SCAN_ITEMS
-    return [Case.counts(n, seed=16)
-            for n in (0, tile + 1, 100_003, tile * tile + tile + 3, (1 << 23) + 1)]
+    cases = [Case.counts(n, seed=16)
+             for n in (0, tile + 1, 100_003, tile * tile + tile + 3, (1 << 23) + 1)]
+    return cases + [Case.counts((1 << 24) + 1, seed=20),
+                    Case("powers", 3001, 3001, seed=20, dtype="uint64", scan_counts=True)]
 
 
 def all_cases(quick: bool = False) -> list[Case]:
     cases = (_edge_cases() + _few_bins_cases() + _medium_cases() + _dtype_cases()
              + _remainder_cases() + _misaligned_cases() + _forced_grid_cases()
              + _narrow_counter_cases() + _bad_key_cases() + _many_keys_cases()
-             + _small_sort_cases()
+             + _small_sort_cases() + _shortcut_cases()
              + _scan_count_cases() + _full_width_cases() + _counted_past_2_31_cases()
              + _skewed_cases() + _fenced_cases() + [_fenced_past_2_31_case()])
     return cases if quick else cases + large_cases()

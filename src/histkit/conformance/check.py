@@ -49,6 +49,7 @@ from histkit.conformance.loading import (
 from histkit.conformance.reproduce import histkit_word
 from histkit.gpu.errors import GpuUnavailableError
 from histkit.gpu.registry import BINNING_KINDS, CHECK_KINDS, FULL_WIDTH_KINDS, WEIGHTED_KINDS
+from histkit.oracles._inputs import require_memory
 
 DEFAULT_ARCH = "sm_90"
 
@@ -137,8 +138,14 @@ def validate_keys(keys, kind: str, num_bins: int | None) -> np.ndarray:
     if kind == "scan":
         if keys.size and keys.min() < 0:
             raise UsageError(f"a scan's input is counts, which are >= 0; got {keys.min()}")
-    elif kind not in FULL_WIDTH_KINDS and num_bins is None:
-        raise UsageError("keys= needs num_bins=")
+    elif kind not in FULL_WIDTH_KINDS:
+        if num_bins is None:
+            raise UsageError("keys= needs num_bins=")
+        try:  # the judge's own answer holds num_bins int64 counts
+            require_memory(8 * int(num_bins), f"judging num_bins={num_bins} (the oracle's "
+                                              f"int64 counts)")
+        except MemoryError as error:
+            raise UsageError(str(error)) from None
     return keys
 
 

@@ -54,6 +54,7 @@ from histkit.conformance.foreign import (
     changed_input,
     inexact_counts,
     narrow_counts,
+    start_offset,
     to_input_kind,
     to_numpy,
 )
@@ -174,8 +175,9 @@ class BinningCallable(PythonImpl):
         if isinstance(want, int):
             return Cell("skip", NUMPY_FAILS.format(index=want)), ""
         counts, edges = want
-        bins = case.bins if isinstance(case.bins, int) else to_input_kind(case.bins, self.inputs)
-        samples = to_input_kind(np.asarray(case.samples), self.inputs)
+        bins = case.bins if isinstance(case.bins, int) else to_input_kind(
+            case.bins, self.inputs, start_offset(np.asarray(case.bins)))
+        samples = to_input_kind(case.samples, self.inputs, start_offset(np.asarray(case.samples)))
         try:
             result = self.function(samples, bins, case.range)
         except Exception as error:

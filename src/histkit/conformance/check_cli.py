@@ -208,8 +208,9 @@ def add_check_parser(commands, formatter, handler) -> None:
     one.add_argument("--num-bins", type=bounded_int(1, 2**62), metavar="N",
                      help="num_bins for --keys (not for --kind scan or radix-sort)")
     one.add_argument("--dtype", type=_dtype, default=None, metavar="DTYPE",
-                     help="dtype of --keys (default int32; an integer dtype) or --samples "
-                          "(default float64): " + ", ".join(SAMPLE_DTYPES))
+                     help="dtype of --keys (default int32; an integer dtype; none for a "
+                          "scan, whose counts are int64) or --samples (default float64): "
+                          + ", ".join(SAMPLE_DTYPES))
     one.add_argument("--samples", type=_numbers("--samples"), metavar="X,X,...",
                      help="a binning kind's samples (with --bins, and --range where "
                           "wanted), as np.histogram(samples, bins, range) takes them")
@@ -355,7 +356,11 @@ def run_check_command(args, console) -> int:
                 return _usage(console, "--keys needs --num-bins")
             if args.dtype is not None and args.dtype not in KEY_DTYPES:
                 return _usage(console, f"--keys are integers; --dtype {args.dtype} is not")
-            keys = keys_array(args.keys, args.dtype or "int32")
+            if args.dtype is not None and args.kind == "scan":
+                return _usage(console, "--dtype does not apply to a scan: its counts are "
+                                       "handed to it as int64")
+            keys = keys_array(args.keys, args.dtype or ("int64" if args.kind == "scan"
+                                                         else "int32"))
         impl = make_impl(args.kernel, args.kind, inputs=args.inputs,
                          defines=dict(args.define), block=args.block, grid=args.grid,
                          count_bits=args.counts, warp_size=args.warp_size)

@@ -97,8 +97,10 @@ def _input_lines(failure: Failure) -> list[str]:
         what += f"; called with {failure.launch}"
     lines = [f"  input     {escape(what)}"]
     if failure.shrunk is not None:
-        lines.append(f"            (shrunk from case {escape(failure.case.name)})")
-    else:
+        origin = ("your input" if failure.case.literal is not None
+                  else f"case {escape(failure.case.name)}")
+        lines.append(f"            (shrunk from {origin})")
+    elif failure.case.literal is None:  # your own input needs no name
         lines.append(f"            (case {escape(failure.case.name)})")
     return lines
 
@@ -124,6 +126,8 @@ def _difference_lines(failure: Failure) -> list[str]:
     shown = ", ".join(f"{what} {i}{bounds.get(str(i), '')}: expected {want}, got {got}"
                       for i, got, want in differences)
     head = _without_case(detail).split(";")[0]
+    if figures.get("called_with"):  # a second call's failure (a wave's other width)
+        head += f"; when called with {figures['called_with']}"
     return [f"  got       {escape(head)}", f"            {escape(shown)}"]
 
 

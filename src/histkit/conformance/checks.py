@@ -31,8 +31,19 @@ def wrong_shape(got: np.ndarray, want: np.ndarray) -> Cell | None:
     return Cell("FAIL", f"wrong shape: expected {want.shape}, got {got.shape}")
 
 
+def _differing(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """The positions where got and want differ as numbers, exactly: NumPy's
+    != on integers beside floats compares both as float64, which rounds
+    integers past 2^53 (float 2^53 would equal int64 2^53 + 1)."""
+    kinds = {got.dtype.kind, want.dtype.kind}
+    if "f" in kinds and kinds & {"i", "u"}:
+        pairs = zip(got.tolist(), want.tolist(), strict=True)
+        return np.flatnonzero([a != b for a, b in pairs])
+    return np.flatnonzero(got != want)
+
+
 def _first_difference(got: np.ndarray, want: np.ndarray) -> str:
-    where = np.flatnonzero(got != want)
+    where = _differing(got, want)
     if not where.size:
         return ""
     i = int(where[0])
@@ -54,7 +65,7 @@ def equal(got: np.ndarray, want: np.ndarray, what: str = "bin") -> Cell:
     difference = _first_difference(got, want)
     if not difference:
         return Cell("pass")
-    where = np.flatnonzero(got != want)[:SHOWN_DIFFERENCES]
+    where = _differing(got, want)[:SHOWN_DIFFERENCES]
     figures = {"what": what, "differences": [[int(i), got[i].item(), want[i].item()]
                                              for i in where]}
     return Cell("FAIL", f"{_plural(what)} differ: {difference}", figures)

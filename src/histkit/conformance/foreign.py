@@ -51,23 +51,46 @@ from histkit.conformance.loading import (
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
-# A wave callable is also told a second width on inputs up to this many keys:
-# one that keeps a width of its own (a hard-coded 32) passes at that width alone.
+# A wave callable is also told other widths (WaveCallable.other_widths): one
+# that keeps a width of its own (a hard-coded 32) passes at that width alone.
+# Twice its width (past a 32-bit lane mask) only on inputs up to this many keys.
 SECOND_WAVE_MAX_KEYS = 4096
+# A privatized callable is also called with another block size and a grid of 2
+# (PythonImpl.other_geometry) on inputs up to this many keys.
+OTHER_BLOCK_MAX_KEYS = 4096
 
 
-def to_input_kind(array: np.ndarray, inputs: str):
+def to_input_kind(array: np.ndarray, inputs: str, offset: int = 0):
+    """array as a callable gets it: a copy of its own (the callable may
+    scribble on it; the oracle's copy stays intact) in the inputs' library,
+    contiguous, starting `offset` elements into its allocation (a case's
+    misaligned start, off the 16-byte alignment of vector loads)."""
     if inputs == "numpy":
-        return array.copy()  # the callable may scribble on it; the oracle's copy stays intact
-    if inputs == "cupy":
+        copied, library = np.array(array), np
+    elif inputs == "cupy":
         import cupy
 
-        return cupy.asarray(array)
-    if inputs == "torch":
+        copied, library = cupy.asarray(array), cupy  # (a copy: the array is on the host)
+    elif inputs == "torch":
         import torch
 
-        return torch.as_tensor(array.copy(), device="cuda")
-    raise ValueError(f"inputs must be one of {INPUT_KINDS}; got {inputs!r}")
+        copied, library = torch.as_tensor(np.array(array), device="cuda"), torch
+    else:
+        raise ValueError(f"inputs must be one of {INPUT_KINDS}; got {inputs!r}")
+    if not offset:
+        return copied
+    if inputs == "torch":
+        base = torch.empty(offset + len(copied), dtype=copied.dtype, device="cuda")
+    else:
+        base = library.empty(offset + len(copied), dtype=copied.dtype)
+    base[offset:] = copied
+    return base[offset:]
+
+
+def start_offset(array: np.ndarray) -> int:
+    """How many elements past a 16-byte boundary array's data starts (0 for an
+    aligned array): the offset its copy for a callable keeps."""
+    return (array.ctypes.data % 16) // array.itemsize if array.size else 0
 
 
 def to_numpy(value) -> np.ndarray:
@@ -264,7 +287,7 @@ class PythonImpl:
             return self._judge_scan(expected)
         outcome = checks.Outcome()
         geometry = ""
-        given = to_input_kind(keys, self.inputs)
+        given = to_input_kind(keys, self.inputs, case.offset)
         try:
             result = self._call(given, case, outcome)
         except Exception as error:
@@ -286,8 +309,13 @@ class PythonImpl:
         except WrongResult as error:  # the verdict is the sentence, headed "returned ..."
             return Cell("FAIL", str(error)), geometry
         cell = checks.judge(self.kind, expected, outcome, self.warp_size)
-        if cell.status == "pass" and self.kind == "wave" and case.n <= SECOND_WAVE_MAX_KEYS:
-            cell = self._judge_second_width(keys, case, expected)
+        if cell.status == "pass" and self.kind == "privatized" and case.n <= OTHER_BLOCK_MAX_KEYS:
+            cell = self._judge_other_geometry(given, case, expected)
+        if cell.status == "pass" and self.kind == "wave":
+            for width in self.other_widths(case.n):
+                cell = self._judge_other_width(keys, case, expected, width)
+                if cell.status != "pass":
+                    break
         if cell.status == "pass" and outcome.counts is not None:
             cell = inexact_counts(outcome.counts) or cell
         if cell.status == "pass" and outcome.original_index is not None:
@@ -302,21 +330,62 @@ class PythonImpl:
             cell = replace(cell, detail=f"{cell.detail}; {HOW_TO_REPORT}")
         return cell, geometry
 
-    def second_width(self) -> int:
-        """The other wave width a wave callable is told (half its own)."""
-        return self.warp_size // 2 if self.warp_size > 1 else 2
+    def other_widths(self, n: int) -> tuple[int, ...]:
+        """The wave widths a wave callable is told besides its own: three
+        quarters of it (no power of two: a wave index taken by a shift is
+        wrong there) on every input, and twice it (past a 32-bit lane mask)
+        on inputs of up to SECOND_WAVE_MAX_KEYS keys."""
+        widths = [max(2, self.warp_size * 3 // 4)]
+        if n <= SECOND_WAVE_MAX_KEYS:
+            widths.append(2 * self.warp_size)
+        return tuple(w for w in dict.fromkeys(widths) if w != self.warp_size)
 
-    def _judge_second_width(self, keys: np.ndarray, case: Case,
-                            expected: checks.Expected) -> Cell:
-        width = self.second_width()
+    def _judge_other_width(self, keys: np.ndarray, case: Case,
+                           expected: checks.Expected, width: int) -> Cell:
         outcome = checks.Outcome()
-        self._fill(outcome, self.function(to_input_kind(keys, self.inputs), case.num_bins,
-                                          warp_size=width))
+        given = to_input_kind(keys, self.inputs, case.offset)
+        try:  # no bad key here: it answered its own width without raising
+            result = self.function(given, case.num_bins, warp_size=width)
+        except Exception as error:
+            return Cell("FAIL", f"raised on valid input when called with warp_size={width}: "
+                                f"{raised(error)}")
+        self._fill(outcome, result)
         cell = checks.judge("wave", expected, outcome, width)
         if cell.status != "FAIL":
             return cell
-        return replace(cell, detail=f"called with warp_size={width}, counted in waves of "
-                                    f"another width (is warp_size ignored?): {cell.detail}")
+        # the symptom first, so that the failure joins its group
+        called = f"warp_size={width}, right at warp_size={self.warp_size}"
+        return replace(cell, detail=f"{cell.detail}; when called with {called} (a width of "
+                                    f"its own, or one it mishandles?)",
+                       figures={**(cell.figures or {}), "called_with": called})
+
+    def other_geometry(self) -> tuple[int, int]:
+        """The second launch a privatized callable is told: half its block
+        (twice it where that is below a warp) on a grid of 2, so that blocks
+        loop over tiles with a stride of the block they were given."""
+        block = self.block // 2 if self.block >= 64 else self.block * 2
+        return block, 2
+
+    def _judge_other_geometry(self, given, case: Case, expected: checks.Expected) -> Cell:
+        block, grid = self.other_geometry()
+        outcome = checks.Outcome(block=block, grid=grid)
+        try:  # no bad key here: it answered its own launch without raising
+            result = self.function(given, case.num_bins, block_size=block, num_blocks=grid)
+        except Exception as error:
+            return Cell("FAIL", f"raised on valid input when called with block_size={block}, "
+                                f"num_blocks={grid}: {raised(error)}")
+        try:
+            self._fill(outcome, result)
+        except WrongResult as error:
+            return Cell("FAIL", str(error))
+        cell = checks.judge("privatized", expected, outcome)
+        if cell.status != "FAIL":
+            return cell
+        own_block, own_grid = self.geometry(case)
+        called = (f"block_size={block}, num_blocks={grid}, right at block_size={own_block}, "
+                  f"num_blocks={own_grid}")
+        return replace(cell, detail=f"{cell.detail}; when called with {called}",
+                       figures={**(cell.figures or {}), "called_with": called})
 
     def _call(self, arg, case: Case, outcome: checks.Outcome):
         if self.kind == "wave":
@@ -349,7 +418,12 @@ class PythonImpl:
                 raise WrongResult(f"returned {_described(atomics)} as global_atomics, the "
                                   f"second element; a privatized callable returns "
                                   f"{CALL_FORMS[self.kind][2]}, global_atomics an integer")
-            outcome.global_atomics = int(atomics)
+            value = to_numpy(atomics)
+            if value.dtype.kind not in "iu":  # 12.9 or True is no count of atomics
+                raise WrongResult(f"returned global_atomics {value.item()!r} ({value.dtype}); "
+                                  f"a privatized callable returns {CALL_FORMS[self.kind][2]}, "
+                                  f"global_atomics an integer")
+            outcome.global_atomics = int(value)
         else:
             if result is None:
                 raise WrongResult(f"returned None; a {self.kind} callable returns counts")

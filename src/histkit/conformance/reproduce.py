@@ -24,6 +24,7 @@ from histkit.gpu.registry import FULL_WIDTH_KINDS
 INLINE_KEYS = 64  # keys written out one by one in a reproducer
 MAX_RUNS = 16  # more keys are written as runs of one value where they form at most this many
 MAX_WRITTEN_KEYS = 1 << 22  # the most keys (or values) --keys writes, runs and all
+LISTED_KEYS = 4096  # the most keys of many values a Python reproducer lists one by one
 HISTOGRAM_KINDS = ("histogram", "racy-histogram", "wave", "privatized")
 
 
@@ -194,12 +195,17 @@ def command_line(impl, kind: str, case: Case, original: Case | None = None) -> s
     if named:
         words += ["--case", shlex.quote(target.name)]
     elif target.literal is not None:
+        if not can_write_out(target.literal):
+            return (f"(none: --keys writes {INLINE_KEYS} keys, or up to {MAX_WRITTEN_KEYS} "
+                    f"in at most {MAX_RUNS} runs of one value, and these {len(target.literal)} "
+                    f"are more; see the Python call)")
         keys = keys_option(target.literal) or "''"
         words.append(shlex.quote(f"--keys={keys}") if keys.startswith("-")
                      else f"--keys {shlex.quote(keys) if '*' in keys else keys}")
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             words += ["--num-bins", str(target.num_bins)]
-        words += ["--dtype", target.dtype]
+        if kind != "scan":  # a scan's counts are handed over as int64, whatever their dtype
+            words += ["--dtype", target.dtype]
     else:
         return "(none: the input is not a matrix case; see the Python call)"
     for option, value in _options(impl, kind, target, named):
@@ -216,12 +222,17 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None,
     target, named = _input(case, original)
     arguments = [repr(spec) if spec else "your_function", repr(kind)]
     names = "check"  # what the call imports
+    yours = ""  # the keys the call leaves to the caller, too many to write out
     if named:
         arguments.append(f"case={target.name!r}")
     elif target.literal is not None and (_inline(target) or not target.skewed):
-        keys = (keys_python(target.literal) if can_write_out(target.literal)
-                else f"[{', '.join(map(str, target.literal))}]")
-        arguments.append(f"keys=np.array({keys}, dtype={target.dtype!r})")
+        if can_write_out(target.literal) or len(target.literal) <= LISTED_KEYS:
+            keys = (keys_python(target.literal) if can_write_out(target.literal)
+                    else f"[{', '.join(map(str, target.literal))}]")
+            arguments.append(f"keys=np.array({keys}, dtype={target.dtype!r})")
+        else:
+            arguments.append("keys=your_keys")
+            yours = f"your_keys the {len(target.literal)} {target.dtype} keys checked"
         if kind not in FULL_WIDTH_KINDS and kind != "scan":
             arguments.append(f"num_bins={target.num_bins}")
     else:
@@ -239,8 +250,8 @@ def python_call(impl, kind: str, case: Case, original: Case | None = None,
     arguments += timeout_argument(timeout)
     call = f"check({', '.join(arguments)})"
     code = verdict_script(call, names)
-    if spec is None:
-        return f"(in your own code) {code}"
+    if spec is None or yours:
+        return f"(in your own code{', ' + yours if yours else ''}) {code}"
     return python_command(code)
 
 
