@@ -51,7 +51,7 @@ from histkit.conformance.loading import (
 from histkit.gpu.registry import FULL_WIDTH_KINDS, SORTING_KINDS
 
 _INDEX_IN_MESSAGE = re.compile(r"index (\d+)")
-# A wave callable is also told other widths (WaveCallable.other_widths): one
+# A wave callable is also told other widths (PythonImpl.other_widths): one
 # that keeps a width of its own (a hard-coded 32) passes at that width alone.
 # Twice its width (past a 32-bit lane mask) only on inputs up to this many keys.
 SECOND_WAVE_MAX_KEYS = 4096
@@ -310,10 +310,16 @@ class PythonImpl:
             return Cell("FAIL", str(error)), geometry
         cell = checks.judge(self.kind, expected, outcome, self.warp_size)
         if cell.status == "pass" and self.kind == "privatized" and case.n <= OTHER_BLOCK_MAX_KEYS:
-            cell = self._judge_other_geometry(given, case, expected)
+            block, grid = self.other_geometry()
+            own_block, own_grid = self.geometry(case)
+            cell = self._judge_another_call(
+                keys, case, expected, {"block_size": block, "num_blocks": grid},
+                {"block_size": own_block, "num_blocks": own_grid})
         if cell.status == "pass" and self.kind == "wave":
             for width in self.other_widths(case.n):
-                cell = self._judge_other_width(keys, case, expected, width)
+                cell = self._judge_another_call(
+                    keys, case, expected, {"warp_size": width}, {"warp_size": self.warp_size},
+                    " (a width of its own, or one it mishandles?)")
                 if cell.status != "pass":
                     break
         if cell.status == "pass" and outcome.counts is not None:
@@ -340,25 +346,6 @@ class PythonImpl:
             widths.append(2 * self.warp_size)
         return tuple(w for w in dict.fromkeys(widths) if w != self.warp_size)
 
-    def _judge_other_width(self, keys: np.ndarray, case: Case,
-                           expected: checks.Expected, width: int) -> Cell:
-        outcome = checks.Outcome()
-        given = to_input_kind(keys, self.inputs, case.offset)
-        try:  # no bad key here: it answered its own width without raising
-            result = self.function(given, case.num_bins, warp_size=width)
-        except Exception as error:
-            return Cell("FAIL", f"raised on valid input when called with warp_size={width}: "
-                                f"{raised(error)}")
-        self._fill(outcome, result)
-        cell = checks.judge("wave", expected, outcome, width)
-        if cell.status != "FAIL":
-            return cell
-        # the symptom first, so that the failure joins its group
-        called = f"warp_size={width}, right at warp_size={self.warp_size}"
-        return replace(cell, detail=f"{cell.detail}; when called with {called} (a width of "
-                                    f"its own, or one it mishandles?)",
-                       figures={**(cell.figures or {}), "called_with": called})
-
     def other_geometry(self) -> tuple[int, int]:
         """The second launch a privatized callable is told: half its block
         (twice it where that is below a warp) on a grid of 2, so that blocks
@@ -366,25 +353,28 @@ class PythonImpl:
         block = self.block // 2 if self.block >= 64 else self.block * 2
         return block, 2
 
-    def _judge_other_geometry(self, given, case: Case, expected: checks.Expected) -> Cell:
-        block, grid = self.other_geometry()
-        outcome = checks.Outcome(block=block, grid=grid)
-        try:  # no bad key here: it answered its own launch without raising
-            result = self.function(given, case.num_bins, block_size=block, num_blocks=grid)
-        except Exception as error:
-            return Cell("FAIL", f"raised on valid input when called with block_size={block}, "
-                                f"num_blocks={grid}: {raised(error)}")
-        try:
-            self._fill(outcome, result)
+    def _judge_another_call(self, keys: np.ndarray, case: Case, expected: checks.Expected,
+                            asked: dict, own: dict, hint: str = "") -> Cell:
+        """The cell of one more call, on a case the callable's own call passed:
+        asked holds the keyword arguments it is called with, own those of its
+        own call. A failure keeps its symptom first, so that it joins its group,
+        and says which call it was (the "called_with" figure shows it too)."""
+        called = ", ".join(f"{name}={value}" for name, value in asked.items())
+        outcome = checks.Outcome(block=asked.get("block_size"), grid=asked.get("num_blocks"))
+        given = to_input_kind(keys, self.inputs, case.offset)
+        try:  # no bad key here: it answered its own call without raising
+            self._fill(outcome, self.function(given, case.num_bins, **asked))
         except WrongResult as error:
-            return Cell("FAIL", str(error))
-        cell = checks.judge("privatized", expected, outcome)
+            return Cell("FAIL", f"{error}; when called with {called}")
+        except Exception as error:
+            return Cell("FAIL", f"raised on valid input when called with {called}: "
+                                f"{raised(error)}")
+        cell = checks.judge(self.kind, expected, outcome,
+                            asked.get("warp_size", self.warp_size))
         if cell.status != "FAIL":
             return cell
-        own_block, own_grid = self.geometry(case)
-        called = (f"block_size={block}, num_blocks={grid}, right at block_size={own_block}, "
-                  f"num_blocks={own_grid}")
-        return replace(cell, detail=f"{cell.detail}; when called with {called}",
+        called += ", right at " + ", ".join(f"{name}={value}" for name, value in own.items())
+        return replace(cell, detail=f"{cell.detail}; when called with {called}{hint}",
                        figures={**(cell.figures or {}), "called_with": called})
 
     def _call(self, arg, case: Case, outcome: checks.Outcome):
